@@ -1,0 +1,458 @@
+package assemble
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/recallbot/recall/llm"
+	"github.com/recallbot/recall/memory"
+	"github.com/recallbot/recall/pipeline"
+)
+
+// Budget is the token budget of each part (memory.budget.* in config.yaml).
+type Budget struct {
+	Total     int // everything sent, the current message included
+	System    int // the system prompt
+	Memories  int // user memories and relevant facts
+	Summaries int // active summaries
+	Snippets  int // archive snippets
+	Recent    int // recent turns
+}
+
+// DefaultBudget is DESIGN.md's table.
+var DefaultBudget = Budget{Total: 8000, System: 1500, Memories: 500, Summaries: 2000, Snippets: 1500, Recent: 3000}
+
+// Source is what assembly reads from the store.
+type Source interface {
+	Summaries(ctx context.Context, key pipeline.Key, activeOnly bool) ([]memory.Summary, error)
+	Recent(ctx context.Context, key pipeline.Key, limit, tokenBudget int) ([]memory.Message, error)
+	Search(ctx context.Context, key pipeline.Key, q memory.Query) ([]memory.Hit, error)
+	Memories(ctx context.Context, owner string) ([]memory.UserMemory, error)
+	Facts(ctx context.Context, owner, text string, limit int) ([]memory.Fact, error)
+}
+
+// Request describes one assembly.
+type Request struct {
+	Key          pipeline.Key
+	Text         string // the current message
+	MessageID    string // its platform id, so it is not also counted as a recent turn
+	SystemPrompt string
+	Memory       bool // the owner's memory is on: summaries and snippets are used
+	Facts        bool // facts are injected (memory.facts.enabled)
+	MaxMemories  int  // at most this many user memories (default 50)
+	Now          time.Time
+}
+
+// Part names, in prompt order.
+const (
+	PartSystem    = "system prompt"
+	PartMemories  = "memories and facts"
+	PartSummaries = "summaries"
+	PartSnippets  = "archive snippets"
+	PartRecent    = "recent turns"
+	PartCurrent   = "current message"
+)
+
+// Part is one part's share of the prompt.
+type Part struct {
+	Name    string `json:"name"`
+	Tokens  int    `json:"tokens"`
+	Budget  int    `json:"budget"` // 0 = none of its own
+	Items   int    `json:"items"`
+	Trimmed int    `json:"trimmed"` // items dropped to fit
+}
+
+// Snippet is an archived message pulled into the prompt.
+type Snippet struct {
+	ID     int64       `json:"id"`
+	Role   memory.Role `json:"role"`
+	Time   time.Time   `json:"time"`
+	Tokens int         `json:"tokens"`
+	Score  float64     `json:"score"`
+	Text   string      `json:"text"`
+}
+
+// Breakdown is what went into a prompt and why.
+type Breakdown struct {
+	Parts     []Part    `json:"parts"`
+	Snippets  []Snippet `json:"snippets"`
+	Total     int       `json:"total_tokens"`
+	Budget    int       `json:"budget"`
+	Truncated bool      `json:"current_truncated"`
+	Notes     []string  `json:"notes,omitempty"`
+}
+
+// Part returns the named part.
+func (b Breakdown) Part(name string) Part {
+	for _, p := range b.Parts {
+		if p.Name == name {
+			return p
+		}
+	}
+	return Part{Name: name}
+}
+
+// Prompt is the assembled context.
+type Prompt struct {
+	Messages  []llm.Message
+	Breakdown Breakdown
+}
+
+// perMessage is the framing every chat message costs (OpenAI's accounting).
+const perMessage = 4
+
+// Assembler builds prompts.
+type Assembler struct {
+	src     Source
+	count   llm.Counter
+	budget  Budget
+	snippet int // most snippets considered
+}
+
+// New returns an Assembler.
+func New(src Source, counter llm.Counter, b Budget) *Assembler {
+	return &Assembler{src: src, count: counter, budget: b, snippet: 20}
+}
+
+// Build assembles the prompt for req.
+func (a *Assembler) Build(ctx context.Context, req Request) (Prompt, error) {
+	if req.Now.IsZero() {
+		req.Now = time.Now()
+	}
+	if req.MaxMemories <= 0 {
+		req.MaxMemories = 50
+	}
+	b := a.budget
+	var bd Breakdown
+	bd.Budget = b.Total
+
+	// 1. System prompt, capped at its budget.
+	system := a.fit(req.SystemPrompt, b.System)
+	// 2. Memories and facts.
+	notes, _, notesTrimmed, err := a.memories(ctx, req)
+	if err != nil {
+		return Prompt{}, err
+	}
+	// 3. Summaries, highest level first, then oldest first.
+	var sums []memory.Summary
+	if req.Memory {
+		if sums, err = a.src.Summaries(ctx, req.Key, true); err != nil {
+			return Prompt{}, fmt.Errorf("loading summaries of %s: %w", req.Key, err)
+		}
+	}
+	sort.SliceStable(sums, func(i, j int) bool {
+		if sums[i].Level != sums[j].Level {
+			return sums[i].Level > sums[j].Level
+		}
+		return sums[i].ID < sums[j].ID
+	})
+	sumTrimmed := 0
+	sums, sumTrimmed = keepWithin(sums, b.Summaries, func(s memory.Summary) int { return a.count.Count(summaryLine(s)) })
+	// 4. Recent turns, newest first within their budget.
+	recent, err := a.src.Recent(ctx, req.Key, 0, 0)
+	if err != nil {
+		return Prompt{}, fmt.Errorf("loading recent turns of %s: %w", req.Key, err)
+	}
+	recent = dropCurrent(recent, req)
+	recentTrimmed := 0
+	{
+		used, start := 0, len(recent)
+		for i := len(recent) - 1; i >= 0; i-- {
+			t := recent[i].Tokens + perMessage
+			if used+t > b.Recent {
+				break
+			}
+			used += t
+			start = i
+		}
+		recentTrimmed = start
+		recent = recent[start:]
+	}
+	// 5. Snippets from the archive, skipping what is already in context.
+	var snips []Snippet
+	if req.Memory && b.Snippets > 0 {
+		exclude := make([]int64, 0, len(recent))
+		for _, m := range recent {
+			if m.ID != 0 {
+				exclude = append(exclude, m.ID)
+			}
+		}
+		hits, err := a.src.Search(ctx, req.Key, memory.Query{Text: req.Text, Limit: a.snippet, TokenBudget: b.Snippets, Exclude: exclude})
+		if err != nil {
+			return Prompt{}, fmt.Errorf("searching the archive of %s: %w", req.Key, err)
+		}
+		used := 0
+		for _, h := range hits {
+			s := Snippet{ID: h.Message.ID, Role: h.Message.Role, Time: h.Message.Time, Score: h.Score, Text: h.Message.Text}
+			s.Tokens = a.count.Count(snippetLine(s))
+			if used+s.Tokens > b.Snippets {
+				continue
+			}
+			used += s.Tokens
+			snips = append(snips, s)
+		}
+	}
+	// 6. The current message: always in, truncated when it alone is too big.
+	current := req.Text
+	fixed := a.count.Count(system) + perMessage + perMessage // system + current framing
+	room := b.Total - fixed
+	if room < 1 {
+		room = 1
+	}
+	if n := a.count.Count(current); n > room {
+		current = a.fit(current, room-20) + fmt.Sprintf("\n\n[Note: this message was too long; only its beginning was kept (%d of %d tokens).]", room-20, n)
+		bd.Truncated = true
+		bd.Notes = append(bd.Notes, "the current message was truncated to fit the budget")
+	}
+
+	// Over the total? Trim snippets, then the oldest recent turns, then the
+	// oldest / lowest summaries (then memories, then a memory-less prompt).
+	total := func() int {
+		return fixed + a.count.Count(current) + blockTokens(a, notes, sums, snips) + tokensOf(recent)
+	}
+	snipTrimmed := 0
+	for total() > b.Total && len(snips) > 0 {
+		snips = snips[:len(snips)-1] // lowest ranked first
+		snipTrimmed++
+	}
+	for total() > b.Total && len(recent) > 0 {
+		recent = recent[1:]
+		recentTrimmed++
+	}
+	for total() > b.Total && len(sums) > 0 {
+		// lowest level, oldest first: the list is sorted highest level first
+		// and oldest first within a level, so find the last level's oldest.
+		idx := len(sums) - 1
+		for idx > 0 && sums[idx-1].Level == sums[idx].Level {
+			idx--
+		}
+		sums = append(sums[:idx], sums[idx+1:]...)
+		sumTrimmed++
+	}
+	for total() > b.Total && len(notes) > 0 {
+		notes = notes[:len(notes)-1]
+		notesTrimmed++
+	}
+
+	var msgs []llm.Message
+	if system != "" {
+		msgs = append(msgs, llm.Message{Role: "system", Content: system})
+	}
+	if block := memoryBlock(notes, sums, snips); block != "" {
+		msgs = append(msgs, llm.Message{Role: "system", Content: block})
+	}
+	for _, m := range recent {
+		role := string(m.Role)
+		content := m.Text
+		if m.Role == memory.RoleUser && m.SenderName != "" && req.Key.Channel != "console" {
+			content = m.SenderName + ": " + content
+		}
+		msgs = append(msgs, llm.Message{Role: role, Content: content})
+	}
+	msgs = append(msgs, llm.Message{Role: "user", Content: current})
+
+	memTok := 0
+	if len(notes) > 0 {
+		memTok = a.count.Count(strings.Join(notes, "\n"))
+	}
+	sumTok := 0
+	for _, s := range sums {
+		sumTok += a.count.Count(summaryLine(s))
+	}
+	snipTok := 0
+	for _, s := range snips {
+		snipTok += s.Tokens
+	}
+	bd.Parts = []Part{
+		{Name: PartSystem, Tokens: a.count.Count(system), Budget: b.System, Items: boolInt(system != "")},
+		{Name: PartMemories, Tokens: memTok, Budget: b.Memories, Items: len(notes), Trimmed: notesTrimmed},
+		{Name: PartSummaries, Tokens: sumTok, Budget: b.Summaries, Items: len(sums), Trimmed: sumTrimmed},
+		{Name: PartSnippets, Tokens: snipTok, Budget: b.Snippets, Items: len(snips), Trimmed: snipTrimmed},
+		{Name: PartRecent, Tokens: tokensOf(recent), Budget: b.Recent, Items: len(recent), Trimmed: recentTrimmed},
+		{Name: PartCurrent, Tokens: a.count.Count(current), Items: 1},
+	}
+	bd.Snippets = snips
+	bd.Total = total()
+	if !req.Memory {
+		bd.Notes = append(bd.Notes, "memory is off for this chat: no summaries or archive snippets (/summary_on turns it on)")
+	}
+	return Prompt{Messages: msgs, Breakdown: bd}, nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// memories returns the lines of the memories part within its budget.
+func (a *Assembler) memories(ctx context.Context, req Request) (lines []string, n, trimmed int, err error) {
+	mems, err := a.src.Memories(ctx, req.Key.Owner())
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("loading memories: %w", err)
+	}
+	if len(mems) > req.MaxMemories {
+		trimmed += len(mems) - req.MaxMemories
+		mems = mems[:req.MaxMemories]
+	}
+	var all []string
+	for _, m := range mems {
+		all = append(all, "- "+m.Key+": "+m.Content)
+	}
+	if req.Facts && req.Memory {
+		facts, err := a.src.Facts(ctx, req.Key.Owner(), req.Text, 10)
+		if err != nil {
+			return nil, 0, 0, fmt.Errorf("loading facts: %w", err)
+		}
+		for _, f := range facts {
+			all = append(all, "- "+f.Content)
+		}
+	}
+	used := 0
+	for _, l := range all {
+		t := a.count.Count(l) + 1
+		if used+t > a.budget.Memories {
+			trimmed++
+			continue
+		}
+		used += t
+		lines = append(lines, l)
+	}
+	return lines, len(lines), trimmed, nil
+}
+
+// dropCurrent removes the current message from the recent turns (it was
+// stored before assembly).
+func dropCurrent(recent []memory.Message, req Request) []memory.Message {
+	for i := len(recent) - 1; i >= 0 && i >= len(recent)-3; i-- {
+		m := recent[i]
+		if m.Role == memory.RoleUser && ((req.MessageID != "" && m.PlatformID == req.MessageID) || (req.MessageID == "" && m.Text == req.Text)) {
+			return append(recent[:i:i], recent[i+1:]...)
+		}
+	}
+	return recent
+}
+
+func tokensOf(ms []memory.Message) int {
+	n := 0
+	for _, m := range ms {
+		n += m.Tokens + perMessage
+	}
+	return n
+}
+
+func blockTokens(a *Assembler, notes []string, sums []memory.Summary, snips []Snippet) int {
+	block := memoryBlock(notes, sums, snips)
+	if block == "" {
+		return 0
+	}
+	return a.count.Count(block) + perMessage
+}
+
+// keepWithin keeps items in order while they fit the budget.
+func keepWithin[T any](items []T, budget int, cost func(T) int) ([]T, int) {
+	var out []T
+	used, dropped := 0, 0
+	for _, it := range items {
+		c := cost(it)
+		if used+c > budget {
+			dropped++
+			continue
+		}
+		used += c
+		out = append(out, it)
+	}
+	return out, dropped
+}
+
+func summaryLine(s memory.Summary) string {
+	return fmt.Sprintf("[%s – %s, level %d] %s", s.From.Format("2006-01-02"), s.To.Format("2006-01-02"), s.Level, s.Text)
+}
+
+func snippetLine(s Snippet) string {
+	return fmt.Sprintf("[%s, %s] %s", s.Time.Format("2006-01-02 15:04"), s.Role, s.Text)
+}
+
+// memoryBlock renders the memory system message.
+func memoryBlock(notes []string, sums []memory.Summary, snips []Snippet) string {
+	var b strings.Builder
+	if len(notes) > 0 {
+		b.WriteString("## What you know about the user\n")
+		b.WriteString(strings.Join(notes, "\n"))
+		b.WriteString("\n\n")
+	}
+	if len(sums) > 0 {
+		b.WriteString("## Summaries of the earlier conversation\n")
+		for _, s := range sums {
+			b.WriteString(summaryLine(s))
+			b.WriteString("\n")
+		}
+		b.WriteString("\n")
+	}
+	if len(snips) > 0 {
+		b.WriteString("## Excerpts from the archive that may be relevant\n")
+		for _, s := range snips {
+			b.WriteString(snippetLine(s))
+			b.WriteString("\n")
+		}
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// fit cuts text to at most max tokens (by halving on rune boundaries).
+func (a *Assembler) fit(text string, max int) string {
+	if max <= 0 {
+		return ""
+	}
+	if a.count.Count(text) <= max {
+		return text
+	}
+	r := []rune(text)
+	lo, hi := 0, len(r)
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if a.count.Count(string(r[:mid])) <= max {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return string(r[:lo])
+}
+
+// Format renders a breakdown for /context.
+func (b Breakdown) Format() string {
+	var s strings.Builder
+	fmt.Fprintf(&s, "Context for the next reply: %d of %d tokens\n", b.Total, b.Budget)
+	for _, p := range b.Parts {
+		line := fmt.Sprintf("• %s: %d tokens", p.Name, p.Tokens)
+		if p.Budget > 0 {
+			line += fmt.Sprintf(" (budget %d)", p.Budget)
+		}
+		if p.Items > 0 && p.Name != PartSystem && p.Name != PartCurrent {
+			line += fmt.Sprintf(", %d items", p.Items)
+		}
+		if p.Trimmed > 0 {
+			line += fmt.Sprintf(", %d trimmed", p.Trimmed)
+		}
+		s.WriteString(line + "\n")
+	}
+	if len(b.Snippets) > 0 {
+		s.WriteString("Pulled from the archive:\n")
+		for _, sn := range b.Snippets {
+			text := []rune(strings.ReplaceAll(sn.Text, "\n", " "))
+			if len(text) > 60 {
+				text = append(text[:60], '…')
+			}
+			fmt.Fprintf(&s, "  – %s (%s, %d tokens): %s\n", sn.Time.Format("2006-01-02"), sn.Role, sn.Tokens, string(text))
+		}
+	}
+	for _, n := range b.Notes {
+		s.WriteString("Note: " + n + "\n")
+	}
+	return strings.TrimRight(s.String(), "\n")
+}

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/recallbot/recall/config"
+	"github.com/recallbot/recall/memory"
+	"github.com/recallbot/recall/pipeline"
+)
+
+// openStore opens the store alone, for the data subcommands.
+func openStore(ctx context.Context, cfg config.Config) (*memory.Store, error) {
+	return memory.Open(ctx, memory.Options{
+		Dir: cfg.Data.Dir, MaxMemories: cfg.Memory.MaxMemories,
+		Defaults: memory.Settings{MemoryEnabled: cfg.Memory.EnabledByDefault, Storage: memory.Storage(cfg.Memory.Storage), Threshold: cfg.Memory.Threshold},
+	})
+}
+
+func closeStore(s *memory.Store, err *error) {
+	if cerr := s.Close(context.Background()); cerr != nil && *err == nil {
+		*err = cerr
+	}
+}
+
+func runImport(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) (err error) {
+	if len(args) != 1 {
+		return usageError("usage: bot import FILE (a recall-export JSON file, e.g. from bot export)")
+	}
+	f, err := os.Open(args[0])
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	e, err := memory.ReadExport(f)
+	if err != nil {
+		return fmt.Errorf("%s: %w", args[0], err)
+	}
+	s, err := openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer closeStore(s, &err)
+	rep, err := s.Import(ctx, e)
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(stdout).Encode(map[string]any{"imported": rep, "owners": len(e.Owners)})
+}
+
+func runExport(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) (err error) {
+	fl := flag.NewFlagSet("export", flag.ContinueOnError)
+	user := fl.String("user", "", "only this owner, e.g. telegram:123456")
+	keyArg := fl.String("key", "", "only this conversation, e.g. telegram:123456:")
+	if err := fl.Parse(args); err != nil || fl.NArg() > 0 {
+		return usageError("usage: bot export [--user OWNER] [--key KEY]")
+	}
+	s, err := openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer closeStore(s, &err)
+	var e memory.Export
+	switch {
+	case *keyArg != "":
+		k, err := pipeline.ParseKey(*keyArg)
+		if err != nil {
+			return usageError(err.Error())
+		}
+		d, err := s.Export(ctx, k.Owner(), &k)
+		if err != nil {
+			return err
+		}
+		e = memory.NewExport(d)
+	case *user != "":
+		d, err := s.Export(ctx, *user, nil)
+		if err != nil {
+			return err
+		}
+		e = memory.NewExport(d)
+	default:
+		if e, err = s.ExportAll(ctx); err != nil {
+			return err
+		}
+	}
+	return memory.WriteExport(stdout, e)
+}
+
+func keyAndText(name string, args []string) (pipeline.Key, string, error) {
+	fl := flag.NewFlagSet(name, flag.ContinueOnError)
+	keyArg := fl.String("key", "", "conversation key, e.g. telegram:123456:")
+	if err := fl.Parse(args); err != nil || *keyArg == "" || fl.NArg() == 0 {
+		return pipeline.Key{}, "", usageError(fmt.Sprintf("usage: bot %s --key KEY TEXT", name))
+	}
+	k, err := pipeline.ParseKey(*keyArg)
+	if err != nil {
+		return k, "", usageError(err.Error())
+	}
+	return k, strings.Join(fl.Args(), " "), nil
+}
+
+func runSearch(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) (err error) {
+	k, text, err := keyAndText("search", args)
+	if err != nil {
+		return err
+	}
+	s, err := openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer closeStore(s, &err)
+	hits, err := s.Search(ctx, k, memory.Query{Text: text, Limit: 20, TokenBudget: cfg.Memory.Budget.Snippets})
+	if err != nil {
+		return err
+	}
+	type hit struct {
+		ID     int64   `json:"id"`
+		Score  float64 `json:"score"`
+		Tokens int     `json:"tokens"`
+		Role   string  `json:"role"`
+		Active bool    `json:"is_active"`
+		Time   string  `json:"time"`
+		Text   string  `json:"text"`
+	}
+	out := struct {
+		Key   string   `json:"key"`
+		Query string   `json:"query"`
+		Terms []string `json:"terms"`
+		Hits  []hit    `json:"hits"`
+	}{Key: k.String(), Query: text, Terms: memory.Terms(text), Hits: []hit{}}
+	for _, h := range hits {
+		out.Hits = append(out.Hits, hit{h.Message.ID, h.Score, h.Message.Tokens, string(h.Message.Role), h.Message.Active, h.Message.Time.Format("2006-01-02T15:04:05Z07:00"), h.Message.Text})
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+func runContext(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) (err error) {
+	k, text, err := keyAndText("context", args)
+	if err != nil {
+		return err
+	}
+	a, err := newApp(ctx, cfg, io.Discard)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := a.close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	p, err := a.responder.Prompt(ctx, k, text)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(map[string]any{"key": k.String(), "breakdown": p.Breakdown, "messages": p.Messages})
+}

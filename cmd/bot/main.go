@@ -1,0 +1,98 @@
+// Command bot runs Recall: `bot` starts the chat (the terminal when no chat
+// platform is configured); subcommands import, export, search, show the
+// context the bot would assemble, and print the version.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+const usageText = `Recall — a self-hosted AI chat bot that never forgets.
+
+Usage:
+  bot [--config FILE]                      run the bot (terminal chat when no platform is configured)
+  bot import FILE                          merge an export file into the store (idempotent)
+  bot export [--user OWNER] [--key KEY]    print data as JSON (everything, one owner, or one conversation)
+  bot search --key KEY TEXT                search a conversation's archive; prints JSON
+  bot context --key KEY TEXT               show the context assembled for TEXT; prints JSON
+  bot version                              print the version
+
+Configuration: config.yaml in the working directory (or --config FILE), and
+environment variables RECALL_<KEY> (e.g. RECALL_LLM_API_KEY, RECALL_DATA_DIR).
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	global := flag.NewFlagSet("bot", flag.ContinueOnError)
+	global.SetOutput(stderr)
+	global.Usage = func() { fmt.Fprint(stderr, usageText) }
+	cfgPath := global.String("config", "", "configuration file (default: config.yaml if present)")
+	if err := global.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	rest := global.Args()
+	cmd := ""
+	if len(rest) > 0 {
+		cmd, rest = rest[0], rest[1:]
+	}
+	if cmd == "version" {
+		fmt.Fprintln(stdout, "recall", version)
+		return 0
+	}
+	if cmd == "help" {
+		fmt.Fprint(stdout, usageText)
+		return 0
+	}
+	cfg, err := loadConfig(*cfgPath)
+	if err != nil {
+		fmt.Fprintln(stderr, "configuration error:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	switch cmd {
+	case "":
+		err = runBot(ctx, cfg, stdin, stdout, stderr)
+	case "import":
+		err = runImport(ctx, cfg, rest, stdout)
+	case "export":
+		err = runExport(ctx, cfg, rest, stdout)
+	case "search":
+		err = runSearch(ctx, cfg, rest, stdout)
+	case "context":
+		err = runContext(ctx, cfg, rest, stdout)
+	default:
+		fmt.Fprintf(stderr, "unknown command %q\n\n%s", cmd, usageText)
+		return 2
+	}
+	if err != nil {
+		var ue usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintln(stderr, err)
+			return 2
+		}
+		fmt.Fprintln(stderr, "error:", err)
+		return 1
+	}
+	return 0
+}
+
+type usageError string
+
+func (e usageError) Error() string { return string(e) }

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/recallbot/recall/adapters/console"
+	"github.com/recallbot/recall/assemble"
+	"github.com/recallbot/recall/chat"
+	"github.com/recallbot/recall/commands"
+	"github.com/recallbot/recall/config"
+	"github.com/recallbot/recall/llm"
+	"github.com/recallbot/recall/logs"
+	"github.com/recallbot/recall/memory"
+	"github.com/recallbot/recall/pipeline"
+	"github.com/recallbot/recall/summary"
+)
+
+// loadConfig reads --config, or config.yaml when it exists, plus the environment.
+func loadConfig(path string) (config.Config, error) {
+	if path == "" {
+		if _, err := os.Stat("config.yaml"); err == nil {
+			path = "config.yaml"
+		}
+	}
+	return config.Load(path)
+}
+
+// app is everything wired together.
+type app struct {
+	cfg       config.Config
+	log       *slog.Logger
+	store     *memory.Store
+	model     *llm.Client // nil when not configured
+	summarize *summary.Summarizer
+	responder *chat.Responder
+	commands  *commands.Commands
+	handler   pipeline.Handler
+	access    *pipeline.Access
+	closeLog  func()
+}
+
+// notConfigured is what the user reads when no LLM is set up.
+const notConfigured = "I'm running, but no language model is configured yet, so I can't answer. " +
+	"Set llm.base_url and llm.api_key in config.yaml, or the environment variables " +
+	"RECALL_LLM_BASE_URL and RECALL_LLM_API_KEY (any OpenAI-compatible server works, e.g. a local Ollama at http://localhost:11434/v1), then restart me. " +
+	"Commands such as /help, /remember and /summary_status work meanwhile."
+
+func newApp(ctx context.Context, cfg config.Config, logw io.Writer) (*app, error) {
+	a := &app{cfg: cfg, closeLog: func() {}}
+	a.log = logs.New(logw, cfg.Log.Level, cfg.Log.Format, cfg.Secrets())
+	defaults := memory.Settings{
+		MemoryEnabled: cfg.Memory.EnabledByDefault,
+		Storage:       memory.Storage(cfg.Memory.Storage),
+		Threshold:     cfg.Memory.Threshold,
+	}
+	store, err := memory.Open(ctx, memory.Options{
+		Dir: cfg.Data.Dir, Defaults: defaults, MaxMemories: cfg.Memory.MaxMemories,
+		QueueSize: cfg.Memory.WriteQueue, Logger: a.log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("opening the store in %s: %w", cfg.Data.Dir, err)
+	}
+	a.store = store
+	counter := llm.NewCounter(cfg.LLM.Model)
+	var model chat.Model
+	if cfg.LLM.Configured() {
+		a.model = llm.New(llm.Options{
+			BaseURL: cfg.LLM.BaseURL, APIKey: cfg.LLM.APIKey, Model: cfg.LLM.Model, SummaryModel: cfg.LLM.SummaryModel,
+			Temperature: cfg.LLM.Temperature, MaxTokens: cfg.LLM.MaxTokens, Timeout: cfg.LLM.Timeout,
+			MaxRetries: cfg.LLM.MaxRetries, Concurrency: cfg.LLM.Concurrency,
+		})
+		model = a.model
+	}
+	b := cfg.Memory.Budget
+	asm := assemble.New(store, counter, assemble.Budget{Total: b.Total, System: b.System, Memories: b.Memories + cfg.Memory.Facts.Budget*boolInt(cfg.Memory.Facts.Enabled), Summaries: b.Summaries, Snippets: b.Snippets, Recent: b.Recent})
+	policy := summary.Policy{KeepRecentTurns: cfg.Memory.KeepRecentTurns, MaxActivePerLevel: cfg.Memory.MaxActivePerLevel, MaxActiveTotal: cfg.Memory.MaxActiveTotal}
+	var sum chat.Summarizer
+	var cmdSum commands.Summarizer
+	if a.model != nil {
+		a.summarize = summary.New(store, a.model, counter, policy, a.log)
+		sum, cmdSum = a.summarize, a.summarize
+	}
+	a.responder = chat.New(store, model, asm, sum, counter, chat.Options{
+		SystemPrompt: cfg.LLM.SystemPrompt, Facts: cfg.Memory.Facts.Enabled, MaxMemories: cfg.Memory.MaxMemories,
+		NotConfigured: notConfigured, Log: a.log,
+	})
+	extra := ""
+	if a.model == nil {
+		extra = notConfigured
+	}
+	a.commands = commands.New(store, cmdSum, a.responder, commands.Options{Defaults: defaults, Facts: cfg.Memory.Facts.Enabled, Log: a.log, ExtraHelp: extra})
+	a.access = pipeline.NewAccess(cfg.Access.Open, cfg.Access.AllowedUsers)
+	a.handler = pipeline.Chain(a.responder,
+		a.access.Middleware(),
+		pipeline.Dedupe(store, a.log),
+		a.commands.Middleware(),
+	)
+	return a, nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// close stops background work and flushes the store.
+func (a *app) close() error {
+	if a.summarize != nil {
+		a.summarize.Wait()
+	}
+	a.responder.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.Shutdown.Timeout)
+	defer cancel()
+	err := a.store.Close(ctx)
+	a.closeLog()
+	return err
+}
+
+// runBot runs the chat channels until ctx ends (or, for the terminal chat,
+// until end of input).
+func runBot(ctx context.Context, cfg config.Config, stdin io.Reader, stdout, stderr io.Writer) error {
+	terminal := !cfg.TelegramEnabled() && !cfg.WhatsApp.Enabled
+	logw := stderr
+	var logFile *os.File
+	if terminal {
+		// Keep the chat readable: logs go to a file beside the data.
+		if err := os.MkdirAll(cfg.Data.Dir, 0o700); err != nil {
+			return err
+		}
+		f, err := os.OpenFile(filepath.Join(cfg.Data.Dir, "recall.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+		if err != nil {
+			return err
+		}
+		logFile, logw = f, f
+	}
+	a, err := newApp(ctx, cfg, logw)
+	if err != nil {
+		return err
+	}
+	if logFile != nil {
+		a.closeLog = func() { logFile.Close() }
+	}
+	retention := make(chan error, 1)
+	rctx, stopRetention := context.WithCancel(ctx)
+	go func() {
+		retention <- a.store.RunRetention(rctx, time.Duration(cfg.Memory.RetentionDays)*24*time.Hour, cfg.Memory.RetentionInterval)
+	}()
+	var runErr error
+	if terminal {
+		a.log.Info("starting the terminal chat", "data", cfg.Data.Dir)
+		interactive := isTerminal(stdin)
+		if interactive {
+			fmt.Fprintf(stdout, "Recall %s — terminal chat. Type /help for commands, /quit to leave. Logs: %s\n", version, filepath.Join(cfg.Data.Dir, "recall.log"))
+			if a.model == nil {
+				fmt.Fprintln(stdout, notConfigured)
+			}
+		}
+		runErr = console.New(stdin, stdout, a.handler, interactive).Run(ctx)
+	} else {
+		runErr = errors.New("telegram and whatsapp channels are not available in this build yet; unset telegram.token and whatsapp.enabled to use the terminal chat")
+	}
+	stopRetention()
+	<-retention
+	return errors.Join(runErr, a.close())
+}
+
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&fs.ModeCharDevice != 0
+}

@@ -1,0 +1,283 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/recallbot/recall/assemble"
+	"github.com/recallbot/recall/memory"
+	"github.com/recallbot/recall/pipeline"
+	"github.com/recallbot/recall/summary"
+)
+
+// Store is what the commands read and change.
+type Store interface {
+	Settings(ctx context.Context, owner string) (memory.Settings, error)
+	PutSettings(ctx context.Context, s memory.Settings) error
+	Status(ctx context.Context, key pipeline.Key) (memory.Status, error)
+	Remember(ctx context.Context, owner, key, content string) error
+	Memories(ctx context.Context, owner string) ([]memory.UserMemory, error)
+	Forget(ctx context.Context, owner, key string) (bool, error)
+	Search(ctx context.Context, key pipeline.Key, q memory.Query) ([]memory.Hit, error)
+	Purge(ctx context.Context, scope memory.PurgeScope) (memory.PurgeReport, error)
+	Export(ctx context.Context, owner string, key *pipeline.Key) (memory.OwnerData, error)
+}
+
+// Summarizer runs /summary_now.
+type Summarizer interface {
+	Run(ctx context.Context, key pipeline.Key) (summary.Result, error)
+	Running(key pipeline.Key) bool
+}
+
+// Previewer shows what the next prompt would hold (/context).
+type Previewer interface {
+	Preview(ctx context.Context, key pipeline.Key, text string) (assemble.Breakdown, error)
+}
+
+// Command is one slash command, declared as data.
+type Command struct {
+	Name  string // without "/"
+	Usage string // argument synopsis, "" when it takes none
+	Help  string // one line, for /help and the platforms' command menus
+	Run   func(ctx context.Context, c *Call) error
+}
+
+// Call is one invocation.
+type Call struct {
+	*Commands
+	Turn *pipeline.Turn
+	Args string
+	Key  pipeline.Key
+}
+
+// Reply sends Markdown text to the conversation.
+func (c *Call) Reply(ctx context.Context, text string) error {
+	_, err := c.Turn.Out.Send(ctx, pipeline.Outbound{Key: c.Key, Text: text, ReplyTo: c.Turn.In.MessageID})
+	return err
+}
+
+// ask sends a question with choices (buttons or a numbered list).
+func (c *Call) ask(ctx context.Context, text string, choices []pipeline.Choice) error {
+	out := pipeline.WithChoices(c.Turn.Out, pipeline.Outbound{Key: c.Key, Text: text, Choices: choices})
+	_, err := c.Turn.Out.Send(ctx, out)
+	return err
+}
+
+// Options configure the commands.
+type Options struct {
+	BotName   string        // the bot's @username on Telegram ("" when unknown)
+	FlowTTL   time.Duration // how long a /summary or /purge question waits (default 5 min)
+	Defaults  memory.Settings
+	Facts     bool // memory.facts.enabled, shown in /summary_status
+	Log       *slog.Logger
+	Now       func() time.Time
+	ExtraHelp string // appended to /help (e.g. how to configure the LLM)
+}
+
+// Commands is the registry and the stage that runs them.
+type Commands struct {
+	store   Store
+	sum     Summarizer
+	preview Previewer
+	opts    Options
+	list    []*Command
+	byName  map[string]*Command
+
+	mu    sync.Mutex
+	flows map[pipeline.Key]*flow
+}
+
+// New builds the command set.
+func New(store Store, sum Summarizer, preview Previewer, opts Options) *Commands {
+	if opts.FlowTTL <= 0 {
+		opts.FlowTTL = 5 * time.Minute
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	c := &Commands{store: store, sum: sum, preview: preview, opts: opts, flows: map[pipeline.Key]*flow{}}
+	c.list = builtins()
+	c.byName = map[string]*Command{}
+	for _, cmd := range c.list {
+		c.byName[cmd.Name] = cmd
+	}
+	return c
+}
+
+// List returns the commands in menu order.
+func (c *Commands) List() []*Command { return c.list }
+
+// Middleware is the commands stage: a command is run and the turn ends; a
+// reply to a pending question (a number, a button, "cancel") goes to its
+// flow; anything else goes on.
+func (c *Commands) Middleware() pipeline.Middleware {
+	return func(next pipeline.Handler) pipeline.Handler {
+		return pipeline.HandlerFunc(func(ctx context.Context, t *pipeline.Turn) error {
+			handled, err := c.Handle(ctx, t)
+			if handled {
+				return err
+			}
+			return next.Handle(ctx, t)
+		})
+	}
+}
+
+// Handle runs the turn if it is a command or answers a pending question.
+func (c *Commands) Handle(ctx context.Context, t *pipeline.Turn) (bool, error) {
+	key := t.In.Key
+	if p, ok := Parse(t.In.Text); ok {
+		if !p.ForBot(c.opts.BotName) {
+			return true, nil // another bot's command: not ours to answer
+		}
+		call := &Call{Commands: c, Turn: t, Args: p.Args, Key: key}
+		cmd, known := c.byName[p.Name]
+		if !known {
+			return true, call.Reply(ctx, unknownText(p.Name, c.closest(p.Name)))
+		}
+		if p.Name != "cancel" {
+			c.endFlow(key) // a new command abandons a pending question
+		}
+		if err := cmd.Run(ctx, call); err != nil {
+			t.Logger().Error("command failed", "command", p.Name, "err", err)
+			_ = call.Reply(ctx, "Sorry, that did not work: "+userError(err))
+			return true, err
+		}
+		return true, nil
+	}
+	if f := c.flowFor(key); f != nil {
+		call := &Call{Commands: c, Turn: t, Key: key}
+		answer := t.In.Text
+		if t.In.Choice != "" {
+			answer = t.In.Choice
+		}
+		return true, f.step(ctx, call, strings.TrimSpace(answer))
+	}
+	if t.In.Choice != "" {
+		// A button of a question that expired or was answered.
+		call := &Call{Commands: c, Turn: t, Key: key}
+		return true, call.Reply(ctx, "That question has expired. Send the command again.")
+	}
+	return false, nil
+}
+
+func unknownText(name, closest string) string {
+	s := fmt.Sprintf("I don't know the command /%s.", name)
+	if closest != "" {
+		s += fmt.Sprintf(" Did you mean /%s?", closest)
+	}
+	return s + " Send /help for the list."
+}
+
+// closest suggests a known command for a typo.
+func (c *Commands) closest(name string) string {
+	best, bestD := "", 3
+	for _, cmd := range c.list {
+		if d := distance(name, cmd.Name); d < bestD {
+			best, bestD = cmd.Name, d
+		}
+		if strings.HasPrefix(cmd.Name, name) && len(name) >= 3 && best == "" {
+			best = cmd.Name
+		}
+	}
+	return best
+}
+
+// distance is the Levenshtein distance.
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+// userError turns an error into a sentence for the user.
+func userError(err error) string {
+	var ue *UsageError
+	switch {
+	case errors.As(err, &ue):
+		return ue.Msg
+	case errors.Is(err, context.DeadlineExceeded):
+		return "storage is busy right now; please try again in a moment."
+	case errors.Is(err, memory.ErrQueueFull), errors.Is(err, memory.ErrClosed):
+		return "storage is not available right now; please try again later."
+	default:
+		return "an internal error occurred (it has been logged)."
+	}
+}
+
+// UsageError is a bad argument; Msg says what is expected.
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+func usage(format string, a ...any) error { return &UsageError{Msg: fmt.Sprintf(format, a...)} }
+
+// HelpText lists the commands.
+func (c *Commands) HelpText() string {
+	var b strings.Builder
+	b.WriteString("Here is what I understand:\n")
+	for _, cmd := range c.list {
+		line := "/" + cmd.Name
+		if cmd.Usage != "" {
+			line += " " + cmd.Usage
+		}
+		fmt.Fprintf(&b, "%s — %s\n", line, cmd.Help)
+	}
+	b.WriteString("\nAnything else you write goes to the assistant, who remembers our conversation.")
+	if c.opts.ExtraHelp != "" {
+		b.WriteString("\n\n" + c.opts.ExtraHelp)
+	}
+	return b.String()
+}
+
+func storageLabel(s memory.Storage) string {
+	if s == memory.StorageJSON {
+		return "JSON file"
+	}
+	return "SQLite"
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+func levelsText(st memory.Status) string {
+	if len(st.ActiveByLevel) == 0 {
+		return "none"
+	}
+	var levels []int
+	for l := range st.ActiveByLevel {
+		levels = append(levels, l)
+	}
+	sort.Sort(sort.Reverse(sort.IntSlice(levels)))
+	var parts []string
+	for _, l := range levels {
+		parts = append(parts, fmt.Sprintf("%d at level %d", st.ActiveByLevel[l], l))
+	}
+	return strings.Join(parts, ", ")
+}

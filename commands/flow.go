@@ -1,0 +1,50 @@
+package commands
+
+import (
+	"context"
+	"time"
+
+	"github.com/recallbot/recall/pipeline"
+)
+
+// flow is a question waiting for the user's answer in one conversation.
+type flow struct {
+	expires time.Time
+	// step handles the answer; it ends the flow (endFlow) or asks again.
+	step func(ctx context.Context, c *Call, answer string) error
+}
+
+func (c *Commands) startFlow(key pipeline.Key, step func(ctx context.Context, c *Call, answer string) error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.flows[key] = &flow{expires: c.opts.Now().Add(c.opts.FlowTTL), step: step}
+}
+
+// flowFor returns the conversation's pending question, dropping it when expired.
+func (c *Commands) flowFor(key pipeline.Key) *flow {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f := c.flows[key]
+	if f != nil && c.opts.Now().After(f.expires) {
+		delete(c.flows, key)
+		return nil
+	}
+	return f
+}
+
+func (c *Commands) endFlow(key pipeline.Key) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.flows[key]
+	delete(c.flows, key)
+	return ok
+}
+
+// isCancel reports whether an answer cancels the question.
+func isCancel(answer string) bool {
+	switch normalize(answer) {
+	case "cancel", "stop", "abort", "no thanks", "nevermind", "never mind", "/cancel", "cancel:":
+		return true
+	}
+	return false
+}

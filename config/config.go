@@ -1,0 +1,261 @@
+package config
+
+import (
+	"strings"
+	"time"
+)
+
+// Enumerated values accepted by string settings.
+const (
+	LogLevelDebug = "debug"
+	LogLevelInfo  = "info"
+	LogLevelWarn  = "warn"
+	LogLevelError = "error"
+
+	LogFormatText = "text"
+	LogFormatJSON = "json"
+
+	StorageSQLite = "sqlite"
+	StorageJSON   = "json"
+
+	// GroupReplyMention answers in group chats only when the bot is
+	// mentioned or replied to; GroupReplyAlways answers every message.
+	GroupReplyMention = "mention"
+	GroupReplyAlways  = "always"
+)
+
+// DefaultLLMBaseURL is the OpenAI API endpoint. Any other base URL is taken
+// to be a local or compatible server that may not need an API key.
+const DefaultLLMBaseURL = "https://api.openai.com/v1"
+
+// DefaultSystemPrompt is the system prompt used when llm.system_prompt is not
+// set.
+const DefaultSystemPrompt = "You are Recall, a helpful assistant with long-term memory. " +
+	"Use what you remember about the user and earlier conversations when it helps, " +
+	"never invent memories, and answer clearly and concisely."
+
+// redactedValue replaces non-empty secrets in Redacted.
+const redactedValue = "***"
+
+// Config is the complete runtime configuration of Recall. Each field owns one
+// concern; the mapstructure tags are the YAML keys (and, upper-cased with a
+// RECALL_ prefix, the environment variable names).
+type Config struct {
+	Data     Data     `mapstructure:"data"`
+	Log      Log      `mapstructure:"log"`
+	LLM      LLM      `mapstructure:"llm"`
+	Memory   Memory   `mapstructure:"memory"`
+	Pipeline Pipeline `mapstructure:"pipeline"`
+	Access   Access   `mapstructure:"access"`
+	Telegram Telegram `mapstructure:"telegram"`
+	WhatsApp WhatsApp `mapstructure:"whatsapp"`
+	HTTP     HTTP     `mapstructure:"http"`
+	Limits   Limits   `mapstructure:"limits"`
+	Shutdown Shutdown `mapstructure:"shutdown"`
+}
+
+// Data owns where Recall keeps its on-disk state (databases, JSON stores,
+// WhatsApp session).
+type Data struct {
+	Dir string `mapstructure:"dir"`
+}
+
+// Log owns the process logger: minimum level and output format.
+type Log struct {
+	Level  string `mapstructure:"level"`  // debug|info|warn|error
+	Format string `mapstructure:"format"` // text|json
+}
+
+// LLM owns the connection to the OpenAI-compatible chat completion API and
+// the generation parameters used for replies and summaries.
+type LLM struct {
+	BaseURL      string        `mapstructure:"base_url"`
+	APIKey       string        `mapstructure:"api_key" secret:"true"`
+	Model        string        `mapstructure:"model"`
+	SummaryModel string        `mapstructure:"summary_model"` // "" = same as Model
+	Temperature  float64       `mapstructure:"temperature"`
+	MaxTokens    int           `mapstructure:"max_tokens"`
+	Timeout      time.Duration `mapstructure:"timeout"`
+	MaxRetries   int           `mapstructure:"max_retries"`
+	Concurrency  int           `mapstructure:"concurrency"` // max LLM calls in flight
+	SystemPrompt string        `mapstructure:"system_prompt"`
+}
+
+// Configured reports whether the LLM can be called: an API key is set, or
+// the base URL points somewhere other than OpenAI (local servers such as
+// Ollama need no key).
+func (l LLM) Configured() bool {
+	if l.APIKey != "" {
+		return true
+	}
+	base := strings.TrimRight(strings.TrimSpace(l.BaseURL), "/")
+	return base != "" && !strings.EqualFold(base, DefaultLLMBaseURL)
+}
+
+// SummaryModelOrDefault returns the model used for summaries: SummaryModel
+// when set, otherwise Model.
+func (l LLM) SummaryModelOrDefault() string {
+	if l.SummaryModel != "" {
+		return l.SummaryModel
+	}
+	return l.Model
+}
+
+// Memory owns long-term memory: whether it is on for new users, where it is
+// stored, when conversations are summarised, how many summaries stay active,
+// retention, and the token budget of the prompt assembled from it.
+type Memory struct {
+	EnabledByDefault  bool          `mapstructure:"enabled_by_default"`
+	Storage           string        `mapstructure:"storage"`   // sqlite|json, for new users
+	Threshold         int           `mapstructure:"threshold"` // user turns between level-1 summaries
+	KeepRecentTurns   int           `mapstructure:"keep_recent_turns"`
+	MaxActivePerLevel int           `mapstructure:"max_active_per_level"`
+	MaxActiveTotal    int           `mapstructure:"max_active_total"`
+	MaxMemories       int           `mapstructure:"max_memories"`
+	RetentionDays     int           `mapstructure:"retention_days"` // 0 = keep forever
+	RetentionInterval time.Duration `mapstructure:"retention_interval"`
+	WriteQueue        int           `mapstructure:"write_queue"`
+	Budget            Budget        `mapstructure:"budget"`
+	Facts             Facts         `mapstructure:"facts"`
+}
+
+// Budget owns the prompt token budget: the overall total and the share of
+// each prompt section.
+type Budget struct {
+	Total     int `mapstructure:"total"`
+	System    int `mapstructure:"system"`
+	Memories  int `mapstructure:"memories"`
+	Summaries int `mapstructure:"summaries"`
+	Snippets  int `mapstructure:"snippets"`
+	Recent    int `mapstructure:"recent"`
+}
+
+// Facts owns the optional extraction of durable user facts and their prompt
+// budget.
+type Facts struct {
+	Enabled bool `mapstructure:"enabled"`
+	Budget  int  `mapstructure:"budget"`
+}
+
+// Pipeline owns message-processing concurrency.
+type Pipeline struct {
+	MaxConcurrent int `mapstructure:"max_concurrent"` // conversations processed at once
+}
+
+// Access owns who may talk to the bot. Entries are "channel:id", e.g.
+// "telegram:123456", "whatsapp:4915112345678", "console:local".
+type Access struct {
+	Open         bool     `mapstructure:"open"` // anyone may talk to the bot
+	AllowedUsers []string `mapstructure:"allowed_users"`
+	Admins       []string `mapstructure:"admins"`
+}
+
+// Telegram owns the Telegram channel: bot token, API endpoint, webhook or
+// long polling, group behaviour and streaming. An empty token turns the
+// channel off.
+type Telegram struct {
+	Token   string          `mapstructure:"token" secret:"true"`
+	APIURL  string          `mapstructure:"api_url"`
+	Webhook TelegramWebhook `mapstructure:"webhook"`
+	Groups  Groups          `mapstructure:"groups"`
+	Stream  bool            `mapstructure:"stream"`
+}
+
+// TelegramWebhook owns webhook delivery. An empty URL means long polling.
+type TelegramWebhook struct {
+	URL    string `mapstructure:"url"`
+	Listen string `mapstructure:"listen"`
+	Secret string `mapstructure:"secret" secret:"true"`
+}
+
+// Groups owns how a channel behaves in group chats.
+type Groups struct {
+	Reply string `mapstructure:"reply"` // mention|always
+}
+
+// WhatsApp owns the WhatsApp channel: on/off, group behaviour, how far back
+// queued messages are still answered after reconnecting, and the length at
+// which long replies are split.
+type WhatsApp struct {
+	Enabled       bool          `mapstructure:"enabled"`
+	Groups        Groups        `mapstructure:"groups"`
+	BacklogWindow time.Duration `mapstructure:"backlog_window"`
+	SplitLimit    int           `mapstructure:"split_limit"`
+}
+
+// HTTP owns the local HTTP server (health, metrics). An empty Listen turns
+// it off.
+type HTTP struct {
+	Listen string `mapstructure:"listen"`
+}
+
+// Limits owns per-user rate limits. Zero means unlimited.
+type Limits struct {
+	MessagesPerMinute int `mapstructure:"messages_per_minute"`
+	TokensPerDay      int `mapstructure:"tokens_per_day"`
+}
+
+// Shutdown owns graceful shutdown.
+type Shutdown struct {
+	Timeout time.Duration `mapstructure:"timeout"`
+}
+
+// TelegramEnabled reports whether the Telegram channel is on (a token is
+// set).
+func (c Config) TelegramEnabled() bool {
+	return c.Telegram.Token != ""
+}
+
+// Default returns the built-in configuration. It is the one place where
+// defaults are defined; Load starts from it.
+func Default() Config {
+	return Config{
+		Data: Data{Dir: "data"},
+		Log:  Log{Level: LogLevelInfo, Format: LogFormatText},
+		LLM: LLM{
+			BaseURL:      DefaultLLMBaseURL,
+			Model:        "gpt-4o-mini",
+			Temperature:  0.7,
+			MaxTokens:    1024,
+			Timeout:      60 * time.Second,
+			MaxRetries:   4,
+			Concurrency:  8,
+			SystemPrompt: DefaultSystemPrompt,
+		},
+		Memory: Memory{
+			EnabledByDefault:  true,
+			Storage:           StorageSQLite,
+			Threshold:         10,
+			KeepRecentTurns:   4,
+			MaxActivePerLevel: 5,
+			MaxActiveTotal:    10,
+			MaxMemories:       50,
+			RetentionDays:     0,
+			RetentionInterval: time.Hour,
+			WriteQueue:        10000,
+			Budget: Budget{
+				Total:     8000,
+				System:    1500,
+				Memories:  500,
+				Summaries: 2000,
+				Snippets:  1500,
+				Recent:    3000,
+			},
+			Facts: Facts{Enabled: false, Budget: 300},
+		},
+		Pipeline: Pipeline{MaxConcurrent: 64},
+		Access:   Access{Open: false},
+		Telegram: Telegram{
+			APIURL:  "https://api.telegram.org",
+			Webhook: TelegramWebhook{Listen: ":8443"},
+			Groups:  Groups{Reply: GroupReplyMention},
+		},
+		WhatsApp: WhatsApp{
+			Groups:        Groups{Reply: GroupReplyMention},
+			BacklogWindow: 10 * time.Minute,
+			SplitLimit:    4000,
+		},
+		HTTP:     HTTP{Listen: "127.0.0.1:9090"},
+		Shutdown: Shutdown{Timeout: 30 * time.Second},
+	}
+}

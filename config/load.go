@@ -1,0 +1,156 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/go-viper/mapstructure/v2"
+	"github.com/spf13/viper"
+)
+
+// Load builds the configuration from Default, then the YAML file at path (if
+// path is not empty), then RECALL_* environment variables, and validates the
+// result. A missing file at an explicit path, a key in the file that Recall
+// does not know, a value that cannot be parsed, or a failed Validate is an
+// error; on error the zero Config is returned.
+//
+// Durations are written like "30s" or "10m". Lists are YAML lists in the
+// file and comma- or space-separated strings in the environment.
+func Load(path string) (Config, error) {
+	c, err := load(path)
+	if err != nil {
+		return Config{}, err
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, fmt.Errorf("config: invalid:\n%w", err)
+	}
+	return c, nil
+}
+
+// load is Load without validation.
+func load(path string) (Config, error) {
+	v := viper.New()
+	v.SetConfigType("yaml")
+	defaults := reflect.ValueOf(Default())
+	for _, l := range leaves() {
+		v.SetDefault(l.key, defaults.FieldByIndex(l.index).Interface())
+		if err := v.BindEnv(l.key, envName(l.key)); err != nil {
+			return Config{}, fmt.Errorf("config: binding %s: %w", l.key, err)
+		}
+	}
+
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return Config{}, fmt.Errorf("config: file %s not found: %w", path, os.ErrNotExist)
+			}
+			return Config{}, fmt.Errorf("config: reading %s: %w", path, err)
+		}
+		if err := checkFileKeys(data); err != nil {
+			return Config{}, fmt.Errorf("config: %s: %w", path, err)
+		}
+		if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
+			return Config{}, fmt.Errorf("config: parsing %s: %w", path, err)
+		}
+	}
+
+	var c Config
+	err := v.Unmarshal(&c, func(dc *mapstructure.DecoderConfig) {
+		dc.DecodeHook = mapstructure.ComposeDecodeHookFunc(durationHook, listHook)
+		dc.ErrorUnused = true
+	})
+	if err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	normalizeLists(&c)
+	return c, nil
+}
+
+// checkFileKeys rejects keys in a YAML document that do not correspond to a
+// Config field, so that typos are not silently ignored.
+func checkFileKeys(data []byte) error {
+	fv := viper.New()
+	fv.SetConfigType("yaml")
+	if err := fv.ReadConfig(bytes.NewReader(data)); err != nil {
+		return fmt.Errorf("parsing: %w", err)
+	}
+	known := map[string]bool{}
+	for _, l := range leaves() {
+		known[l.key] = true
+	}
+	var errs []error
+	keys := fv.AllKeys()
+	slices.Sort(keys)
+	for _, k := range keys {
+		switch {
+		case known[k]:
+		case parentKeys[k]:
+			// A section written as a scalar ("memory: 5") is wrong; an
+			// empty section ("memory:") is harmless.
+			if fv.Get(k) != nil {
+				errs = append(errs, fmt.Errorf("%s: must be a mapping of keys, got %v", k, fv.Get(k)))
+			}
+		default:
+			errs = append(errs, fmt.Errorf("%s: unknown key", k))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+var durationType = reflect.TypeFor[time.Duration]()
+
+// durationHook parses strings like "30s" into time.Duration and rejects bare
+// non-zero numbers, which would otherwise silently mean nanoseconds.
+func durationHook(from, to reflect.Type, data any) (any, error) {
+	if to != durationType || from == durationType {
+		return data, nil
+	}
+	switch from.Kind() {
+	case reflect.String:
+		s := strings.TrimSpace(data.(string))
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return nil, fmt.Errorf("invalid duration %q (write e.g. \"30s\", \"10m\", \"1h\")", s)
+		}
+		return d, nil
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64:
+		if reflect.ValueOf(data).IsZero() {
+			return time.Duration(0), nil
+		}
+		return nil, fmt.Errorf("duration %v has no unit (write e.g. \"30s\", \"10m\", \"1h\")", data)
+	}
+	return data, nil
+}
+
+// listHook splits a string into a []string on commas and whitespace, so
+// RECALL_ACCESS_ALLOWED_USERS="telegram:1, whatsapp:2" works.
+func listHook(from, to reflect.Type, data any) (any, error) {
+	if from.Kind() != reflect.String || to.Kind() != reflect.Slice || to.Elem().Kind() != reflect.String {
+		return data, nil
+	}
+	return strings.FieldsFunc(data.(string), func(r rune) bool {
+		return r == ',' || unicode.IsSpace(r)
+	}), nil
+}
+
+// normalizeLists turns empty lists into nil so that "allowed_users: []" and
+// an absent key load identically.
+func normalizeLists(c *Config) {
+	rv := reflect.ValueOf(c).Elem()
+	for _, l := range leaves() {
+		f := rv.FieldByIndex(l.index)
+		if f.Kind() == reflect.Slice && f.Len() == 0 && !f.IsNil() {
+			f.Set(reflect.Zero(f.Type()))
+		}
+	}
+}

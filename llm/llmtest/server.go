@@ -1,0 +1,376 @@
+// Package llmtest provides a fake OpenAI-compatible chat-completions server
+// for tests. It speaks the real wire protocol (JSON and server-sent events),
+// listens on 127.0.0.1 only, and lets a test script each answer: errors,
+// Retry-After, garbage, delays, hangs and streams cut midway.
+//
+//	srv := llmtest.NewServer(t, llmtest.Echo("echo: "))
+//	c := llm.New(llm.Options{BaseURL: srv.URL, Model: "test-model"})
+package llmtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/recallbot/recall/llm"
+)
+
+// Request is what the server received in one call.
+type Request struct {
+	Model    string
+	Messages []llm.Message
+	Stream   bool
+	N        int // 1-based number of this call on the server
+
+	Temperature float64 // 0 when not sent
+	MaxTokens   int     // max_tokens or max_completion_tokens; 0 when not sent
+	APIKey      string  // bearer token from the Authorization header
+}
+
+// Response scripts the answer to one Request. The zero value is an empty
+// successful answer.
+type Response struct {
+	// Text is the assistant's answer, or the error message when Status is
+	// an error code.
+	Text string
+	// Status is the HTTP status; 0 means 200. A status >= 400 is answered
+	// with an OpenAI-style {"error":{"message","type","code"}} body.
+	Status int
+	// RetryAfter, if set, is sent as the Retry-After header.
+	RetryAfter string
+	// Garbage answers 200 with a body that is not valid JSON (for streams:
+	// an event whose data is not valid JSON).
+	Garbage bool
+	// Delay waits this long before answering (ends early if the client goes
+	// away).
+	Delay time.Duration
+	// Hang never answers; the handler returns when the client goes away.
+	Hang bool
+	// StreamCut, for stream requests, sends about half of Text and then
+	// drops the connection without finishing the stream.
+	StreamCut bool
+	// Usage to report.
+	PromptTokens, CompletionTokens int
+}
+
+// Handler decides the Response to each Request. It is called concurrently
+// when requests overlap.
+type Handler func(Request) Response
+
+// Server is a running fake API. It is closed by t.Cleanup.
+type Server struct {
+	// URL is the base URL to give the client; it ends in /v1.
+	URL string
+
+	h    Handler
+	srv  *httptest.Server
+	done chan struct{}
+
+	mu   sync.Mutex
+	reqs []Request
+}
+
+// NewServer starts a fake API on 127.0.0.1 answering with h.
+func NewServer(t testing.TB, h Handler) *Server {
+	t.Helper()
+	s := &Server{h: h, done: make(chan struct{})}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/v1/chat/completions", s.chat)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "Unknown request URL: "+r.Method+" "+r.URL.Path)
+	})
+	s.srv = httptest.NewServer(mux)
+	s.URL = s.srv.URL + "/v1"
+	t.Cleanup(func() {
+		close(s.done) // release hanging handlers before Close waits for them
+		s.srv.Close()
+	})
+	return s
+}
+
+// Requests returns every request received so far, in arrival order.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.reqs...)
+}
+
+// Echo answers with prefix followed by the content of the last user message.
+func Echo(prefix string) Handler {
+	return func(r Request) Response {
+		for i := len(r.Messages) - 1; i >= 0; i-- {
+			if r.Messages[i].Role == llm.RoleUser {
+				return Response{Text: prefix + r.Messages[i].Content}
+			}
+		}
+		return Response{Text: prefix}
+	}
+}
+
+// wire formats
+
+type wireRequest struct {
+	Model    string `json:"model"`
+	Messages []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
+	Stream              bool     `json:"stream"`
+	Temperature         *float64 `json:"temperature"`
+	MaxTokens           int      `json:"max_tokens"`
+	MaxCompletionTokens int      `json:"max_completion_tokens"`
+	StreamOptions       *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+}
+
+type usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+type message struct {
+	Role    string `json:"role,omitempty"`
+	Content string `json:"content,omitempty"`
+}
+
+type completion struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	Model   string `json:"model"`
+	Choices []struct {
+		Index        int     `json:"index"`
+		Message      message `json:"message"`
+		FinishReason string  `json:"finish_reason"`
+	} `json:"choices"`
+	Usage usage `json:"usage"`
+}
+
+type chunkChoice struct {
+	Index        int     `json:"index"`
+	Delta        message `json:"delta"`
+	FinishReason *string `json:"finish_reason"`
+}
+
+type chunk struct {
+	ID      string        `json:"id"`
+	Object  string        `json:"object"`
+	Created int64         `json:"created"`
+	Model   string        `json:"model"`
+	Choices []chunkChoice `json:"choices"`
+	Usage   *usage        `json:"usage"`
+}
+
+// content accepts both a string and an array of {"type":"text","text":…}.
+func content(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(raw, &parts) == nil {
+		var b strings.Builder
+		for _, p := range parts {
+			b.WriteString(p.Text)
+		}
+		return b.String()
+	}
+	return ""
+}
+
+func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		writeError(w, http.StatusMethodNotAllowed, "Use POST for /v1/chat/completions")
+		return
+	}
+	var wr wireRequest
+	if err := json.NewDecoder(r.Body).Decode(&wr); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid JSON body: "+err.Error())
+		return
+	}
+	req := Request{
+		Model:     wr.Model,
+		Stream:    wr.Stream,
+		MaxTokens: max(wr.MaxTokens, wr.MaxCompletionTokens),
+		APIKey:    strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "),
+	}
+	if wr.Temperature != nil {
+		req.Temperature = *wr.Temperature
+	}
+	for _, m := range wr.Messages {
+		req.Messages = append(req.Messages, llm.Message{Role: m.Role, Content: content(m.Content)})
+	}
+	s.mu.Lock()
+	req.N = len(s.reqs) + 1
+	s.reqs = append(s.reqs, req)
+	s.mu.Unlock()
+
+	resp := s.h(req)
+
+	if resp.Hang {
+		select {
+		case <-r.Context().Done():
+		case <-s.done:
+		}
+		return
+	}
+	if resp.Delay > 0 {
+		t := time.NewTimer(resp.Delay)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			return
+		case <-s.done:
+			return
+		}
+	}
+	if resp.RetryAfter != "" {
+		w.Header().Set("Retry-After", resp.RetryAfter)
+	}
+	if resp.Status != 0 && resp.Status != http.StatusOK {
+		msg := resp.Text
+		if msg == "" {
+			msg = http.StatusText(resp.Status)
+		}
+		writeError(w, resp.Status, msg)
+		return
+	}
+	id := fmt.Sprintf("chatcmpl-llmtest-%d", req.N)
+	model := req.Model
+	u := usage{resp.PromptTokens, resp.CompletionTokens, resp.PromptTokens + resp.CompletionTokens}
+	if req.Stream {
+		includeUsage := wr.StreamOptions != nil && wr.StreamOptions.IncludeUsage
+		s.stream(w, id, model, resp, u, includeUsage)
+		return
+	}
+	if resp.Garbage {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"id":"` + id + `","choices":[{"message": <html>Bad Gateway`))
+		return
+	}
+	out := completion{ID: id, Object: "chat.completion", Created: time.Now().Unix(), Model: model, Usage: u}
+	out.Choices = append(out.Choices, struct {
+		Index        int     `json:"index"`
+		Message      message `json:"message"`
+		FinishReason string  `json:"finish_reason"`
+	}{0, message{Role: "assistant", Content: resp.Text}, "stop"})
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) stream(w http.ResponseWriter, id, model string, resp Response, u usage, includeUsage bool) {
+	fl, _ := w.(http.Flusher)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	w.WriteHeader(http.StatusOK)
+	created := time.Now().Unix()
+	send := func(c chunk) {
+		b, _ := json.Marshal(c)
+		_, _ = fmt.Fprintf(w, "data: %s\n\n", b)
+		if fl != nil {
+			fl.Flush()
+		}
+	}
+	delta := func(d message, finish *string) chunk {
+		return chunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: model,
+			Choices: []chunkChoice{{Delta: d, FinishReason: finish}}}
+	}
+
+	send(delta(message{Role: "assistant"}, nil))
+	if resp.Garbage {
+		_, _ = fmt.Fprintf(w, "data: {\"id\":\"%s\",\"choices\":[{\"delta\":<html>\n\n", id)
+		return
+	}
+	pieces := splitPieces(resp.Text)
+	if resp.StreamCut {
+		half := (len(pieces) + 1) / 2
+		for _, p := range pieces[:half] {
+			send(delta(message{Content: p}, nil))
+		}
+		// Abort: the server drops the connection mid-response, so the
+		// client sees the chunked body end unexpectedly.
+		panic(http.ErrAbortHandler)
+	}
+	for _, p := range pieces {
+		send(delta(message{Content: p}, nil))
+	}
+	stop := "stop"
+	send(delta(message{}, &stop))
+	if includeUsage {
+		send(chunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: model,
+			Choices: []chunkChoice{}, Usage: &u})
+	}
+	_, _ = fmt.Fprint(w, "data: [DONE]\n\n")
+	if fl != nil {
+		fl.Flush()
+	}
+}
+
+// splitPieces cuts text into word-sized deltas ("Hello", " world", "!") the
+// way real servers stream tokens. Text without spaces is cut in two so a
+// stream always has at least two pieces when it has two runes.
+func splitPieces(text string) []string {
+	var out []string
+	start := 0
+	for i, r := range text {
+		if r == ' ' && i > start {
+			out = append(out, text[start:i])
+			start = i
+		}
+	}
+	if start < len(text) {
+		out = append(out, text[start:])
+	}
+	if len(out) == 1 {
+		if r := []rune(text); len(r) >= 2 {
+			out = []string{string(r[:len(r)/2]), string(r[len(r)/2:])}
+		}
+	}
+	return out
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// writeError answers in OpenAI's error format.
+func writeError(w http.ResponseWriter, status int, msg string) {
+	typ, code := "invalid_request_error", ""
+	switch {
+	case status == http.StatusUnauthorized:
+		code = "invalid_api_key"
+	case status == http.StatusForbidden:
+		typ = "permission_error"
+	case status == http.StatusNotFound:
+		code = "model_not_found"
+	case status == http.StatusTooManyRequests:
+		typ, code = "requests", "rate_limit_exceeded"
+	case status >= 500:
+		typ, code = "server_error", "server_error"
+	}
+	body := map[string]any{"error": map[string]any{
+		"message": msg, "type": typ, "param": nil, "code": nilIfEmpty(code),
+	}}
+	writeJSON(w, status, body)
+}
+
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}

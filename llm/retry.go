@@ -1,0 +1,312 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// maxRetryAfter caps how long a server's Retry-After can make us wait.
+const maxRetryAfter = 2 * time.Minute
+
+// errAttemptTimeout is the cancellation cause of an attempt that ran past
+// Options.Timeout.
+var errAttemptTimeout = errors.New("attempt timed out")
+
+// attemptFunc performs one attempt. actx carries the attempt deadline and
+// info; touch (streams only) arms (true) or pauses (false) the idle timer.
+type attemptFunc func(actx context.Context, info *attemptInfo, touch func(active bool)) error
+
+// run executes attempt with per-attempt timeouts, the concurrency limit,
+// and retries with backoff. The returned error is already classified.
+func (c *Client) run(ctx context.Context, stream bool, attempt attemptFunc) error {
+	if c.confErr != nil {
+		return c.confErr
+	}
+	for n := 0; ; n++ {
+		if err := ctx.Err(); err != nil {
+			return ctxError(ctx)
+		}
+		if err := c.acquire(ctx); err != nil {
+			return ctxError(ctx)
+		}
+		f, broken := c.attemptOnce(ctx, stream, attempt)
+		c.release()
+		if f == nil {
+			return nil
+		}
+		if f.kind == kindCanceled {
+			if broken != nil {
+				return &StreamError{Partial: broken.partial, Err: ctxError(ctx)}
+			}
+			return ctxError(ctx)
+		}
+		if broken != nil {
+			return &StreamError{Partial: broken.partial, Err: f.final(n + 1)}
+		}
+		if !f.retryable() || n >= c.maxRetries {
+			return f.final(n + 1)
+		}
+		d := c.retryDelay(n, f.retryAfter)
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
+			// Waiting would outlive the caller: report the real problem now.
+			return f.final(n + 1)
+		}
+		if err := c.sleep(ctx, d); err != nil {
+			return ctxError(ctx)
+		}
+	}
+}
+
+// attemptOnce runs a single attempt under its own deadline and classifies
+// the outcome (nil failure = success).
+func (c *Client) attemptOnce(ctx context.Context, stream bool, attempt attemptFunc) (*failure, *streamBroken) {
+	info := &attemptInfo{}
+	var (
+		actx   context.Context
+		cancel context.CancelCauseFunc
+		touch  = func(bool) {}
+	)
+	if stream {
+		// Idle timeout: armed while waiting for the server, paused while
+		// the caller's onDelta runs.
+		actx, cancel = context.WithCancelCause(ctx)
+		timer := time.AfterFunc(c.timeout, func() { cancel(errAttemptTimeout) })
+		defer timer.Stop()
+		touch = func(active bool) {
+			if active {
+				timer.Reset(c.timeout)
+			} else {
+				timer.Stop()
+			}
+		}
+	} else {
+		var stop context.CancelFunc
+		actx, stop = context.WithTimeoutCause(ctx, c.timeout, errAttemptTimeout)
+		cancel = func(error) { stop() }
+	}
+	defer cancel(nil)
+	actx = withAttemptInfo(actx, info)
+
+	err := attempt(actx, info, touch)
+	if err == nil {
+		return nil, nil
+	}
+	var broken *streamBroken
+	if errors.As(err, &broken) {
+		err = broken.err
+	}
+	f := c.classify(ctx, actx, err, info)
+	return f, broken
+}
+
+type failureKind int
+
+const (
+	kindCanceled  failureKind = iota // the caller's context is done
+	kindTimeout                      // the attempt ran past Options.Timeout
+	kindRateLimit                    // HTTP 429
+	kindStatus                       // other HTTP error status
+	kindConn                         // could not connect / connection broke
+	kindBad                          // undecodable or empty response
+	kindLocal                        // rejected before anything was sent
+)
+
+// failure is a classified attempt error. Its text is already redacted.
+type failure struct {
+	kind       failureKind
+	status     int
+	msg        string
+	retryAfter time.Duration
+}
+
+func (f *failure) retryable() bool {
+	switch f.kind {
+	case kindTimeout, kindRateLimit, kindConn, kindBad:
+		return true
+	case kindStatus:
+		return f.status == http.StatusRequestTimeout || f.status >= 500
+	}
+	return false
+}
+
+// final builds the error returned to the caller after attempts attempts.
+func (f *failure) final(attempts int) error {
+	var base error
+	switch f.kind {
+	case kindRateLimit:
+		base = &RateLimitError{RetryAfter: f.retryAfter, Message: f.msg}
+	case kindStatus:
+		base = &StatusError{Code: f.status, Message: f.msg}
+	case kindTimeout:
+		base = fmt.Errorf("%w: %s", ErrTimeout, f.msg)
+	case kindConn:
+		base = fmt.Errorf("%w: %s", ErrUnavailable, f.msg)
+	case kindBad:
+		base = fmt.Errorf("%w: %s", ErrBadResponse, f.msg)
+	case kindCanceled:
+		base = errors.New("llm: " + f.msg)
+	default:
+		return errors.New("llm: request not sent: " + f.msg)
+	}
+	if attempts > 1 {
+		return fmt.Errorf("%w (gave up after %d attempts)", base, attempts)
+	}
+	return base
+}
+
+// ctxError reports the caller's context ending. A deadline also matches
+// ErrTimeout.
+func ctxError(ctx context.Context) error {
+	err := ctx.Err()
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("llm: %w (%w)", ErrTimeout, err)
+	}
+	return fmt.Errorf("llm: %w", err)
+}
+
+// classify maps an attempt error to a failure. parent is the caller's
+// context, actx the attempt's.
+func (c *Client) classify(parent, actx context.Context, err error, info *attemptInfo) *failure {
+	sent, status, retryAfter := info.snapshot()
+	var (
+		apiErr *openai.APIError
+		reqErr *openai.RequestError
+	)
+	switch {
+	case parent.Err() != nil:
+		return &failure{kind: kindCanceled, msg: parent.Err().Error()}
+	case errors.Is(context.Cause(actx), errAttemptTimeout):
+		return &failure{kind: kindTimeout, msg: fmt.Sprintf("no answer within %s", c.timeout)}
+	case errors.As(err, &apiErr) && apiErr.HTTPStatusCode != 0:
+		return c.statusFailure(apiErr.HTTPStatusCode, apiErr.Message, retryAfter)
+	case errors.As(err, &reqErr) && reqErr.HTTPStatusCode != 0:
+		msg := strings.TrimSpace(string(reqErr.Body))
+		if msg == "" && reqErr.Err != nil {
+			msg = reqErr.Err.Error()
+		}
+		return c.statusFailure(reqErr.HTTPStatusCode, msg, retryAfter)
+	case errors.As(err, &apiErr):
+		// An error object inside a 200 event stream.
+		return &failure{kind: kindConn, msg: c.clean("error in stream: " + apiErr.Message)}
+	case errors.Is(err, errNoChoices), errors.Is(err, errStreamEmpty),
+		errors.Is(err, openai.ErrTooManyEmptyStreamMessages), isDecodeError(err):
+		return &failure{kind: kindBad, msg: c.clean(err.Error())}
+	case !sent:
+		return &failure{kind: kindLocal, msg: c.clean(err.Error())}
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return &failure{kind: kindTimeout, msg: c.clean(err.Error())}
+	}
+	if status >= 200 && status < 300 && errors.Is(err, io.EOF) {
+		// 2xx with an empty body.
+		return &failure{kind: kindBad, msg: "empty response body"}
+	}
+	return &failure{kind: kindConn, msg: c.clean(err.Error())}
+}
+
+func (c *Client) statusFailure(code int, msg string, retryAfter time.Duration) *failure {
+	msg = c.clean(msg)
+	if code == http.StatusTooManyRequests {
+		return &failure{kind: kindRateLimit, status: code, msg: msg, retryAfter: retryAfter}
+	}
+	return &failure{kind: kindStatus, status: code, msg: msg, retryAfter: retryAfter}
+}
+
+func isDecodeError(err error) bool {
+	var (
+		syn *json.SyntaxError
+		typ *json.UnmarshalTypeError
+	)
+	return errors.As(err, &syn) || errors.As(err, &typ)
+}
+
+// clean redacts the API key and keeps messages short and on one line.
+func (c *Client) clean(s string) string {
+	s = c.redact(s)
+	s = strings.Join(strings.Fields(s), " ")
+	const limit = 300
+	if len(s) > limit {
+		cut := limit
+		for cut > 0 && s[cut]&0xC0 == 0x80 { // do not split a UTF-8 sequence
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
+}
+
+func (c *Client) redact(s string) string {
+	if c.apiKey == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, c.apiKey, "[redacted]")
+}
+
+// retryDelay is the wait before retry number n+1 (n counts from 0):
+// full-jitter exponential backoff, raised to the server's Retry-After hint
+// when there is one, capped at maxRetryAfter.
+func (c *Client) retryDelay(n int, retryAfter time.Duration) time.Duration {
+	d := c.jitter(backoffCap(c.baseDelay, c.maxDelay, n))
+	d = max(d, retryAfter)
+	return min(d, maxRetryAfter)
+}
+
+// backoffCap is min(maxDelay, base*2^n), overflow-safe.
+func backoffCap(base, maxDelay time.Duration, n int) time.Duration {
+	d := base
+	for i := 0; i < n && d < maxDelay; i++ {
+		d *= 2
+	}
+	return min(d, maxDelay)
+}
+
+// fullJitter returns a uniformly random duration in [0, limit].
+func fullJitter(limit time.Duration) time.Duration {
+	if limit <= 0 {
+		return 0
+	}
+	return time.Duration(rand.Int64N(int64(limit) + 1))
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func (c *Client) acquire(ctx context.Context) error {
+	if c.sem == nil {
+		return nil
+	}
+	select {
+	case c.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (c *Client) release() {
+	if c.sem != nil {
+		<-c.sem
+	}
+}

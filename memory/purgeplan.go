@@ -1,0 +1,65 @@
+package memory
+
+import "time"
+
+// purgePlan decides what happens to summaries when messages are purged. A
+// summary whose time range reaches into the purged period carries purged text,
+// so it is deleted, and so is every summary built from it. What such a deleted
+// summary was built from but is itself clean comes back into play: surviving
+// messages of its chunks become active again (to be summarized anew), clean
+// source summaries become active again. Nothing that survives the purge drops
+// out of the context.
+type purgePlan struct {
+	deleteSummaries     []int64
+	reactivateSummaries []int64
+	reactivateChunks    []int64
+}
+
+// planPurge computes the plan for one conversation's summaries. all means the
+// whole conversation goes; otherwise messages older than cutoff go.
+func planPurge(sums []Summary, all bool, cutoff time.Time) purgePlan {
+	var p purgePlan
+	if all {
+		for _, s := range sums {
+			p.deleteSummaries = append(p.deleteSummaries, s.ID)
+		}
+		return p
+	}
+	doomed := map[int64]bool{}
+	for _, s := range sums {
+		if s.From.Before(cutoff) {
+			doomed[s.ID] = true
+		}
+	}
+	// Upward closure: a summary built from a doomed summary is doomed. Ids
+	// grow with creation, so one pass in id order suffices; loop to be safe.
+	for changed := true; changed; {
+		changed = false
+		for _, s := range sums {
+			if doomed[s.ID] || s.Level == 1 {
+				continue
+			}
+			for _, src := range s.Sources {
+				if doomed[src] {
+					doomed[s.ID] = true
+					changed = true
+					break
+				}
+			}
+		}
+	}
+	for _, s := range sums {
+		if !doomed[s.ID] {
+			continue
+		}
+		p.deleteSummaries = append(p.deleteSummaries, s.ID)
+		for _, src := range s.Sources {
+			if s.Level == 1 {
+				p.reactivateChunks = append(p.reactivateChunks, src)
+			} else if !doomed[src] {
+				p.reactivateSummaries = append(p.reactivateSummaries, src)
+			}
+		}
+	}
+	return p
+}

@@ -1,0 +1,874 @@
+package memory
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ncruces/go-sqlite3"
+	_ "github.com/ncruces/go-sqlite3/driver" // registers "sqlite3"
+	"github.com/ncruces/go-sqlite3/ext/fts5"
+
+	"github.com/recallbot/recall/pipeline"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+var registerFTS5 sync.Once
+
+// SQLite is the default backend: one database file in WAL mode with one
+// writer connection (immediate transactions) and a pool of readers.
+type SQLite struct {
+	path string
+	w    *sql.DB // exactly one connection: every write goes through it
+	r    *sql.DB // readers
+}
+
+var _ Backend = (*SQLite)(nil)
+
+// sqliteDSN builds the connection string. Any _pragma drops the driver's
+// default busy timeout, so it is always set explicitly.
+func sqliteDSN(path string, readOnly bool) string {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "journal_mode(wal)")
+	q.Add("_pragma", "synchronous(normal)")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "secure_delete(1)")
+	if readOnly {
+		q.Add("_pragma", "query_only(1)")
+	} else {
+		q.Set("_txlock", "immediate")
+	}
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+}
+
+// OpenSQLite opens (creating if needed, 0600 in a 0700 directory) the database
+// at path and applies pending migrations.
+func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
+	registerFTS5.Do(func() { sqlite3.AutoExtension(fts5.Register) })
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("creating data directory: %w", err)
+	}
+	// Create the file ourselves so it is 0600 from the first byte.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("opening database %s: %w", path, err)
+	}
+	f.Close()
+	w, err := sql.Open("sqlite3", sqliteDSN(path, false))
+	if err != nil {
+		return nil, fmt.Errorf("opening database %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	s := &SQLite{path: path, w: w}
+	if err := s.migrate(ctx); err != nil {
+		w.Close()
+		return nil, err
+	}
+	for _, p := range []string{path + "-wal", path + "-shm"} {
+		_ = os.Chmod(p, 0o600)
+	}
+	r, err := sql.Open("sqlite3", sqliteDSN(path, true))
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	r.SetMaxOpenConns(4)
+	r.SetMaxIdleConns(4)
+	s.r = r
+	return s, nil
+}
+
+// Path is the database file.
+func (s *SQLite) Path() string { return s.path }
+
+// DB exposes the writer connection for maintenance (backup, checkpoints).
+func (s *SQLite) DB() *sql.DB { return s.w }
+
+// Close closes both pools.
+func (s *SQLite) Close() error {
+	return errors.Join(s.r.Close(), s.w.Close())
+}
+
+// Checkpoint copies the WAL into the database file and truncates it.
+func (s *SQLite) Checkpoint(ctx context.Context) error {
+	_, err := s.w.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)
+	return err
+}
+
+// SchemaVersion is the highest migration applied.
+func (s *SQLite) SchemaVersion(ctx context.Context) (int, error) {
+	var v int
+	err := s.r.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_version`).Scan(&v)
+	return v, err
+}
+
+func (s *SQLite) migrate(ctx context.Context) error {
+	if _, err := s.w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("creating schema_version: %w", err)
+	}
+	var current int
+	if err := s.w.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_version`).Scan(&current); err != nil {
+		return fmt.Errorf("reading schema version: %w", err)
+	}
+	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		base := filepath.Base(name)
+		n, err := strconv.Atoi(strings.SplitN(base, "_", 2)[0])
+		if err != nil {
+			return fmt.Errorf("migration %s: bad number", base)
+		}
+		if n <= current {
+			continue
+		}
+		body, err := migrationFiles.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		err = s.tx(ctx, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, `INSERT INTO schema_version(version, applied_at) VALUES (?, ?)`, n, time.Now().UnixMilli())
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("applying migration %s: %w", base, err)
+		}
+	}
+	return nil
+}
+
+// tx runs fn in one immediate transaction on the writer connection.
+func (s *SQLite) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// queryer is what both *sql.DB and *sql.Tx offer.
+type queryer interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+const (
+	sqlConvID     = `SELECT id FROM conversations WHERE key = ?`
+	sqlEnsureConv = `INSERT INTO conversations(key, owner, created_at) VALUES (?, ?, ?)
+		ON CONFLICT(key) DO UPDATE SET key = excluded.key RETURNING id`
+	sqlInsertMessage = `INSERT INTO messages(conv, role, sender_id, sender_name, platform_id, reply_to, text, created_at, tokens, is_active, chunk_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
+	sqlBumpTurns  = `UPDATE conversations SET turns_since_summary = turns_since_summary + 1 WHERE id = ?`
+	msgColumns    = `m.id, m.role, m.sender_id, m.sender_name, m.platform_id, m.reply_to, m.text, m.created_at, m.tokens, m.is_active, m.chunk_id`
+	sqlRecent     = `SELECT ` + msgColumns + ` FROM messages m WHERE m.conv = ? AND m.is_active = 1 ORDER BY m.id DESC`
+	sqlActive     = `SELECT ` + msgColumns + ` FROM messages m WHERE m.conv = ? AND m.is_active = 1 ORDER BY m.id`
+	sqlLookup     = `SELECT EXISTS(SELECT 1 FROM messages WHERE conv = ? AND platform_id = ?), EXISTS(SELECT 1 FROM messages WHERE conv = ? AND reply_to = ? AND role = 'assistant')`
+	sqlArchive    = `UPDATE messages SET is_active = 0, chunk_id = ? WHERE conv = ? AND is_active = 1 AND id IN (SELECT value FROM json_each(?))`
+	sqlNextChunk  = `UPDATE conversations SET next_chunk = next_chunk + 1 WHERE id = ? RETURNING next_chunk - 1`
+	sqlRangeOfIDs = `SELECT min(created_at), max(created_at) FROM messages WHERE conv = ? AND id IN (SELECT value FROM json_each(?))`
+	sqlResetTurns = `UPDATE conversations SET turns_since_summary = max(0, turns_since_summary - ?), last_summary_at = ? WHERE id = ?`
+	sumColumns    = `id, level, text, is_active, sources, from_at, to_at, tokens, created_at`
+	sqlInsertSum  = `INSERT INTO summaries(conv, level, text, is_active, sources, from_at, to_at, tokens, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
+	sqlFoldSums   = `UPDATE summaries SET is_active = 0 WHERE conv = ? AND is_active = 1 AND level = ? AND id IN (SELECT value FROM json_each(?))`
+	sqlSumRange   = `SELECT min(from_at), max(to_at) FROM summaries WHERE conv = ? AND id IN (SELECT value FROM json_each(?))`
+	sqlSearch     = `SELECT ` + msgColumns + `, f.rank FROM messages_fts f JOIN messages m ON m.id = f.rowid
+		WHERE messages_fts MATCH ? AND m.conv = ? AND (? = 0 OR m.is_active = 0)
+		ORDER BY f.rank, m.id DESC LIMIT ?`
+)
+
+// convID finds a conversation's row id; 0 when it does not exist.
+func convID(ctx context.Context, q queryer, key pipeline.Key) (int64, error) {
+	var id int64
+	err := q.QueryRowContext(ctx, sqlConvID, key.String()).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return id, err
+}
+
+func ensureConv(ctx context.Context, tx *sql.Tx, key pipeline.Key, cache map[pipeline.Key]int64) (int64, error) {
+	if id, ok := cache[key]; ok {
+		return id, nil
+	}
+	if err := key.Validate(); err != nil {
+		return 0, err
+	}
+	var id int64
+	if err := tx.QueryRowContext(ctx, sqlEnsureConv, key.String(), key.Owner(), time.Now().UnixMilli()).Scan(&id); err != nil {
+		return 0, fmt.Errorf("creating conversation %s: %w", key, err)
+	}
+	cache[key] = id
+	return id, nil
+}
+
+// Append implements Backend.
+func (s *SQLite) Append(ctx context.Context, msgs []Message) (int, error) {
+	var added int
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		added = 0
+		n, err := appendTx(ctx, tx, msgs, map[pipeline.Key]int64{})
+		added = n
+		return err
+	})
+	return added, err
+}
+
+func appendTx(ctx context.Context, tx *sql.Tx, msgs []Message, convs map[pipeline.Key]int64) (int, error) {
+	ins, err := tx.PrepareContext(ctx, sqlInsertMessage)
+	if err != nil {
+		return 0, err
+	}
+	defer ins.Close()
+	added := 0
+	for _, m := range msgs {
+		conv, err := ensureConv(ctx, tx, m.Key, convs)
+		if err != nil {
+			return 0, err
+		}
+		if !m.Role.Valid() {
+			return 0, fmt.Errorf("storing message in %s: invalid role %q", m.Key, m.Role)
+		}
+		if m.Tokens <= 0 {
+			m.Tokens = estimateTokens(m.Text)
+		}
+		if m.Time.IsZero() {
+			m.Time = time.Now()
+		}
+		res, err := ins.ExecContext(ctx, conv, string(m.Role), m.SenderID, m.SenderName, m.PlatformID, m.ReplyTo,
+			m.Text, m.Time.UnixMilli(), m.Tokens, boolInt(m.Active || m.ChunkID == 0), m.ChunkID)
+		if err != nil {
+			return 0, fmt.Errorf("storing message in %s: %w", m.Key, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			continue
+		}
+		added++
+		if m.Role == RoleAssistant {
+			if _, err := tx.ExecContext(ctx, sqlBumpTurns, conv); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return added, nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func scanMessages(rows *sql.Rows, key pipeline.Key, withRank bool) ([]Message, []float64, error) {
+	defer rows.Close()
+	var out []Message
+	var ranks []float64
+	for rows.Next() {
+		var m Message
+		var role string
+		var at int64
+		var active int
+		dest := []any{&m.ID, &role, &m.SenderID, &m.SenderName, &m.PlatformID, &m.ReplyTo, &m.Text, &at, &m.Tokens, &active, &m.ChunkID}
+		var rank float64
+		if withRank {
+			dest = append(dest, &rank)
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return nil, nil, err
+		}
+		m.Key, m.Role, m.Time, m.Active = key, Role(role), time.UnixMilli(at).UTC(), active == 1
+		out = append(out, m)
+		ranks = append(ranks, rank)
+	}
+	return out, ranks, rows.Err()
+}
+
+// Lookup implements Backend.
+func (s *SQLite) Lookup(ctx context.Context, key pipeline.Key, platformID string) (bool, bool, error) {
+	if platformID == "" {
+		return false, false, nil
+	}
+	conv, err := convID(ctx, s.r, key)
+	if err != nil || conv == 0 {
+		return false, false, err
+	}
+	var stored, answered bool
+	err = s.r.QueryRowContext(ctx, sqlLookup, conv, platformID, conv, platformID).Scan(&stored, &answered)
+	return stored, answered, err
+}
+
+// Recent implements Backend.
+func (s *SQLite) Recent(ctx context.Context, key pipeline.Key, limit, tokenBudget int) ([]Message, error) {
+	conv, err := convID(ctx, s.r, key)
+	if err != nil || conv == 0 {
+		return nil, err
+	}
+	q := sqlRecent
+	if limit > 0 {
+		q += " LIMIT " + strconv.Itoa(limit)
+	}
+	rows, err := s.r.QueryContext(ctx, q, conv)
+	if err != nil {
+		return nil, fmt.Errorf("loading recent messages of %s: %w", key, err)
+	}
+	var out []Message
+	used := 0
+	defer rows.Close()
+	for rows.Next() {
+		var m Message
+		var role string
+		var at int64
+		var active int
+		if err := rows.Scan(&m.ID, &role, &m.SenderID, &m.SenderName, &m.PlatformID, &m.ReplyTo, &m.Text, &at, &m.Tokens, &active, &m.ChunkID); err != nil {
+			return nil, err
+		}
+		if tokenBudget > 0 && used+m.Tokens > tokenBudget {
+			break
+		}
+		used += m.Tokens
+		m.Key, m.Role, m.Time, m.Active = key, Role(role), time.UnixMilli(at).UTC(), active == 1
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	reverse(out)
+	return out, nil
+}
+
+func reverse[T any](s []T) {
+	for i, j := 0, len(s)-1; i < j; i, j = i+1, j-1 {
+		s[i], s[j] = s[j], s[i]
+	}
+}
+
+// Active implements Backend.
+func (s *SQLite) Active(ctx context.Context, key pipeline.Key) ([]Message, error) {
+	conv, err := convID(ctx, s.r, key)
+	if err != nil || conv == 0 {
+		return nil, err
+	}
+	rows, err := s.r.QueryContext(ctx, sqlActive, conv)
+	if err != nil {
+		return nil, err
+	}
+	out, _, err := scanMessages(rows, key, false)
+	return out, err
+}
+
+func jsonIDs(ids []int64) string {
+	b, _ := json.Marshal(ids)
+	return string(b)
+}
+
+// Archive implements Backend.
+func (s *SQLite) Archive(ctx context.Context, key pipeline.Key, ids []int64, sum Summary, turnsSeen int) (Summary, error) {
+	if len(ids) == 0 {
+		return Summary{}, fmt.Errorf("%w: nothing to archive", ErrConflict)
+	}
+	ids = uniqueIDs(ids)
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		conv, err := convID(ctx, tx, key)
+		if err != nil {
+			return err
+		}
+		if conv == 0 {
+			return fmt.Errorf("archiving in %s: %w", key, ErrNotFound)
+		}
+		var chunk int64
+		if err := tx.QueryRowContext(ctx, sqlNextChunk, conv).Scan(&chunk); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, sqlArchive, chunk, conv, jsonIDs(ids))
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n != int64(len(ids)) {
+			return fmt.Errorf("%w: %d of %d messages still active in %s", ErrConflict, n, len(ids), key)
+		}
+		var from, to int64
+		if err := tx.QueryRowContext(ctx, sqlRangeOfIDs, conv, jsonIDs(ids)).Scan(&from, &to); err != nil {
+			return err
+		}
+		sum.Level, sum.Sources, sum.Active = 1, []int64{chunk}, true
+		sum.From, sum.To = time.UnixMilli(from).UTC(), time.UnixMilli(to).UTC()
+		if err := insertSummary(ctx, tx, conv, &sum); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, sqlResetTurns, turnsSeen, sum.Created.UnixMilli(), conv)
+		return err
+	})
+	if err != nil {
+		return Summary{}, err
+	}
+	sum.Key = key
+	return sum, nil
+}
+
+func uniqueIDs(ids []int64) []int64 {
+	seen := make(map[int64]bool, len(ids))
+	out := ids[:0:0]
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+func insertSummary(ctx context.Context, tx *sql.Tx, conv int64, sum *Summary) error {
+	if sum.Created.IsZero() {
+		sum.Created = time.Now()
+	}
+	sum.Created = ms(sum.Created)
+	if sum.Tokens <= 0 {
+		sum.Tokens = estimateTokens(sum.Text)
+	}
+	src, _ := json.Marshal(sum.Sources)
+	return tx.QueryRowContext(ctx, sqlInsertSum, conv, sum.Level, sum.Text, boolInt(sum.Active), string(src),
+		sum.From.UnixMilli(), sum.To.UnixMilli(), sum.Tokens, sum.Created.UnixMilli()).Scan(&sum.ID)
+}
+
+// Fold implements Backend.
+func (s *SQLite) Fold(ctx context.Context, key pipeline.Key, ids []int64, sum Summary) (Summary, error) {
+	if len(ids) == 0 || sum.Level < 2 {
+		return Summary{}, fmt.Errorf("%w: fold needs sources and a level above 1", ErrConflict)
+	}
+	ids = uniqueIDs(ids)
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		conv, err := convID(ctx, tx, key)
+		if err != nil {
+			return err
+		}
+		if conv == 0 {
+			return fmt.Errorf("folding in %s: %w", key, ErrNotFound)
+		}
+		res, err := tx.ExecContext(ctx, sqlFoldSums, conv, sum.Level-1, jsonIDs(ids))
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n != int64(len(ids)) {
+			return fmt.Errorf("%w: %d of %d level-%d summaries still active in %s", ErrConflict, n, len(ids), sum.Level-1, key)
+		}
+		var from, to int64
+		if err := tx.QueryRowContext(ctx, sqlSumRange, conv, jsonIDs(ids)).Scan(&from, &to); err != nil {
+			return err
+		}
+		sum.Sources, sum.Active = ids, true
+		sum.From, sum.To = time.UnixMilli(from).UTC(), time.UnixMilli(to).UTC()
+		return insertSummary(ctx, tx, conv, &sum)
+	})
+	if err != nil {
+		return Summary{}, err
+	}
+	sum.Key = key
+	return sum, nil
+}
+
+func loadSummaries(ctx context.Context, q queryer, conv int64, key pipeline.Key, activeOnly bool) ([]Summary, error) {
+	query := `SELECT ` + sumColumns + ` FROM summaries WHERE conv = ?`
+	if activeOnly {
+		query += ` AND is_active = 1`
+	}
+	rows, err := q.QueryContext(ctx, query+` ORDER BY id`, conv)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Summary
+	for rows.Next() {
+		var sm Summary
+		var active int
+		var src string
+		var from, to, created int64
+		if err := rows.Scan(&sm.ID, &sm.Level, &sm.Text, &active, &src, &from, &to, &sm.Tokens, &created); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal([]byte(src), &sm.Sources); err != nil {
+			return nil, fmt.Errorf("summary %d: sources: %w", sm.ID, err)
+		}
+		sm.Key, sm.Active = key, active == 1
+		sm.From, sm.To, sm.Created = time.UnixMilli(from).UTC(), time.UnixMilli(to).UTC(), time.UnixMilli(created).UTC()
+		out = append(out, sm)
+	}
+	return out, rows.Err()
+}
+
+// Summaries implements Backend.
+func (s *SQLite) Summaries(ctx context.Context, key pipeline.Key, activeOnly bool) ([]Summary, error) {
+	conv, err := convID(ctx, s.r, key)
+	if err != nil || conv == 0 {
+		return nil, err
+	}
+	return loadSummaries(ctx, s.r, conv, key, activeOnly)
+}
+
+// chunksOf resolves a summary to the chunk ids it covers.
+func chunksOf(sums []Summary, id int64) ([]int64, bool) {
+	byID := make(map[int64]Summary, len(sums))
+	for _, s := range sums {
+		byID[s.ID] = s
+	}
+	root, ok := byID[id]
+	if !ok {
+		return nil, false
+	}
+	var chunks []int64
+	var walk func(s Summary, depth int)
+	walk = func(s Summary, depth int) {
+		if depth > 64 {
+			return
+		}
+		if s.Level == 1 {
+			chunks = append(chunks, s.Sources...)
+			return
+		}
+		for _, src := range s.Sources {
+			if c, ok := byID[src]; ok {
+				walk(c, depth+1)
+			}
+		}
+	}
+	walk(root, 0)
+	return chunks, true
+}
+
+// Provenance implements Backend.
+func (s *SQLite) Provenance(ctx context.Context, key pipeline.Key, summaryID int64) ([]Message, error) {
+	conv, err := convID(ctx, s.r, key)
+	if err != nil {
+		return nil, err
+	}
+	if conv == 0 {
+		return nil, fmt.Errorf("summary %d in %s: %w", summaryID, key, ErrNotFound)
+	}
+	sums, err := loadSummaries(ctx, s.r, conv, key, false)
+	if err != nil {
+		return nil, err
+	}
+	chunks, ok := chunksOf(sums, summaryID)
+	if !ok {
+		return nil, fmt.Errorf("summary %d in %s: %w", summaryID, key, ErrNotFound)
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT `+msgColumns+` FROM messages m WHERE m.conv = ? AND m.chunk_id IN (SELECT value FROM json_each(?)) ORDER BY m.id`, conv, jsonIDs(chunks))
+	if err != nil {
+		return nil, err
+	}
+	out, _, err := scanMessages(rows, key, false)
+	return out, err
+}
+
+// Status implements Backend.
+func (s *SQLite) Status(ctx context.Context, key pipeline.Key) (Status, error) {
+	st := Status{ActiveByLevel: map[int]int{}}
+	conv, err := convID(ctx, s.r, key)
+	if err != nil || conv == 0 {
+		return st, err
+	}
+	var last int64
+	err = s.r.QueryRowContext(ctx, `SELECT turns_since_summary, last_summary_at FROM conversations WHERE id = ?`, conv).Scan(&st.TurnsSinceSummary, &last)
+	if err != nil {
+		return st, err
+	}
+	if last > 0 {
+		st.LastSummary = time.UnixMilli(last).UTC()
+	}
+	err = s.r.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(is_active), 0) FROM messages WHERE conv = ?`, conv).Scan(&st.Total, &st.Active)
+	if err != nil {
+		return st, err
+	}
+	st.Archived = st.Total - st.Active
+	rows, err := s.r.QueryContext(ctx, `SELECT level, is_active, count(*) FROM summaries WHERE conv = ? GROUP BY level, is_active`, conv)
+	if err != nil {
+		return st, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var level, active, n int
+		if err := rows.Scan(&level, &active, &n); err != nil {
+			return st, err
+		}
+		if active == 1 {
+			st.ActiveByLevel[level] += n
+		}
+		if level > st.HighestLevel {
+			st.HighestLevel = level
+		}
+	}
+	return st, rows.Err()
+}
+
+// Search implements Backend.
+func (s *SQLite) Search(ctx context.Context, key pipeline.Key, q Query) ([]Hit, error) {
+	match := ftsMatch(Terms(q.Text))
+	if match == "" {
+		return nil, nil
+	}
+	conv, err := convID(ctx, s.r, key)
+	if err != nil || conv == 0 {
+		return nil, err
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = 20
+	}
+	// The conversation is an indexed column: FTS5 intersects it with the
+	// terms, so other conversations' matches are never scored. The terms
+	// are kept to the text columns, or a search for "c1" would match every
+	// message of conversation 1 through its tag.
+	match = `conv_tag : "c` + strconv.FormatInt(conv, 10) + `" AND {text sender_name} : (` + match + `)`
+	rows, err := s.r.QueryContext(ctx, sqlSearch, match, conv, boolInt(q.ArchivedOnly), limit+len(q.Exclude))
+	if err != nil {
+		return nil, fmt.Errorf("searching %s: %w", key, err)
+	}
+	msgs, ranks, err := scanMessages(rows, key, true)
+	if err != nil {
+		return nil, fmt.Errorf("searching %s: %w", key, err)
+	}
+	hits := make([]Hit, len(msgs))
+	for i := range msgs {
+		hits[i] = Hit{Message: msgs[i], Score: -ranks[i]}
+	}
+	return budgetHits(hits, q), nil
+}
+
+// budgetHits drops excluded messages and applies the limit and token budget.
+func budgetHits(hits []Hit, q Query) []Hit {
+	limit := q.Limit
+	if limit <= 0 {
+		limit = 20
+	}
+	skip := make(map[int64]bool, len(q.Exclude))
+	for _, id := range q.Exclude {
+		skip[id] = true
+	}
+	var out []Hit
+	used := 0
+	for _, h := range hits {
+		if skip[h.Message.ID] {
+			continue
+		}
+		if q.TokenBudget > 0 && used+h.Message.Tokens > q.TokenBudget {
+			continue // a shorter, lower-ranked hit may still fit
+		}
+		used += h.Message.Tokens
+		out = append(out, h)
+		if len(out) == limit {
+			break
+		}
+	}
+	return out
+}
+
+// Settings implements Backend.
+func (s *SQLite) Settings(ctx context.Context, owner string) (Settings, bool, error) {
+	st := Settings{Owner: owner}
+	var enabled int
+	var storage string
+	var created, updated int64
+	err := s.r.QueryRowContext(ctx, `SELECT memory_enabled, storage, threshold, created_at, updated_at FROM owners WHERE owner = ?`, owner).
+		Scan(&enabled, &storage, &st.Threshold, &created, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return st, false, nil
+	}
+	if err != nil {
+		return st, false, err
+	}
+	st.MemoryEnabled, st.Storage = enabled == 1, Storage(storage)
+	st.Created, st.Updated = time.UnixMilli(created).UTC(), time.UnixMilli(updated).UTC()
+	return st, true, nil
+}
+
+const sqlPutSettings = `INSERT INTO owners(owner, memory_enabled, storage, threshold, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+	ON CONFLICT(owner) DO UPDATE SET memory_enabled = excluded.memory_enabled, storage = excluded.storage,
+	threshold = excluded.threshold, updated_at = excluded.updated_at`
+
+// PutSettings implements Backend.
+func (s *SQLite) PutSettings(ctx context.Context, st Settings) error {
+	return s.tx(ctx, func(tx *sql.Tx) error { return putSettingsTx(ctx, tx, st) })
+}
+
+func putSettingsTx(ctx context.Context, tx *sql.Tx, st Settings) error {
+	now := time.Now()
+	if st.Created.IsZero() {
+		st.Created = now
+	}
+	if st.Updated.IsZero() {
+		st.Updated = now
+	}
+	_, err := tx.ExecContext(ctx, sqlPutSettings, st.Owner, boolInt(st.MemoryEnabled), string(st.Storage), st.Threshold, st.Created.UnixMilli(), st.Updated.UnixMilli())
+	return err
+}
+
+// Remember implements Backend.
+func (s *SQLite) Remember(ctx context.Context, owner string, m UserMemory, max int) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := rememberTx(ctx, tx, owner, m, max)
+		return err
+	})
+}
+
+func rememberTx(ctx context.Context, tx *sql.Tx, owner string, m UserMemory, max int) (bool, error) {
+	var exists bool
+	var count int
+	if err := tx.QueryRowContext(ctx, `SELECT EXISTS(SELECT 1 FROM memories WHERE owner = ? AND key = ?), (SELECT count(*) FROM memories WHERE owner = ?)`, owner, m.Key, owner).Scan(&exists, &count); err != nil {
+		return false, err
+	}
+	if !exists && max > 0 && count >= max {
+		return false, fmt.Errorf("%w: at most %d", ErrMemoryCap, max)
+	}
+	now := time.Now()
+	if m.Created.IsZero() {
+		m.Created = now
+	}
+	if m.Updated.IsZero() {
+		m.Updated = now
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO memories(owner, key, content, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT(owner, key) DO UPDATE SET content = excluded.content, updated_at = excluded.updated_at`,
+		owner, m.Key, m.Content, m.Created.UnixMilli(), m.Updated.UnixMilli())
+	return !exists, err
+}
+
+// Memories implements Backend.
+func (s *SQLite) Memories(ctx context.Context, owner string) ([]UserMemory, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT key, content, created_at, updated_at FROM memories WHERE owner = ? ORDER BY key`, owner)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []UserMemory
+	for rows.Next() {
+		var m UserMemory
+		var c, u int64
+		if err := rows.Scan(&m.Key, &m.Content, &c, &u); err != nil {
+			return nil, err
+		}
+		m.Created, m.Updated = time.UnixMilli(c).UTC(), time.UnixMilli(u).UTC()
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// Forget implements Backend.
+func (s *SQLite) Forget(ctx context.Context, owner, key string) (bool, error) {
+	res, err := s.w.ExecContext(ctx, `DELETE FROM memories WHERE owner = ? AND key = ?`, owner, key)
+	if err != nil {
+		return false, err
+	}
+	n, _ := res.RowsAffected()
+	return n > 0, nil
+}
+
+const factColumns = `id, conv_key, content, sources, tags, created_at, updated_at`
+
+func scanFacts(rows *sql.Rows) ([]Fact, error) {
+	defer rows.Close()
+	var out []Fact
+	for rows.Next() {
+		var f Fact
+		var src, tags string
+		var c, u int64
+		if err := rows.Scan(&f.ID, &f.Key, &f.Content, &src, &tags, &c, &u); err != nil {
+			return nil, err
+		}
+		_ = json.Unmarshal([]byte(src), &f.Sources)
+		_ = json.Unmarshal([]byte(tags), &f.Tags)
+		f.Created, f.Updated = time.UnixMilli(c).UTC(), time.UnixMilli(u).UTC()
+		out = append(out, f)
+	}
+	return out, rows.Err()
+}
+
+// AddFact implements Backend.
+func (s *SQLite) AddFact(ctx context.Context, owner string, f Fact) (Fact, bool, error) {
+	var merged bool
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		f, merged, err = addFactTx(ctx, tx, owner, f)
+		return err
+	})
+	return f, merged, err
+}
+
+func addFactTx(ctx context.Context, tx *sql.Tx, owner string, f Fact) (Fact, bool, error) {
+	now := time.Now()
+	if f.Created.IsZero() {
+		f.Created = now
+	}
+	if f.Updated.IsZero() {
+		f.Updated = f.Created
+	}
+	f.Created, f.Updated = ms(f.Created), ms(f.Updated)
+	rows, err := tx.QueryContext(ctx, `SELECT `+factColumns+` FROM facts WHERE owner = ? ORDER BY id`, owner)
+	if err != nil {
+		return f, false, err
+	}
+	existing, err := scanFacts(rows)
+	if err != nil {
+		return f, false, err
+	}
+	for _, old := range existing {
+		if SimilarFacts(old.Content, f.Content) {
+			m := mergeFact(old, f)
+			src, _ := json.Marshal(m.Sources)
+			tags, _ := json.Marshal(m.Tags)
+			_, err := tx.ExecContext(ctx, `UPDATE facts SET content = ?, norm = ?, sources = ?, tags = ?, updated_at = ? WHERE id = ?`,
+				m.Content, NormalizeFact(m.Content), string(src), string(tags), m.Updated.UnixMilli(), m.ID)
+			return m, true, err
+		}
+	}
+	src, _ := json.Marshal(f.Sources)
+	tags, _ := json.Marshal(f.Tags)
+	err = tx.QueryRowContext(ctx, `INSERT INTO facts(owner, conv_key, content, norm, sources, tags, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		owner, f.Key, f.Content, NormalizeFact(f.Content), string(src), string(tags), f.Created.UnixMilli(), f.Updated.UnixMilli()).Scan(&f.ID)
+	return f, false, err
+}
+
+// Facts implements Backend.
+func (s *SQLite) Facts(ctx context.Context, owner, text string, limit int) ([]Fact, error) {
+	if limit <= 0 {
+		limit = 20
+	}
+	var rows *sql.Rows
+	var err error
+	if match := ftsMatch(Terms(text)); match != "" {
+		rows, err = s.r.QueryContext(ctx, `SELECT f.id, f.conv_key, f.content, f.sources, f.tags, f.created_at, f.updated_at
+			FROM facts_fts x JOIN facts f ON f.id = x.rowid WHERE facts_fts MATCH ? AND f.owner = ? ORDER BY x.rank, f.id DESC LIMIT ?`, match, owner, limit)
+	} else {
+		rows, err = s.r.QueryContext(ctx, `SELECT `+factColumns+` FROM facts WHERE owner = ? ORDER BY updated_at DESC, id DESC LIMIT ?`, owner, limit)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("searching facts: %w", err)
+	}
+	return scanFacts(rows)
+}

@@ -1,0 +1,580 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/recallbot/recall/pipeline"
+)
+
+// Options configure a Store.
+type Options struct {
+	Dir         string   // data.dir: recall.db and json/ live here
+	Defaults    Settings // settings for owners who never chose (Owner ignored)
+	MaxMemories int      // cap on memories per owner
+	QueueSize   int      // messages the write-behind queue holds at most
+	RetryBase   time.Duration
+	RetryMax    time.Duration
+	Logger      *slog.Logger
+}
+
+// Store is what the rest of Recall uses: it routes each owner to its backend
+// (SQLite unless the owner chose JSON), writes through the write-behind queue,
+// overlays queued messages on reads, and moves owners between backends.
+type Store struct {
+	opts   Options
+	sqlite *SQLite
+	json   *JSON
+	w      *writer
+	log    *slog.Logger
+}
+
+// Open opens both backends under opts.Dir, finishes any interrupted move
+// between them, and starts the writer.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	if opts.Dir == "" {
+		opts.Dir = "data"
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.MaxMemories <= 0 {
+		opts.MaxMemories = 50
+	}
+	if !opts.Defaults.Storage.Valid() {
+		opts.Defaults.Storage = StorageSQLite
+	}
+	if opts.Defaults.Threshold == 0 {
+		opts.Defaults.Threshold = 10
+	}
+	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating data directory %s: %w", opts.Dir, err)
+	}
+	sq, err := OpenSQLite(ctx, filepath.Join(opts.Dir, "recall.db"))
+	if err != nil {
+		return nil, err
+	}
+	js, err := OpenJSON(filepath.Join(opts.Dir, "json"))
+	if err != nil {
+		sq.Close()
+		return nil, err
+	}
+	s := &Store{opts: opts, sqlite: sq, json: js, log: opts.Logger}
+	if err := s.recoverMoves(ctx); err != nil {
+		sq.Close()
+		js.Close()
+		return nil, err
+	}
+	s.w = newWriter(writerOptions{maxMsgs: opts.QueueSize, base: opts.RetryBase, maxWait: opts.RetryMax, log: opts.Logger, routeFor: s.backendFor})
+	return s, nil
+}
+
+// backendFor routes an owner: JSON when it has a JSON file, else SQLite.
+func (s *Store) backendFor(owner string) Backend {
+	if s.json.Has(owner) {
+		return s.json
+	}
+	return s.sqlite
+}
+
+// SQLite exposes the SQLite backend (backups, checkpoints, benchmarks).
+func (s *Store) SQLite() *SQLite { return s.sqlite }
+
+// recoverMoves finishes a move that was interrupted. A move to JSON writes and
+// verifies the JSON file before removing the SQLite copy, and a move to SQLite
+// imports and verifies before removing the JSON file; so when an owner has a
+// JSON file and SQLite data too, the JSON file is complete and the SQLite data
+// is the stale copy.
+func (s *Store) recoverMoves(ctx context.Context) error {
+	owners, err := s.json.Owners(ctx)
+	if err != nil {
+		return fmt.Errorf("listing JSON owners: %w", err)
+	}
+	sqlOwners, err := s.sqlite.Owners(ctx)
+	if err != nil {
+		return err
+	}
+	inSQL := map[string]bool{}
+	for _, o := range sqlOwners {
+		inSQL[o] = true
+	}
+	for _, o := range owners {
+		if !inSQL[o] {
+			continue
+		}
+		s.log.Warn("finishing an interrupted storage move: removing the stale SQLite copy", "owner", o)
+		if _, err := s.sqlite.Purge(ctx, PurgeScope{Owner: o}); err != nil {
+			return fmt.Errorf("finishing the move of %s: %w", o, err)
+		}
+	}
+	return nil
+}
+
+// Close flushes the write queue (until ctx ends) and closes the backends. The
+// error names what could not be written.
+func (s *Store) Close(ctx context.Context) error {
+	werr := s.w.close(ctx)
+	return errors.Join(werr, s.json.Close(), s.sqlite.Close())
+}
+
+// Enqueue queues messages of one conversation for writing and returns at once;
+// the disk is never waited for. ErrQueueFull when storage has been failing
+// long enough to fill the queue.
+func (s *Store) Enqueue(msgs ...Message) error {
+	return s.w.enqueue(append([]Message(nil), msgs...), nil)
+}
+
+// Append queues messages and waits until they are committed (or ctx ends; the
+// messages stay queued then).
+func (s *Store) Append(ctx context.Context, msgs ...Message) error {
+	done := make(chan error, 1)
+	if err := s.w.enqueue(append([]Message(nil), msgs...), done); err != nil {
+		return err
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("storing messages: %w", ctx.Err())
+	}
+}
+
+// Flush waits until everything queued so far is written.
+func (s *Store) Flush(ctx context.Context) error { return s.w.flush(ctx) }
+
+// WriteStats reports the write queue's state.
+func (s *Store) WriteStats() WriteStats { return s.w.stats() }
+
+// do runs a write for an owner in queue order.
+func (s *Store) do(ctx context.Context, owner string, op func(context.Context, Backend) error) error {
+	return s.w.do(ctx, owner, op)
+}
+
+// Lookup reports whether a platform message is stored (or queued) in the
+// conversation and whether it was answered.
+func (s *Store) Lookup(ctx context.Context, key pipeline.Key, platformID string) (stored, answered bool, err error) {
+	if platformID == "" {
+		return false, false, nil
+	}
+	for _, m := range s.w.pendingFor(key) {
+		if m.PlatformID == platformID {
+			stored = true
+		}
+		if m.Role == RoleAssistant && m.ReplyTo == platformID {
+			answered = true
+		}
+	}
+	if stored && answered {
+		return true, true, nil
+	}
+	st, an, err := s.backendFor(key.Owner()).Lookup(ctx, key, platformID)
+	return stored || st, answered || an, err
+}
+
+// Recent returns the newest active messages, queued ones included, at most
+// limit messages and tokenBudget tokens (0 = no limit), oldest first.
+func (s *Store) Recent(ctx context.Context, key pipeline.Key, limit, tokenBudget int) ([]Message, error) {
+	stored, err := s.backendFor(key.Owner()).Recent(ctx, key, limit, tokenBudget)
+	if err != nil {
+		return nil, err
+	}
+	all := mergePending(stored, s.w.pendingFor(key))
+	// Re-apply the limits from the newest end.
+	used, start := 0, len(all)
+	for i := len(all) - 1; i >= 0; i-- {
+		if limit > 0 && len(all)-i > limit {
+			break
+		}
+		if tokenBudget > 0 && used+all[i].Tokens > tokenBudget {
+			break
+		}
+		used += all[i].Tokens
+		start = i
+	}
+	return all[start:], nil
+}
+
+// mergePending appends queued messages not yet visible in stored.
+func mergePending(stored, pending []Message) []Message {
+	if len(pending) == 0 {
+		return stored
+	}
+	seen := map[string]bool{}
+	for _, m := range stored {
+		if m.PlatformID != "" {
+			seen[m.PlatformID] = true
+		}
+	}
+	out := stored
+	for _, m := range pending {
+		if m.PlatformID != "" && seen[m.PlatformID] {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// Active returns every active message, committed ones only (summarization
+// archives by id).
+func (s *Store) Active(ctx context.Context, key pipeline.Key) ([]Message, error) {
+	return s.backendFor(key.Owner()).Active(ctx, key)
+}
+
+// Archive: see Backend.Archive. It runs after every queued write.
+func (s *Store) Archive(ctx context.Context, key pipeline.Key, ids []int64, sum Summary, turnsSeen int) (Summary, error) {
+	var out Summary
+	err := s.do(ctx, key.Owner(), func(ctx context.Context, b Backend) error {
+		var err error
+		out, err = b.Archive(ctx, key, ids, sum, turnsSeen)
+		return err
+	})
+	return out, err
+}
+
+// Fold: see Backend.Fold.
+func (s *Store) Fold(ctx context.Context, key pipeline.Key, ids []int64, sum Summary) (Summary, error) {
+	var out Summary
+	err := s.do(ctx, key.Owner(), func(ctx context.Context, b Backend) error {
+		var err error
+		out, err = b.Fold(ctx, key, ids, sum)
+		return err
+	})
+	return out, err
+}
+
+// Summaries: see Backend.Summaries.
+func (s *Store) Summaries(ctx context.Context, key pipeline.Key, activeOnly bool) ([]Summary, error) {
+	return s.backendFor(key.Owner()).Summaries(ctx, key, activeOnly)
+}
+
+// Provenance: see Backend.Provenance.
+func (s *Store) Provenance(ctx context.Context, key pipeline.Key, summaryID int64) ([]Message, error) {
+	return s.backendFor(key.Owner()).Provenance(ctx, key, summaryID)
+}
+
+// Status counts a conversation, queued messages included.
+func (s *Store) Status(ctx context.Context, key pipeline.Key) (Status, error) {
+	st, err := s.backendFor(key.Owner()).Status(ctx, key)
+	if err != nil {
+		return st, err
+	}
+	for _, m := range s.w.pendingFor(key) {
+		st.Total++
+		st.Active++
+		if m.Role == RoleAssistant {
+			st.TurnsSinceSummary++
+		}
+	}
+	return st, nil
+}
+
+// Search: see Backend.Search (committed messages).
+func (s *Store) Search(ctx context.Context, key pipeline.Key, q Query) ([]Hit, error) {
+	return s.backendFor(key.Owner()).Search(ctx, key, q)
+}
+
+// Settings returns the owner's settings, or the defaults when the owner never
+// chose; Storage always names where the owner's data is.
+func (s *Store) Settings(ctx context.Context, owner string) (Settings, error) {
+	b := s.backendFor(owner)
+	st, ok, err := b.Settings(ctx, owner)
+	if err != nil {
+		return st, err
+	}
+	if !ok {
+		st = s.opts.Defaults
+		st.Owner = owner
+		st.Created, st.Updated = time.Time{}, time.Time{}
+	}
+	st.Storage = StorageSQLite
+	if b == Backend(s.json) {
+		st.Storage = StorageJSON
+	}
+	return st, nil
+}
+
+// PutSettings stores settings. A change of Storage moves the owner's data
+// (see Move) before the other settings are stored.
+func (s *Store) PutSettings(ctx context.Context, st Settings) error {
+	if st.Owner == "" {
+		return errors.New("settings without an owner")
+	}
+	if err := ValidateThreshold(st.Threshold); err != nil {
+		return err
+	}
+	if !st.Storage.Valid() {
+		return fmt.Errorf("storage type must be sqlite or json, got %q", st.Storage)
+	}
+	if err := s.Move(ctx, st.Owner, st.Storage); err != nil {
+		return err
+	}
+	st.Updated = time.Now()
+	return s.do(ctx, st.Owner, func(ctx context.Context, b Backend) error {
+		old, ok, err := b.Settings(ctx, st.Owner)
+		if err != nil {
+			return err
+		}
+		if ok {
+			st.Created = old.Created
+		}
+		return b.PutSettings(ctx, st)
+	})
+}
+
+// Move moves an owner's data to the given backend: copy, verify, then remove
+// the old copy. Interrupted at any point it loses nothing (see recoverMoves).
+func (s *Store) Move(ctx context.Context, owner string, to Storage) error {
+	return s.do(ctx, owner, func(ctx context.Context, from Backend) error {
+		var target Backend = s.sqlite
+		if to == StorageJSON {
+			target = s.json
+		}
+		if from == target {
+			return nil
+		}
+		d, err := from.Export(ctx, owner, nil)
+		if err != nil {
+			return fmt.Errorf("moving %s: reading: %w", owner, err)
+		}
+		if d.Settings == nil {
+			st := s.opts.Defaults
+			st.Owner, st.Created = owner, time.Now()
+			d.Settings = &st
+		}
+		d.Settings.Storage = to
+		if to == StorageSQLite {
+			// Any SQLite data of a JSON owner is a stale copy: clear it so
+			// the verification compares like with like.
+			if _, err := s.sqlite.Purge(ctx, PurgeScope{Owner: owner}); err != nil {
+				return fmt.Errorf("moving %s: clearing stale copy: %w", owner, err)
+			}
+		}
+		if _, err := target.Import(ctx, d); err != nil {
+			s.undoCopy(ctx, target, owner)
+			return fmt.Errorf("moving %s to %s: %w", owner, to, err)
+		}
+		got, err := target.Export(ctx, owner, nil)
+		if err != nil || ownerFingerprint(got) != ownerFingerprint(d) {
+			s.undoCopy(ctx, target, owner)
+			return fmt.Errorf("moving %s to %s: the copy does not match the original (%v); nothing was changed", owner, to, err)
+		}
+		if _, err := from.Purge(ctx, PurgeScope{Owner: owner}); err != nil {
+			return fmt.Errorf("moving %s: removing the old copy: %w", owner, err)
+		}
+		s.log.Info("moved owner's data", "owner", owner, "to", to, "conversations", len(d.Conversations))
+		return nil
+	})
+}
+
+func (s *Store) undoCopy(ctx context.Context, target Backend, owner string) {
+	if _, err := target.Purge(ctx, PurgeScope{Owner: owner}); err != nil {
+		s.log.Error("removing a failed copy", "owner", owner, "err", err)
+	}
+}
+
+// Remember validates and stores a memory (ErrBadMemoryKey, ErrMemoryCap).
+func (s *Store) Remember(ctx context.Context, owner, key, content string) error {
+	if err := ValidateMemoryKey(key); err != nil {
+		return err
+	}
+	content = strings.TrimSpace(content)
+	if content == "" {
+		return errors.New("the memory text is empty")
+	}
+	if n := len([]rune(content)); n > MaxMemoryContent {
+		return fmt.Errorf("the memory text has %d characters; at most %d fit", n, MaxMemoryContent)
+	}
+	return s.do(ctx, owner, func(ctx context.Context, b Backend) error {
+		return b.Remember(ctx, owner, UserMemory{Key: key, Content: content, Updated: time.Now()}, s.opts.MaxMemories)
+	})
+}
+
+// Memories lists an owner's memories by key.
+func (s *Store) Memories(ctx context.Context, owner string) ([]UserMemory, error) {
+	return s.backendFor(owner).Memories(ctx, owner)
+}
+
+// Forget deletes a memory; false when there was none.
+func (s *Store) Forget(ctx context.Context, owner, key string) (bool, error) {
+	var ok bool
+	err := s.do(ctx, owner, func(ctx context.Context, b Backend) error {
+		var err error
+		ok, err = b.Forget(ctx, owner, key)
+		return err
+	})
+	return ok, err
+}
+
+// AddFact: see Backend.AddFact.
+func (s *Store) AddFact(ctx context.Context, owner string, f Fact) (Fact, bool, error) {
+	var out Fact
+	var merged bool
+	err := s.do(ctx, owner, func(ctx context.Context, b Backend) error {
+		var err error
+		out, merged, err = b.AddFact(ctx, owner, f)
+		return err
+	})
+	return out, merged, err
+}
+
+// Facts: see Backend.Facts.
+func (s *Store) Facts(ctx context.Context, owner, text string, limit int) ([]Fact, error) {
+	return s.backendFor(owner).Facts(ctx, owner, text, limit)
+}
+
+// Purge removes what the scope selects after every queued write has landed,
+// then checkpoints SQLite so no copy of the text stays in the WAL.
+func (s *Store) Purge(ctx context.Context, scope PurgeScope) (PurgeReport, error) {
+	var rep PurgeReport
+	err := s.do(ctx, scope.Owner, func(ctx context.Context, b Backend) error {
+		var err error
+		rep, err = b.Purge(ctx, scope)
+		return err
+	})
+	if err != nil {
+		return rep, err
+	}
+	if err := s.sqlite.Checkpoint(ctx); err != nil {
+		s.log.Warn("checkpoint after purge", "err", err)
+	}
+	s.log.Info("purged", "owner", scope.Owner, "conversation", scope.Key.String(), "older_than", scope.OlderThan, "messages", rep.Messages, "summaries", rep.Summaries)
+	return rep, nil
+}
+
+// Owners lists every owner in both backends.
+func (s *Store) Owners(ctx context.Context) ([]string, error) {
+	a, err := s.sqlite.Owners(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b, err := s.json.Owners(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := unionStrings(a, b)
+	sort.Strings(out)
+	return out, nil
+}
+
+// Export returns one owner's data (key narrows it to a conversation), after
+// queued writes have landed.
+func (s *Store) Export(ctx context.Context, owner string, key *pipeline.Key) (OwnerData, error) {
+	var d OwnerData
+	err := s.do(ctx, owner, func(ctx context.Context, b Backend) error {
+		var err error
+		d, err = b.Export(ctx, owner, key)
+		return err
+	})
+	return d, err
+}
+
+// ExportAll returns every owner's data.
+func (s *Store) ExportAll(ctx context.Context) (Export, error) {
+	owners, err := s.Owners(ctx)
+	if err != nil {
+		return Export{}, err
+	}
+	e := NewExport()
+	for _, o := range owners {
+		d, err := s.Export(ctx, o, nil)
+		if err != nil {
+			return Export{}, fmt.Errorf("exporting %s: %w", o, err)
+		}
+		e.Owners = append(e.Owners, d)
+	}
+	return e, nil
+}
+
+// Import merges an export into the store, each owner into its backend
+// (an owner new to this store goes where its settings say).
+func (s *Store) Import(ctx context.Context, e Export) (ImportReport, error) {
+	var total ImportReport
+	for _, d := range e.Owners {
+		if err := d.Validate(); err != nil {
+			return total, err
+		}
+		err := s.do(ctx, d.Owner, func(ctx context.Context, b Backend) error {
+			if d.Settings != nil && d.Settings.Storage == StorageJSON && b == Backend(s.sqlite) {
+				if has, err := s.hasData(ctx, b, d.Owner); err == nil && !has {
+					b = s.json
+				}
+			}
+			if d.Settings != nil {
+				cp := *d.Settings
+				cp.Storage = StorageSQLite
+				if b == Backend(s.json) {
+					cp.Storage = StorageJSON
+				}
+				d.Settings = &cp
+			}
+			rep, err := b.Import(ctx, d)
+			total = total.Add(rep)
+			return err
+		})
+		if err != nil {
+			return total, fmt.Errorf("importing %s: %w", d.Owner, err)
+		}
+	}
+	return total, nil
+}
+
+func (s *Store) hasData(ctx context.Context, b Backend, owner string) (bool, error) {
+	d, err := b.Export(ctx, owner, nil)
+	return !d.Empty(), err
+}
+
+// ApplyRetention purges, for every owner, messages older than maxAge and what
+// was built from them.
+func (s *Store) ApplyRetention(ctx context.Context, maxAge time.Duration) (PurgeReport, error) {
+	var total PurgeReport
+	if maxAge <= 0 {
+		return total, nil
+	}
+	owners, err := s.Owners(ctx)
+	if err != nil {
+		return total, err
+	}
+	cutoff := time.Now().Add(-maxAge)
+	for _, o := range owners {
+		rep, err := s.Purge(ctx, PurgeScope{Owner: o, OlderThan: cutoff})
+		if err != nil {
+			return total, fmt.Errorf("retention for %s: %w", o, err)
+		}
+		total = total.Add(rep)
+	}
+	return total, nil
+}
+
+// RunRetention applies retention every interval until ctx ends. maxAge 0
+// turns it off (it returns at once).
+func (s *Store) RunRetention(ctx context.Context, maxAge, interval time.Duration) error {
+	if maxAge <= 0 {
+		return nil
+	}
+	if interval <= 0 {
+		interval = time.Hour
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		rep, err := s.ApplyRetention(ctx, maxAge)
+		if err != nil && ctx.Err() == nil {
+			s.log.Error("retention", "err", err)
+		} else if rep.Messages > 0 {
+			s.log.Info("retention purged old data", "messages", rep.Messages, "summaries", rep.Summaries, "facts", rep.Facts)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}

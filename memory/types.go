@@ -1,0 +1,148 @@
+package memory
+
+import (
+	"time"
+
+	"github.com/recallbot/recall/pipeline"
+)
+
+// Role is who wrote a message.
+type Role string
+
+// Roles of stored messages.
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleSystem    Role = "system"
+)
+
+// Valid reports whether r is one of the known roles.
+func (r Role) Valid() bool { return r == RoleUser || r == RoleAssistant || r == RoleSystem }
+
+// Message is one stored chat message.
+type Message struct {
+	ID         int64        `json:"id"`                    // assigned by the backend; 0 until stored
+	Key        pipeline.Key `json:"-"`                     // the conversation
+	Role       Role         `json:"role"`                  // user, assistant or system
+	SenderID   string       `json:"sender_id,omitempty"`   // platform user id
+	SenderName string       `json:"sender_name,omitempty"` // display name
+	PlatformID string       `json:"platform_id,omitempty"` // platform message id; "" is never deduplicated
+	ReplyTo    string       `json:"reply_to,omitempty"`    // for replies: the platform id of the message answered
+	Text       string       `json:"text"`
+	Time       time.Time    `json:"time"`
+	Tokens     int          `json:"tokens"`
+	Active     bool         `json:"is_active"` // false once archived
+	ChunkID    int64        `json:"chunk_id,omitempty"`
+}
+
+// Summary condenses a chunk of messages (level 1) or several summaries of the
+// level below (level 2 and up).
+type Summary struct {
+	ID      int64        `json:"id"`
+	Key     pipeline.Key `json:"-"`
+	Level   int          `json:"level"`
+	Text    string       `json:"text"`
+	Active  bool         `json:"is_active"`
+	Sources []int64      `json:"sources"` // chunk ids (level 1) or summary ids (level > 1)
+	From    time.Time    `json:"from"`    // time range of the messages it covers
+	To      time.Time    `json:"to"`
+	Tokens  int          `json:"tokens"`
+	Created time.Time    `json:"created"`
+}
+
+// Storage names a backend.
+type Storage string
+
+// The two backends.
+const (
+	StorageSQLite Storage = "sqlite"
+	StorageJSON   Storage = "json"
+)
+
+// Valid reports whether s names a backend.
+func (s Storage) Valid() bool { return s == StorageSQLite || s == StorageJSON }
+
+// Settings are one owner's memory preferences (seed 002's users table). The
+// owner is a user in a private chat and the group in a group.
+type Settings struct {
+	Owner         string    `json:"owner"`
+	MemoryEnabled bool      `json:"memory_enabled"`
+	Storage       Storage   `json:"storage_type"`
+	Threshold     int       `json:"summary_every_n"`
+	Created       time.Time `json:"created_at"`
+	Updated       time.Time `json:"updated_at"`
+}
+
+// UserMemory is an explicit key → content note the user asked the bot to keep.
+type UserMemory struct {
+	Key     string    `json:"key"`
+	Content string    `json:"content"`
+	Created time.Time `json:"created_at"`
+	Updated time.Time `json:"updated_at"`
+}
+
+// Fact is a piece of long-term knowledge extracted from a conversation.
+type Fact struct {
+	ID      int64     `json:"id"`
+	Content string    `json:"content"`
+	Key     string    `json:"conversation,omitempty"` // the conversation it came from (Key.String())
+	Sources []string  `json:"sources,omitempty"`      // platform message ids it came from
+	Tags    []string  `json:"tags,omitempty"`
+	Created time.Time `json:"created_at"`
+	Updated time.Time `json:"updated_at"`
+}
+
+// Status is what /summary_status reports for one conversation.
+type Status struct {
+	Total             int64       `json:"total"`
+	Active            int64       `json:"active"`
+	Archived          int64       `json:"archived"`
+	ActiveByLevel     map[int]int `json:"active_by_level"`
+	HighestLevel      int         `json:"highest_level"`
+	TurnsSinceSummary int         `json:"turns_since_summary"`
+	LastSummary       time.Time   `json:"last_summary"`
+}
+
+// ActiveSummaries is the number of active summaries over all levels.
+func (s Status) ActiveSummaries() int {
+	n := 0
+	for _, c := range s.ActiveByLevel {
+		n += c
+	}
+	return n
+}
+
+// Query asks for archived snippets relevant to free user text.
+type Query struct {
+	Text         string
+	ArchivedOnly bool
+	Limit        int     // 0 = 20
+	TokenBudget  int     // 0 = unlimited; hits are added until the next would exceed it
+	Exclude      []int64 // message ids already in context
+}
+
+// Hit is a search result.
+type Hit struct {
+	Message Message `json:"message"`
+	Score   float64 `json:"score"` // higher is better
+}
+
+// PurgeScope selects what a purge removes.
+type PurgeScope struct {
+	Owner     string       // required
+	Key       pipeline.Key // when set, only this conversation
+	OlderThan time.Time    // when set, only messages older than this (and what was built from them)
+}
+
+// PurgeReport says what a purge removed.
+type PurgeReport struct {
+	Messages  int64 `json:"messages"`
+	Summaries int64 `json:"summaries"`
+	Facts     int64 `json:"facts"`
+	Memories  int64 `json:"memories"`
+}
+
+// Add sums two reports.
+func (r PurgeReport) Add(o PurgeReport) PurgeReport {
+	return PurgeReport{r.Messages + o.Messages, r.Summaries + o.Summaries, r.Facts + o.Facts, r.Memories + o.Memories}
+}

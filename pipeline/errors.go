@@ -1,0 +1,34 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrStopped is returned by Dispatcher.Submit once shutdown has begun.
+	ErrStopped = errors.New("pipeline: dispatcher stopped")
+	// ErrBusy is returned by Dispatcher.Submit when a conversation already has
+	// as many turns queued as the dispatcher allows.
+	ErrBusy = errors.New("pipeline: conversation queue full")
+)
+
+// ShutdownError reports a shutdown whose deadline ended before every turn was
+// done: Cancelled turns were running and had their context cancelled,
+// Discarded turns were queued and never started. Err is the deadline's error.
+type ShutdownError struct {
+	Cancelled int
+	Discarded int
+	Err       error
+}
+
+func (e *ShutdownError) Error() string {
+	return fmt.Sprintf("pipeline: shutdown dropped %d turns (%d cancelled while running, %d queued never started): %v",
+		e.Cancelled+e.Discarded, e.Cancelled, e.Discarded, e.Err)
+}
+
+// Unwrap returns the deadline's error, so errors.Is(err, context.DeadlineExceeded) works.
+func (e *ShutdownError) Unwrap() error { return e.Err }
+
+// Dropped is the number of turns that did not complete normally.
+func (e *ShutdownError) Dropped() int { return e.Cancelled + e.Discarded }

@@ -1,0 +1,172 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// Inbound is one message from a user, normalized by an adapter. Adapters fill
+// it from a platform update with a pure function; the pipeline never sees a
+// platform type.
+type Inbound struct {
+	Key         Key
+	SenderID    string // platform user id, e.g. "123456" or "4915112345678"
+	SenderName  string
+	MessageID   string // platform message id ("" if none)
+	Text        string
+	ReplyTo     string // platform id of the message this replies to
+	ReplyToBot  bool   // it replies to one of the bot's messages
+	IsGroup     bool
+	MentionsBot bool
+	Choice      string // data of a pressed choice button; Text is then the button's label
+	Time        time.Time
+}
+
+// UserID is the sender as access lists name it: the channel and the platform
+// user id, e.g. "telegram:123456". In a group it names the person, not the
+// group.
+func (in Inbound) UserID() string { return in.Key.Channel + ":" + in.SenderID }
+
+// IsCommand reports whether the text is a command ("/help", "/summary@RecallBot").
+func (in Inbound) IsCommand() bool { return strings.HasPrefix(in.Text, "/") }
+
+// Addressed reports whether the message is meant for the bot: always in a
+// private chat; in a group only when it mentions the bot, replies to one of
+// its messages, is a command or presses one of its buttons.
+func (in Inbound) Addressed() bool {
+	return !in.IsGroup || in.MentionsBot || in.ReplyToBot || in.IsCommand() || in.Choice != ""
+}
+
+// Choice is one option offered to the user: Label is what they read, Data is
+// what comes back in Inbound.Choice when they press its button.
+type Choice struct{ Label, Data string }
+
+// File is a document sent to the user, e.g. an /export.
+type File struct {
+	Name string
+	MIME string
+	Data []byte
+}
+
+// Outbound is one message to send.
+type Outbound struct {
+	Key     Key
+	Text    string   // Markdown; the adapter renders it for its platform
+	Plain   bool     // send as is, no Markdown rendering
+	ReplyTo string   // platform message id to reply to, "" for none
+	Choices []Choice // offered as buttons where the adapter has them, else the caller writes numbered text (see WithChoices)
+}
+
+// Sender is what an adapter implements to send. Send returns the platform id
+// of the sent message ("" when the platform gives none). A cancelled ctx
+// abandons the send; the message may or may not have been delivered. Long
+// texts are split by the adapter; the id is then the last part's.
+type Sender interface {
+	Send(ctx context.Context, out Outbound) (id string, err error)
+}
+
+// Typer shows "typing…" in the conversation once; the platform clears it after
+// a few seconds, so the caller refreshes it while it waits.
+type Typer interface {
+	Typing(ctx context.Context, key Key) error
+}
+
+// Chooser reports whether Outbound.Choices are rendered as buttons. A Sender
+// that is not a Chooser, or returns false, gets them as numbered text.
+type Chooser interface {
+	Buttons() bool
+}
+
+// Editor replaces the text of a message the bot sent earlier (id as returned
+// by Send).
+type Editor interface {
+	Edit(ctx context.Context, key Key, id, text string) error
+}
+
+// FileSender sends a document with an optional caption.
+type FileSender interface {
+	SendFile(ctx context.Context, key Key, f File, caption string) error
+}
+
+// SendText sends Markdown text to the conversation.
+func SendText(ctx context.Context, s Sender, key Key, text string) error {
+	if _, err := s.Send(ctx, Outbound{Key: key, Text: text}); err != nil {
+		return fmt.Errorf("sending to %s: %w", key, err)
+	}
+	return nil
+}
+
+// WithChoices prepares out for s: when s renders buttons it is returned as is;
+// otherwise the choices are appended to the text as a numbered list
+// ("1. SQLite (recommended)\n2. JSON file") and Choices is cleared, so the user
+// answers with a number or a label (see PickChoice). out is not modified.
+func WithChoices(s Sender, out Outbound) Outbound {
+	if len(out.Choices) == 0 {
+		return out
+	}
+	if c, ok := s.(Chooser); ok && c.Buttons() {
+		return out
+	}
+	var b strings.Builder
+	b.WriteString(out.Text)
+	if out.Text != "" {
+		b.WriteString("\n\n")
+	}
+	for i, c := range out.Choices {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		fmt.Fprintf(&b, "%d. %s", i+1, c.Label)
+	}
+	out.Text = b.String()
+	out.Choices = nil
+	return out
+}
+
+// PickChoice maps a user's reply to one of choices: its number ("1", " 2 ",
+// "2." or "2)"), its label or its data, both compared case-insensitively after
+// trimming spaces, or else a single word of exactly one label ("json" for
+// "JSON file"). ok is false when nothing matches or the word is ambiguous.
+func PickChoice(text string, choices []Choice) (Choice, bool) {
+	s := strings.TrimSpace(text)
+	if s == "" {
+		return Choice{}, false
+	}
+	num := strings.TrimRight(s, ".)")
+	if n, err := strconv.Atoi(num); err == nil {
+		if n >= 1 && n <= len(choices) {
+			return choices[n-1], true
+		}
+		return Choice{}, false
+	}
+	for _, c := range choices {
+		if strings.EqualFold(s, strings.TrimSpace(c.Label)) {
+			return c, true
+		}
+	}
+	for _, c := range choices {
+		if c.Data != "" && strings.EqualFold(s, c.Data) {
+			return c, true
+		}
+	}
+	var found []Choice
+	for _, c := range choices {
+		if slices.ContainsFunc(labelWords(c.Label), func(w string) bool { return strings.EqualFold(w, s) }) {
+			found = append(found, c)
+		}
+	}
+	if len(found) == 1 {
+		return found[0], true
+	}
+	return Choice{}, false
+}
+
+// labelWords splits a label into its words of letters and digits.
+func labelWords(label string) []string {
+	return strings.FieldsFunc(label, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+}

@@ -1,0 +1,306 @@
+package summary
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/recallbot/recall/llm"
+	"github.com/recallbot/recall/memory"
+	"github.com/recallbot/recall/pipeline"
+)
+
+// Store is what summarization reads and writes.
+type Store interface {
+	Active(ctx context.Context, key pipeline.Key) ([]memory.Message, error)
+	Status(ctx context.Context, key pipeline.Key) (memory.Status, error)
+	Summaries(ctx context.Context, key pipeline.Key, activeOnly bool) ([]memory.Summary, error)
+	Archive(ctx context.Context, key pipeline.Key, ids []int64, s memory.Summary, turnsSeen int) (memory.Summary, error)
+	Fold(ctx context.Context, key pipeline.Key, ids []int64, s memory.Summary) (memory.Summary, error)
+	Flush(ctx context.Context) error
+}
+
+// LLM writes summaries.
+type LLM interface {
+	Summarize(ctx context.Context, msgs []llm.Message) (llm.Reply, error)
+}
+
+// Policy is the multi-level policy (memory.* in config.yaml).
+type Policy struct {
+	KeepRecentTurns   int // exchanges left active after a level-1 summary (default 4)
+	MaxActivePerLevel int // more active summaries than this at a level fold into the next (default 5)
+	MaxActiveTotal    int // at most this many active summaries overall (default 10)
+}
+
+func (p Policy) withDefaults() Policy {
+	if p.KeepRecentTurns <= 0 {
+		p.KeepRecentTurns = 4
+	}
+	if p.MaxActivePerLevel < 2 {
+		p.MaxActivePerLevel = 5
+	}
+	if p.MaxActiveTotal < p.MaxActivePerLevel {
+		p.MaxActiveTotal = max(10, p.MaxActivePerLevel)
+	}
+	return p
+}
+
+// Result says what one run did.
+type Result struct {
+	Archived int              // messages archived into a new chunk
+	Created  []memory.Summary // summaries created, level 1 first
+}
+
+// ErrNothingToSummarize: every active message is inside the keep-recent window.
+var ErrNothingToSummarize = errors.New("nothing to summarize yet")
+
+// Summarizer runs summaries.
+type Summarizer struct {
+	store  Store
+	llm    LLM
+	policy Policy
+	log    *slog.Logger
+	count  llm.Counter
+	// Notify tells a conversation that a background summary failed (set by
+	// the wiring; may be nil).
+	Notify func(key pipeline.Key, err error)
+
+	mu      sync.Mutex
+	running map[pipeline.Key]bool
+	wg      sync.WaitGroup
+	closed  bool
+}
+
+// New returns a Summarizer.
+func New(store Store, model LLM, counter llm.Counter, p Policy, log *slog.Logger) *Summarizer {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Summarizer{store: store, llm: model, policy: p.withDefaults(), log: log, count: counter, running: map[pipeline.Key]bool{}}
+}
+
+// Due reports whether the trigger holds: the user turns since the last
+// summary reached the threshold.
+func Due(st memory.Status, threshold int) bool {
+	return threshold > 0 && st.TurnsSinceSummary >= threshold
+}
+
+// MaybeStart starts a background run for key when the trigger holds and none
+// is running for it. It returns whether a run was started.
+func (s *Summarizer) MaybeStart(ctx context.Context, key pipeline.Key, threshold int) bool {
+	st, err := s.store.Status(ctx, key)
+	if err != nil || !Due(st, threshold) {
+		return false
+	}
+	return s.start(key, func(ctx context.Context) error {
+		_, err := s.Run(ctx, key)
+		return err
+	})
+}
+
+func (s *Summarizer) start(key pipeline.Key, fn func(context.Context) error) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.running[key] {
+		return false
+	}
+	s.running[key] = true
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer func() {
+			s.mu.Lock()
+			delete(s.running, key)
+			s.mu.Unlock()
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		if err := fn(ctx); err != nil && !errors.Is(err, ErrNothingToSummarize) {
+			s.log.Warn("summary failed; nothing was archived, the next trigger retries", "key", key, "err", err)
+			if s.Notify != nil {
+				s.Notify(key, err)
+			}
+		}
+	}()
+	return true
+}
+
+// Running reports whether a run is in progress for key.
+func (s *Summarizer) Running(key pipeline.Key) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.running[key]
+}
+
+// Wait waits for background runs to finish and refuses new ones.
+func (s *Summarizer) Wait() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+// Run summarizes now (used by /summary_now and by the trigger): archive the
+// active messages before the keep-recent window as a level-1 summary, then
+// fold levels that exceed their caps. A failure before anything is archived
+// leaves the conversation as it was.
+func (s *Summarizer) Run(ctx context.Context, key pipeline.Key) (Result, error) {
+	var res Result
+	// Queued writes first, so every active message has an id.
+	if err := s.store.Flush(ctx); err != nil {
+		return res, err
+	}
+	st, err := s.store.Status(ctx, key)
+	if err != nil {
+		return res, err
+	}
+	active, err := s.store.Active(ctx, key)
+	if err != nil {
+		return res, err
+	}
+	cut := keepCut(active, s.policy.KeepRecentTurns)
+	if cut == 0 {
+		return res, ErrNothingToSummarize
+	}
+	chunk := active[:cut]
+	text, err := s.summarize(ctx, messagesPrompt(chunk))
+	if err != nil {
+		return res, fmt.Errorf("summarizing %d messages of %s: %w", len(chunk), key, err)
+	}
+	ids := make([]int64, len(chunk))
+	for i, m := range chunk {
+		ids[i] = m.ID
+	}
+	sum, err := s.store.Archive(ctx, key, ids, memory.Summary{Text: text, Tokens: s.count.Count(text)}, st.TurnsSinceSummary)
+	if err != nil {
+		return res, fmt.Errorf("archiving %d messages of %s: %w", len(chunk), key, err)
+	}
+	res.Archived = len(chunk)
+	res.Created = append(res.Created, sum)
+	s.log.Info("summary created", "key", key, "level", 1, "messages", len(chunk))
+	folded, err := s.fold(ctx, key)
+	res.Created = append(res.Created, folded...)
+	if err != nil {
+		// The level-1 summary stands; folding retries at the next run.
+		return res, fmt.Errorf("folding summaries of %s: %w", key, err)
+	}
+	return res, nil
+}
+
+// keepCut returns how many of the oldest active messages to archive so that
+// the last keep exchanges (counted by user messages) stay active.
+func keepCut(active []memory.Message, keep int) int {
+	users := 0
+	for i := len(active) - 1; i >= 0; i-- {
+		if active[i].Role == memory.RoleUser {
+			users++
+			if users == keep {
+				return i
+			}
+		}
+	}
+	return 0
+}
+
+// fold enforces the caps: while a level has more than MaxActivePerLevel
+// active summaries, its oldest MaxActivePerLevel fold into one summary of the
+// next level; while more than MaxActiveTotal are active, the oldest of the
+// lowest crowded level fold.
+func (s *Summarizer) fold(ctx context.Context, key pipeline.Key) ([]memory.Summary, error) {
+	var created []memory.Summary
+	for round := 0; round < 64; round++ {
+		sums, err := s.store.Summaries(ctx, key, true)
+		if err != nil {
+			return created, err
+		}
+		byLevel := map[int][]memory.Summary{}
+		maxLevel := 0
+		for _, sm := range sums {
+			byLevel[sm.Level] = append(byLevel[sm.Level], sm)
+			maxLevel = max(maxLevel, sm.Level)
+		}
+		var pick []memory.Summary
+		for level := 1; level <= maxLevel && pick == nil; level++ {
+			if l := byLevel[level]; len(l) > s.policy.MaxActivePerLevel {
+				pick = l[:s.policy.MaxActivePerLevel]
+			}
+		}
+		if pick == nil && len(sums) > s.policy.MaxActiveTotal {
+			for level := 1; level <= maxLevel && pick == nil; level++ {
+				if l := byLevel[level]; len(l) >= 2 {
+					pick = l[:min(len(l), len(sums)-s.policy.MaxActiveTotal+1)]
+				}
+			}
+		}
+		if pick == nil {
+			return created, nil
+		}
+		text, err := s.summarize(ctx, summariesPrompt(pick))
+		if err != nil {
+			return created, err
+		}
+		ids := make([]int64, len(pick))
+		for i, p := range pick {
+			ids[i] = p.ID
+		}
+		sum, err := s.store.Fold(ctx, key, ids, memory.Summary{Level: pick[0].Level + 1, Text: text, Tokens: s.count.Count(text)})
+		if err != nil {
+			return created, err
+		}
+		s.log.Info("summaries folded", "key", key, "level", sum.Level, "sources", len(ids))
+		created = append(created, sum)
+	}
+	return created, nil
+}
+
+func (s *Summarizer) summarize(ctx context.Context, msgs []llm.Message) (string, error) {
+	reply, err := s.llm.Summarize(ctx, msgs)
+	if err != nil {
+		return "", err
+	}
+	text := strings.TrimSpace(reply.Text)
+	if text == "" {
+		return "", errors.New("the model returned an empty summary")
+	}
+	return text, nil
+}
+
+// Instructions is the summarizer's system prompt.
+const Instructions = `You condense a chat between a user and an assistant into a summary that will replace the original messages in the assistant's memory.
+Keep every name, date, number, place, decision, preference, promise and open question. Note who said what when it matters.
+Write in the same language as the conversation. Be concise and factual: plain sentences or short bullet points, no preamble, no commentary.`
+
+// FoldInstructions is the prompt for folding summaries into a higher level.
+const FoldInstructions = `You merge several consecutive summaries of one long chat into a single, shorter summary, oldest events first.
+Keep every name, date, number, place, decision and preference that is still relevant; drop repetition.
+Write in the same language as the summaries. Plain sentences or short bullet points, no preamble.`
+
+func messagesPrompt(msgs []memory.Message) []llm.Message {
+	var b strings.Builder
+	for _, m := range msgs {
+		who := string(m.Role)
+		if m.Role == memory.RoleUser && m.SenderName != "" {
+			who = m.SenderName
+		}
+		fmt.Fprintf(&b, "[%s] %s: %s\n", m.Time.Format("2006-01-02 15:04"), who, m.Text)
+	}
+	return []llm.Message{
+		{Role: "system", Content: Instructions},
+		{Role: "user", Content: "Summarize this part of the conversation:\n\n" + b.String()},
+	}
+}
+
+func summariesPrompt(sums []memory.Summary) []llm.Message {
+	var b strings.Builder
+	for i, s := range sums {
+		fmt.Fprintf(&b, "Summary %d (%s – %s):\n%s\n\n", i+1, s.From.Format("2006-01-02"), s.To.Format("2006-01-02"), s.Text)
+	}
+	return []llm.Message{
+		{Role: "system", Content: FoldInstructions},
+		{Role: "user", Content: "Merge these summaries:\n\n" + b.String()},
+	}
+}
