@@ -377,7 +377,8 @@ func logPlan(b *testing.B, sq *SQLite, text string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	match := `conv : "c` + strconv.FormatInt(conv, 10) + `" AND (` + ftsMatch(Terms(text)) + `)`
+	// The same MATCH expression SQLite.Search builds.
+	match := `conv_tag : "c` + strconv.FormatInt(conv, 10) + `" AND {text sender_name} : (` + ftsMatch(Terms(text)) + `)`
 	rows, err := sq.r.QueryContext(ctx, `EXPLAIN QUERY PLAN `+sqlSearch, match, conv, 1, 20)
 	if err != nil {
 		b.Fatal(err)
@@ -454,7 +455,7 @@ func BenchmarkRetrievalQuality(b *testing.B) {
 	}
 	for off := 0; off < len(act); off += benchChunkSize {
 		chunk := act[off:min(off+benchChunkSize, len(act))]
-		if _, err := s.Archive(ctx, qualityKey, ids(chunk), Summary{Text: "They chatted."}, 0); err != nil {
+		if _, err := s.Archive(ctx, qualityKey, benchIDs(chunk), Summary{Text: "They chatted."}, 0); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -500,4 +501,12 @@ func hasID(hits []Hit, id int64) bool {
 		}
 	}
 	return false
+}
+
+func benchIDs(msgs []Message) []int64 {
+	out := make([]int64, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.ID
+	}
+	return out
 }

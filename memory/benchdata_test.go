@@ -6,12 +6,16 @@ package memory
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -177,24 +181,31 @@ var (
 // (recall.db), building it first when it is missing. The build takes a few
 // minutes (FTS5 indexing runs at roughly 7k rows/s) and is done once per
 // machine: the result is kept in $TMPDIR/recall-bench-1m-v1/. Delete that
-// folder to rebuild it. The database is built under a temporary name and
-// renamed when complete, so an interrupted build is never reused.
+// folder to rebuild it; it is also rebuilt when a migration changes (see
+// fixtureStamp). The database is built under a temporary name and renamed
+// when complete, so an interrupted build is never reused.
 func bigFixtureDir(b *testing.B) string {
 	b.Helper()
 	dir := filepath.Join(os.TempDir(), bigFixtureName)
 	final := filepath.Join(dir, "recall.db")
-	if _, err := os.Stat(final); err == nil {
-		return dir
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		b.Fatal(err)
-	}
-	tmp := filepath.Join(dir, fmt.Sprintf("building-%d.db", os.Getpid()))
+	stampFile := filepath.Join(dir, "schema.stamp")
+	stamp := fixtureStamp()
 	removeDB := func(p string) {
 		for _, s := range []string{"", "-wal", "-shm", "-journal"} {
 			_ = os.Remove(p + s)
 		}
 	}
+	if _, err := os.Stat(final); err == nil {
+		if got, _ := os.ReadFile(stampFile); string(got) == stamp {
+			return dir
+		}
+		fmt.Fprintf(os.Stderr, "the cached fixture was built with other migrations: rebuilding\n")
+		removeDB(final)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	tmp := filepath.Join(dir, fmt.Sprintf("building-%d.db", os.Getpid()))
 	removeDB(tmp)
 	start := time.Now()
 	fmt.Fprintf(os.Stderr, "building the 1M-message fixture in %s (a few minutes, once)\n", dir)
@@ -206,8 +217,26 @@ func bigFixtureDir(b *testing.B) string {
 		removeDB(tmp)
 		b.Fatal(err)
 	}
+	if err := os.WriteFile(stampFile, []byte(stamp), 0o600); err != nil {
+		b.Fatal(err)
+	}
 	b.Logf("built the 1M-message fixture in %s", time.Since(start).Round(time.Second))
 	return dir
+}
+
+// fixtureStamp identifies the fixture's content and schema: a change to the
+// generator (bigFixtureName) or to any migration rebuilds the fixture.
+func fixtureStamp() string {
+	h := sha256.New()
+	h.Write([]byte(bigFixtureName))
+	names, _ := fs.Glob(migrationFiles, "migrations/*.sql")
+	sort.Strings(names)
+	for _, n := range names {
+		body, _ := migrationFiles.ReadFile(n)
+		h.Write([]byte(n))
+		h.Write(body)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 type fixtureConv struct {

@@ -1,0 +1,322 @@
+package chat
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/recallbot/recall/assemble"
+	"github.com/recallbot/recall/llm"
+	"github.com/recallbot/recall/llm/llmtest"
+	"github.com/recallbot/recall/memory"
+	"github.com/recallbot/recall/pipeline"
+)
+
+// recorder is a Sender that records what was sent and can look into the
+// store at the moment of sending.
+type recorder struct {
+	mu      sync.Mutex
+	sent    []pipeline.Outbound
+	typing  int
+	onSend  func(pipeline.Outbound)
+	failErr error
+}
+
+func (r *recorder) Send(_ context.Context, out pipeline.Outbound) (string, error) {
+	if r.onSend != nil {
+		r.onSend(out)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sent = append(r.sent, out)
+	return "", r.failErr
+}
+
+func (r *recorder) Typing(context.Context, pipeline.Key) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.typing++
+	return errors.New("typing is optional and may fail")
+}
+
+func (r *recorder) texts() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, o := range r.sent {
+		out = append(out, o.Text)
+	}
+	return out
+}
+
+var key = pipeline.Key{Channel: "telegram", Chat: "555"}
+
+func inbound(id, text string) pipeline.Inbound {
+	return pipeline.Inbound{Key: key, SenderID: "555", SenderName: "Ann", MessageID: id, Text: text, Time: time.Now()}
+}
+
+type fixture struct {
+	store  *memory.Store
+	server *llmtest.Server
+	resp   *Responder
+	chain  pipeline.Handler
+	dir    string
+}
+
+func newFixture(t *testing.T, h llmtest.Handler, opts Options) *fixture {
+	t.Helper()
+	f := &fixture{dir: t.TempDir()}
+	f.open(t, h, opts)
+	return f
+}
+
+func (f *fixture) open(t *testing.T, h llmtest.Handler, opts Options) {
+	t.Helper()
+	store, err := memory.Open(context.Background(), memory.Options{Dir: f.dir, Defaults: memory.Settings{MemoryEnabled: true, Threshold: 10},
+		RetryBase: time.Millisecond, RetryMax: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close(context.Background()) })
+	f.store = store
+	counter := llm.NewCounter("gpt-4o-mini")
+	var model Model
+	if h != nil {
+		if f.server == nil {
+			f.server = llmtest.NewServer(t, h)
+		}
+		model = llm.New(llm.Options{BaseURL: f.server.URL, APIKey: "sk-test", Model: "gpt-4o-mini", MaxRetries: -1, Timeout: 5 * time.Second})
+	}
+	f.resp = New(store, model, assemble.New(store, counter, assemble.DefaultBudget), nil, counter, opts)
+	f.chain = pipeline.Chain(f.resp, pipeline.Dedupe(store, nil))
+}
+
+func (f *fixture) turn(t *testing.T, in pipeline.Inbound, out pipeline.Sender) error {
+	t.Helper()
+	return f.chain.Handle(context.Background(), &pipeline.Turn{In: in, Out: out})
+}
+
+func TestReplyIsDurableBeforeItIsSent(t *testing.T) {
+	f := newFixture(t, llmtest.Echo("echo: "), Options{})
+	rec := &recorder{}
+	rec.onSend = func(out pipeline.Outbound) {
+		stored, answered, err := f.store.Lookup(context.Background(), key, "m1")
+		if err != nil || !stored || !answered {
+			t.Errorf("at send time: stored=%v answered=%v err=%v; the reply must be durable first", stored, answered, err)
+		}
+		// Durable means on disk, not only queued: ask the backend itself.
+		if _, answered, _ := f.store.SQLite().Lookup(context.Background(), key, "m1"); !answered {
+			t.Error("the reply is only queued, not committed, when it is sent")
+		}
+	}
+	if err := f.turn(t, inbound("m1", "hello"), rec); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.texts(); len(got) != 1 || got[0] != "echo: hello" {
+		t.Fatalf("sent %q", got)
+	}
+	if rec.typing == 0 {
+		t.Error("no typing indicator while the LLM worked")
+	}
+}
+
+func TestRedeliveryAfterRestartIsNotAnsweredTwice(t *testing.T) {
+	f := newFixture(t, llmtest.Echo("echo: "), Options{})
+	rec := &recorder{}
+	if err := f.turn(t, inbound("42", "remember the milk"), rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.store.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	f.open(t, llmtest.Echo("echo: "), Options{}) // a restart: new store, new dedupe memory
+	calls := len(f.server.Requests())
+	if err := f.turn(t, inbound("42", "remember the milk"), rec); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.texts(); len(got) != 1 {
+		t.Errorf("redelivered message answered again: %q", got)
+	}
+	if len(f.server.Requests()) != calls {
+		t.Error("redelivered message went to the LLM again")
+	}
+	st, _ := f.store.Status(context.Background(), key)
+	if st.Total != 2 {
+		t.Errorf("stored %d messages, want 2", st.Total)
+	}
+	// A new message is answered, with the history restored by key.
+	if err := f.turn(t, inbound("43", "what should I buy?"), rec); err != nil {
+		t.Fatal(err)
+	}
+	reqs := f.server.Requests()
+	last := reqs[len(reqs)-1]
+	var prompt strings.Builder
+	for _, m := range last.Messages {
+		prompt.WriteString(m.Content + "\n")
+	}
+	if !strings.Contains(prompt.String(), "remember the milk") {
+		t.Errorf("history not restored after restart; prompt:\n%s", prompt.String())
+	}
+}
+
+func TestFailingLLMGivesAPlainMessageAndKeepsTheUserMessage(t *testing.T) {
+	cases := []struct {
+		name string
+		resp llmtest.Response
+		want string
+	}{
+		{"server error", llmtest.Response{Status: 500}, "couldn't reach the language model"},
+		{"rate limited", llmtest.Response{Status: 429, RetryAfter: "30"}, "busy"},
+		{"bad key", llmtest.Response{Status: 401}, "key"},
+		{"garbage", llmtest.Response{Garbage: true}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, func(llmtest.Request) llmtest.Response { return tc.resp }, Options{})
+			rec := &recorder{}
+			if err := f.turn(t, inbound("7", "are you there?"), rec); err == nil {
+				t.Error("a failed turn reported no error to the dispatcher")
+			}
+			got := rec.texts()
+			if len(got) != 1 || !rec.sent[0].Plain {
+				t.Fatalf("want one plain message, got %q", got)
+			}
+			if !strings.Contains(strings.ToLower(got[0]), strings.ToLower(tc.want)) || strings.Contains(got[0], "sk-test") {
+				t.Errorf("user message %q, want it to mention %q and never the key", got[0], tc.want)
+			}
+			must(t, f.store.Flush(context.Background()))
+			stored, answered, _ := f.store.Lookup(context.Background(), key, "7")
+			if !stored || answered {
+				t.Errorf("stored=%v answered=%v: the user's message must be kept, unanswered", stored, answered)
+			}
+		})
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNoLLMConfigured(t *testing.T) {
+	f := newFixture(t, nil, Options{NotConfigured: "configure llm.base_url please"})
+	rec := &recorder{}
+	must(t, f.turn(t, inbound("1", "hi"), rec))
+	if got := rec.texts(); len(got) != 1 || got[0] != "configure llm.base_url please" {
+		t.Fatalf("sent %q", got)
+	}
+}
+
+func TestGroupMessagesNotForTheBotAreIgnored(t *testing.T) {
+	f := newFixture(t, llmtest.Echo("echo: "), Options{})
+	rec := &recorder{}
+	in := inbound("1", "people chatting among themselves")
+	in.IsGroup = true
+	must(t, f.turn(t, in, rec))
+	in = inbound("2", "@recall what do you think?")
+	in.IsGroup, in.MentionsBot = true, true
+	must(t, f.turn(t, in, rec))
+	if got := rec.texts(); len(got) != 1 || !strings.Contains(got[0], "what do you think") {
+		t.Fatalf("sent %q, want one answer to the mention", got)
+	}
+	must(t, f.store.Flush(context.Background()))
+	st, _ := f.store.Status(context.Background(), key)
+	if st.Total != 2 {
+		t.Errorf("stored %d messages; only the mention and its answer belong in memory", st.Total)
+	}
+}
+
+func TestStorageOutageWarnsOnce(t *testing.T) {
+	f := newFixture(t, llmtest.Echo("echo: "), Options{StoreTimeout: 50 * time.Millisecond})
+	rec := &recorder{}
+	must(t, f.turn(t, inbound("1", "first"), rec))
+	_, err := f.store.SQLite().DB().Exec(`PRAGMA query_only = 1`)
+	must(t, err)
+	for i, text := range []string{"second", "third", "fourth"} {
+		_ = f.turn(t, inbound(string(rune('2'+i)), text), rec)
+	}
+	warnings := 0
+	answers := 0
+	for _, s := range rec.texts() {
+		if strings.Contains(s, "trouble saving") {
+			warnings++
+		}
+		if strings.HasPrefix(s, "echo: ") {
+			answers++
+		}
+	}
+	if warnings != 1 || answers != 4 {
+		t.Errorf("got %d warnings and %d answers, want 1 warning and every message answered:\n%q", warnings, answers, rec.texts())
+	}
+	_, err = f.store.SQLite().DB().Exec(`PRAGMA query_only = 0`)
+	must(t, err)
+	must(t, f.store.Flush(context.Background()))
+	st, _ := f.store.SQLite().Status(context.Background(), key)
+	if st.Total != 8 {
+		t.Errorf("after recovery %d messages stored, want 8", st.Total)
+	}
+}
+
+func TestFactsAreExtractedAndDeduplicated(t *testing.T) {
+	h := func(r llmtest.Request) llmtest.Response {
+		if strings.Contains(r.Messages[0].Content, "extract important facts") {
+			return llmtest.Response{Text: "- The user lives in Lisbon.\n- The user lives in Lisbon\n- The user has a dog called Rex."}
+		}
+		return llmtest.Response{Text: "Nice!"}
+	}
+	f := newFixture(t, h, Options{Facts: true})
+	rec := &recorder{}
+	must(t, f.turn(t, inbound("1", "I live in Lisbon with my dog Rex"), rec))
+	must(t, f.turn(t, inbound("2", "Lisbon is lovely"), rec))
+	f.resp.Wait()
+	facts, err := f.store.Facts(context.Background(), key.Owner(), "", 0)
+	must(t, err)
+	if len(facts) != 2 {
+		t.Fatalf("facts = %+v, want 2 distinct facts", facts)
+	}
+	hits, _ := f.store.Facts(context.Background(), key.Owner(), "dog", 5)
+	if len(hits) != 1 || !strings.Contains(hits[0].Content, "Rex") {
+		t.Errorf("fact search for dog = %+v", hits)
+	}
+}
+
+func TestParseFacts(t *testing.T) {
+	cases := []struct {
+		in   string
+		want []string
+	}{
+		{"NONE", nil},
+		{"none.", nil},
+		{"", nil},
+		{"- likes tea\n* lives in Oslo\n1. born 1990\n2) has two cats", []string{"likes tea", "lives in Oslo", "born 1990", "has two cats"}},
+		{`["likes tea", "lives in Oslo"]`, []string{"likes tea", "lives in Oslo"}},
+		{"```json\n[{\"fact\": \"likes tea\"}, {\"content\": \"owns a bike\"}]\n```", []string{"likes tea", "owns a bike"}},
+		{`{"facts": ["speaks Portuguese"]}`, []string{"speaks Portuguese"}},
+		{"• likes tea\n• Likes tea.", []string{"likes tea"}},
+		{"[not json", []string{"[not json"}},
+	}
+	for _, tc := range cases {
+		got := ParseFacts(tc.in)
+		if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+			t.Errorf("ParseFacts(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func FuzzParseFacts(f *testing.F) {
+	for _, s := range []string{"NONE", "- a\n- b", `["x"]`, `[{"fact":"y"}]`, "```json\n{}\n```"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, fact := range ParseFacts(s) {
+			if fact == "" || len([]rune(fact)) > 500 {
+				t.Fatalf("bad fact %q", fact)
+			}
+		}
+	})
+}
