@@ -152,7 +152,9 @@ func (a *Assembler) Build(ctx context.Context, req Request) (Prompt, error) {
 	sumTrimmed := 0
 	sums, sumTrimmed = keepWithin(sums, b.Summaries, func(s memory.Summary) int { return a.count.Count(summaryLine(s)) })
 	// 4. Recent turns, newest first within their budget.
-	recent, err := a.src.Recent(ctx, req.Key, 0, 0)
+	// Ask the store for no more than the budget could hold (plus the current
+	// message): a long conversation with memory off has many active messages.
+	recent, err := a.src.Recent(ctx, req.Key, 0, b.Recent+a.count.Count(req.Text)+perMessage)
 	if err != nil {
 		return Prompt{}, fmt.Errorf("loading recent turns of %s: %w", req.Key, err)
 	}

@@ -110,10 +110,7 @@ func (r *Responder) Handle(ctx context.Context, t *pipeline.Turn) error {
 	if err != nil {
 		return r.fail(ctx, t, "storage", fmt.Errorf("loading settings: %w", err), "Sorry, I can't reach my storage right now. Please try again in a moment.")
 	}
-	user := memory.Message{
-		Key: in.Key, Role: memory.RoleUser, SenderID: in.SenderID, SenderName: in.SenderName,
-		PlatformID: in.MessageID, Text: in.Text, Time: in.Time, Tokens: r.counter.Count(in.Text),
-	}
+	user := UserMessage(in, r.counter)
 	if err := r.store.Enqueue(user); err != nil {
 		log.Error("queueing the user message", "err", err)
 		r.warnStorage(ctx, t, true)

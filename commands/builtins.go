@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/recallbot/recall/memory"
 	"github.com/recallbot/recall/pipeline"
@@ -37,7 +38,7 @@ func builtins() []*Command {
 
 func noArgs(c *Call) error {
 	if c.Args != "" {
-		return usage("/%s takes no arguments.", strings.SplitN(c.Turn.In.Text[1:], " ", 2)[0])
+		return usage("/%s takes no arguments; send just /%s.", c.Name, c.Name)
 	}
 	return nil
 }
@@ -256,8 +257,10 @@ func runSummaryNow(ctx context.Context, c *Call) error {
 // ---- memories ----
 
 func runRemember(ctx context.Context, c *Call) error {
-	key, text, _ := strings.Cut(c.Args, " ")
-	key, text = strings.TrimSpace(key), strings.TrimSpace(text)
+	key, text := c.Args, ""
+	if i := strings.IndexFunc(c.Args, unicode.IsSpace); i >= 0 {
+		key, text = c.Args[:i], strings.TrimSpace(c.Args[i:])
+	}
 	if key == "" || text == "" {
 		return usage("Use /remember <key> <text>, e.g. /remember city I live in Lisbon. The key is lowercase letters, digits and _.")
 	}
@@ -377,7 +380,9 @@ func runExport(ctx context.Context, c *Call) error {
 	if fs, ok := c.Turn.Out.(pipeline.FileSender); ok {
 		return fs.SendFile(ctx, c.Key, pipeline.File{Name: name, MIME: "application/json", Data: buf.Bytes()}, caption)
 	}
-	return c.Reply(ctx, caption+"\n\n"+buf.String())
+	// Sent as is: Markdown rendering would mangle the JSON (its "_" and "*").
+	_, err = c.Turn.Out.Send(ctx, pipeline.Outbound{Key: c.Key, Text: caption + "\n\n" + buf.String(), Plain: true, ReplyTo: c.Turn.In.MessageID})
+	return err
 }
 
 func safeName(s string) string {

@@ -52,6 +52,7 @@ type Command struct {
 type Call struct {
 	*Commands
 	Turn *pipeline.Turn
+	Name string // the command's name, "" when answering a pending question
 	Args string
 	Key  pipeline.Key
 }
@@ -138,7 +139,7 @@ func (c *Commands) Handle(ctx context.Context, t *pipeline.Turn) (bool, error) {
 		if !p.ForBot(c.opts.BotName) {
 			return true, nil // another bot's command: not ours to answer
 		}
-		call := &Call{Commands: c, Turn: t, Args: p.Args, Key: key}
+		call := &Call{Commands: c, Turn: t, Name: p.Name, Args: p.Args, Key: key}
 		cmd, known := c.byName[p.Name]
 		if !known {
 			return true, call.Reply(ctx, unknownText(p.Name, c.closest(p.Name)))
@@ -146,12 +147,7 @@ func (c *Commands) Handle(ctx context.Context, t *pipeline.Turn) (bool, error) {
 		if p.Name != "cancel" {
 			c.endFlow(key) // a new command abandons a pending question
 		}
-		if err := cmd.Run(ctx, call); err != nil {
-			t.Logger().Error("command failed", "command", p.Name, "err", err)
-			_ = call.Reply(ctx, "Sorry, that did not work: "+userError(err))
-			return true, err
-		}
-		return true, nil
+		return true, call.fail(ctx, cmd.Run(ctx, call))
 	}
 	if f := c.flowFor(key); f != nil {
 		call := &Call{Commands: c, Turn: t, Key: key}
@@ -159,7 +155,7 @@ func (c *Commands) Handle(ctx context.Context, t *pipeline.Turn) (bool, error) {
 		if t.In.Choice != "" {
 			answer = t.In.Choice
 		}
-		return true, f.step(ctx, call, strings.TrimSpace(answer))
+		return true, call.fail(ctx, f.step(ctx, call, strings.TrimSpace(answer)))
 	}
 	if t.In.Choice != "" {
 		// A button of a question that expired or was answered.
@@ -167,6 +163,26 @@ func (c *Commands) Handle(ctx context.Context, t *pipeline.Turn) (bool, error) {
 		return true, call.Reply(ctx, "That question has expired. Send the command again.")
 	}
 	return false, nil
+}
+
+// fail tells the user about err. A bad argument (UsageError) is the user's
+// to fix: they get the message that says what is expected, and it is not an
+// error of the bot. Anything else is logged and returned.
+func (c *Call) fail(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	var ue *UsageError
+	if errors.As(err, &ue) {
+		return c.Reply(ctx, ue.Msg)
+	}
+	what := c.Name
+	if what == "" {
+		what = "answer to a question"
+	}
+	c.Turn.Logger().Error("command failed", "command", what, "err", err)
+	_ = c.Reply(ctx, "Sorry, that did not work: "+userError(err))
+	return err
 }
 
 func unknownText(name, closest string) string {

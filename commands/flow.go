@@ -17,7 +17,13 @@ type flow struct {
 func (c *Commands) startFlow(key pipeline.Key, step func(ctx context.Context, c *Call, answer string) error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.flows[key] = &flow{expires: c.opts.Now().Add(c.opts.FlowTTL), step: step}
+	now := c.opts.Now()
+	for k, f := range c.flows { // questions nobody answered
+		if now.After(f.expires) {
+			delete(c.flows, k)
+		}
+	}
+	c.flows[key] = &flow{expires: now.Add(c.opts.FlowTTL), step: step}
 }
 
 // flowFor returns the conversation's pending question, dropping it when expired.
@@ -32,12 +38,14 @@ func (c *Commands) flowFor(key pipeline.Key) *flow {
 	return f
 }
 
+// endFlow drops the conversation's pending question and reports whether one
+// was still waiting (an expired one does not count).
 func (c *Commands) endFlow(key pipeline.Key) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	_, ok := c.flows[key]
+	f, ok := c.flows[key]
 	delete(c.flows, key)
-	return ok
+	return ok && !c.opts.Now().After(f.expires)
 }
 
 // isCancel reports whether an answer cancels the question.

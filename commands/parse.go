@@ -21,10 +21,11 @@ func Parse(text string) (Parsed, bool) {
 	if !strings.HasPrefix(text, "/") || !utf8.ValidString(text) {
 		return Parsed{}, false
 	}
-	head, args, _ := strings.Cut(text[1:], " ")
-	if i := strings.IndexAny(head, "\n\t\r"); i >= 0 {
-		args = head[i+1:] + " " + args
-		head = head[:i]
+	// The name ends at the first white space of any kind: "/summary\nsqlite 15"
+	// and "/summary\u00a0sqlite" are the command summary with arguments.
+	head, args := text[1:], ""
+	if i := strings.IndexFunc(head, unicode.IsSpace); i >= 0 {
+		head, args = head[:i], head[i:]
 	}
 	name, bot, _ := strings.Cut(head, "@")
 	if name == "" || len(name) > 32 {

@@ -872,3 +872,33 @@ func (s *SQLite) Facts(ctx context.Context, owner, text string, limit int) ([]Fa
 	}
 	return scanFacts(rows)
 }
+
+const sqlUnanswered = `SELECT c.key, ` + msgColumns + ` FROM messages m JOIN conversations c ON c.id = m.conv
+	WHERE c.key >= ? AND c.key < ? AND m.role = 'user' AND m.platform_id <> '' AND m.created_at >= ?
+	AND NOT EXISTS (SELECT 1 FROM messages a WHERE a.conv = m.conv AND a.reply_to = m.platform_id AND a.role = 'assistant')
+	ORDER BY m.created_at, m.id`
+
+// unanswered lists a channel's user messages since a time that have no reply.
+func (s *SQLite) unanswered(ctx context.Context, channel string, since time.Time) ([]Message, error) {
+	rows, err := s.r.QueryContext(ctx, sqlUnanswered, channel+":", channel+";", since.UnixMilli())
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Message
+	for rows.Next() {
+		var m Message
+		var k, role string
+		var at int64
+		var active int
+		if err := rows.Scan(&k, &m.ID, &role, &m.SenderID, &m.SenderName, &m.PlatformID, &m.ReplyTo, &m.Text, &at, &m.Tokens, &active, &m.ChunkID); err != nil {
+			return nil, err
+		}
+		if m.Key, err = pipeline.ParseKey(k); err != nil {
+			continue
+		}
+		m.Role, m.Time, m.Active = Role(role), time.UnixMilli(at).UTC(), active == 1
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}

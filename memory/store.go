@@ -578,3 +578,49 @@ func (s *Store) RunRetention(ctx context.Context, maxAge, interval time.Duration
 		}
 	}
 }
+
+// Unanswered returns user messages of a channel stored since the given time
+// that no assistant message answers: messages that reached the bot before it
+// stopped (or crashed) and still wait for their reply. Oldest first.
+func (s *Store) Unanswered(ctx context.Context, channel string, since time.Time) ([]Message, error) {
+	if err := s.Flush(ctx); err != nil {
+		return nil, err
+	}
+	out, err := s.sqlite.unanswered(ctx, channel, since)
+	if err != nil {
+		return nil, err
+	}
+	owners, err := s.json.Owners(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range owners {
+		if !strings.HasPrefix(o, channel+":") {
+			continue
+		}
+		d, err := s.json.Export(ctx, o, nil)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range d.Conversations {
+			key, err := pipeline.ParseKey(c.Key)
+			if err != nil {
+				continue
+			}
+			answered := map[string]bool{}
+			for _, m := range c.Messages {
+				if m.Role == RoleAssistant && m.ReplyTo != "" {
+					answered[m.ReplyTo] = true
+				}
+			}
+			for _, m := range c.Messages {
+				if m.Role == RoleUser && m.PlatformID != "" && !answered[m.PlatformID] && !m.Time.Before(since) {
+					m.Key = key
+					out = append(out, m)
+				}
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
+	return out, nil
+}

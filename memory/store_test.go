@@ -307,3 +307,35 @@ func TestInterruptedMoveRecovers(t *testing.T) {
 		t.Errorf("after recovery %d messages, want 10", stat.Total)
 	}
 }
+
+func TestUnanswered(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, t.TempDir())
+	tg := pipeline.Key{Channel: "telegram", Chat: "1"}
+	wa := pipeline.Key{Channel: "whatsapp", Chat: "2@s.whatsapp.net"}
+	js := pipeline.Key{Channel: "telegram", Chat: "3"}
+	must(t, s.PutSettings(ctx, Settings{Owner: js.Owner(), Storage: StorageJSON, Threshold: 10}))
+	now := func(ms []Message) []Message {
+		for i := range ms {
+			ms[i].Time = time.Now()
+		}
+		return ms
+	}
+	must(t, s.Append(ctx, now(exchange(tg, 1, "answered", "yes"))...))
+	must(t, s.Append(ctx, now(exchange(tg, 2, "waiting for a reply", "")[:1])...))
+	must(t, s.Append(ctx, now(exchange(wa, 3, "other channel", "")[:1])...))
+	must(t, s.Append(ctx, now(exchange(js, 4, "json waiting", "")[:1])...))
+	old := exchange(tg, 0, "too old", "")[:1]
+	old[0].PlatformID, old[0].Time = "old", time.Now().Add(-48*time.Hour)
+	must(t, s.Append(ctx, old...))
+	got, err := s.Unanswered(ctx, "telegram", time.Now().Add(-24*time.Hour))
+	must(t, err)
+	var texts []string
+	for _, m := range got {
+		texts = append(texts, m.Key.String()+" "+m.Text)
+	}
+	want := []string{"telegram:1: waiting for a reply", "telegram:3: json waiting"}
+	if strings.Join(texts, "|") != strings.Join(want, "|") {
+		t.Errorf("Unanswered = %q, want %q", texts, want)
+	}
+}

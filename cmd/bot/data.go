@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -54,11 +55,16 @@ func runImport(ctx context.Context, cfg config.Config, args []string, stdout io.
 }
 
 func runExport(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) (err error) {
+	const usage = "usage: bot export [--user OWNER] [--key KEY]"
 	fl := flag.NewFlagSet("export", flag.ContinueOnError)
+	fl.SetOutput(io.Discard) // the error is returned with the usage, to run's stderr
 	user := fl.String("user", "", "only this owner, e.g. telegram:123456")
 	keyArg := fl.String("key", "", "only this conversation, e.g. telegram:123456:")
-	if err := fl.Parse(args); err != nil || fl.NArg() > 0 {
-		return usageError("usage: bot export [--user OWNER] [--key KEY]")
+	if err := fl.Parse(args); err != nil {
+		return usageError(flagProblem(err) + usage)
+	}
+	if fl.NArg() > 0 {
+		return usageError(fmt.Sprintf("unexpected argument %q\n%s", fl.Arg(0), usage))
 	}
 	s, err := openStore(ctx, cfg)
 	if err != nil {
@@ -70,7 +76,7 @@ func runExport(ctx context.Context, cfg config.Config, args []string, stdout io.
 	case *keyArg != "":
 		k, err := pipeline.ParseKey(*keyArg)
 		if err != nil {
-			return usageError(err.Error())
+			return usageError(err.Error() + "\n" + usage)
 		}
 		d, err := s.Export(ctx, k.Owner(), &k)
 		if err != nil {
@@ -91,15 +97,29 @@ func runExport(ctx context.Context, cfg config.Config, args []string, stdout io.
 	return memory.WriteExport(stdout, e)
 }
 
+// flagProblem is a flag parse error as a line to print before the usage
+// ("" for -h, which only asks for the usage).
+func flagProblem(err error) string {
+	if errors.Is(err, flag.ErrHelp) {
+		return ""
+	}
+	return err.Error() + "\n"
+}
+
 func keyAndText(name string, args []string) (pipeline.Key, string, error) {
+	usage := fmt.Sprintf("usage: bot %s --key KEY TEXT", name)
 	fl := flag.NewFlagSet(name, flag.ContinueOnError)
+	fl.SetOutput(io.Discard) // the error is returned with the usage, to run's stderr
 	keyArg := fl.String("key", "", "conversation key, e.g. telegram:123456:")
-	if err := fl.Parse(args); err != nil || *keyArg == "" || fl.NArg() == 0 {
-		return pipeline.Key{}, "", usageError(fmt.Sprintf("usage: bot %s --key KEY TEXT", name))
+	if err := fl.Parse(args); err != nil {
+		return pipeline.Key{}, "", usageError(flagProblem(err) + usage)
+	}
+	if *keyArg == "" || fl.NArg() == 0 {
+		return pipeline.Key{}, "", usageError(usage)
 	}
 	k, err := pipeline.ParseKey(*keyArg)
 	if err != nil {
-		return k, "", usageError(err.Error())
+		return k, "", usageError(err.Error() + "\n" + usage)
 	}
 	return k, strings.Join(fl.Args(), " "), nil
 }
@@ -159,7 +179,16 @@ func runContext(ctx context.Context, cfg config.Config, args []string, stdout io
 	if err != nil {
 		return err
 	}
+	// llm.Message has no JSON tags; print the chat format's field names.
+	type message struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}
+	msgs := make([]message, len(p.Messages))
+	for i, m := range p.Messages {
+		msgs[i] = message{m.Role, m.Content}
+	}
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
-	return enc.Encode(map[string]any{"key": k.String(), "breakdown": p.Breakdown, "messages": p.Messages})
+	return enc.Encode(map[string]any{"key": k.String(), "breakdown": p.Breakdown, "messages": msgs})
 }
