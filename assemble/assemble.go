@@ -158,7 +158,7 @@ func (a *Assembler) Build(ctx context.Context, req Request) (Prompt, error) {
 	if err != nil {
 		return Prompt{}, fmt.Errorf("loading recent turns of %s: %w", req.Key, err)
 	}
-	recent = dropCurrent(recent, req)
+	recent, currentID := dropCurrent(recent, req)
 	recentTrimmed := 0
 	{
 		used, start := 0, len(recent)
@@ -176,11 +176,17 @@ func (a *Assembler) Build(ctx context.Context, req Request) (Prompt, error) {
 	// 5. Snippets from the archive, skipping what is already in context.
 	var snips []Snippet
 	if req.Memory && b.Snippets > 0 {
-		exclude := make([]int64, 0, len(recent))
+		exclude := make([]int64, 0, len(recent)+1)
 		for _, m := range recent {
 			if m.ID != 0 {
 				exclude = append(exclude, m.ID)
 			}
+		}
+		// The current message is already stored: it must not come back as
+		// its own best match. Active messages outside the recent window
+		// (a high threshold, or memory switched on late) stay findable.
+		if currentID != 0 {
+			exclude = append(exclude, currentID)
 		}
 		hits, err := a.src.Search(ctx, req.Key, memory.Query{Text: req.Text, Limit: a.snippet, TokenBudget: b.Snippets, Exclude: exclude})
 		if err != nil {
@@ -188,6 +194,9 @@ func (a *Assembler) Build(ctx context.Context, req Request) (Prompt, error) {
 		}
 		used := 0
 		for _, h := range hits {
+			if req.MessageID != "" && h.Message.PlatformID == req.MessageID {
+				continue
+			}
 			s := Snippet{ID: h.Message.ID, Role: h.Message.Role, Time: h.Message.Time, Score: h.Score, Text: h.Message.Text}
 			s.Tokens = a.count.Count(snippetLine(s))
 			if used+s.Tokens > b.Snippets {
@@ -205,7 +214,21 @@ func (a *Assembler) Build(ctx context.Context, req Request) (Prompt, error) {
 		room = 1
 	}
 	if n := a.count.Count(current); n > room {
-		current = a.fit(current, room-20) + fmt.Sprintf("\n\n[Note: this message was too long; only its beginning was kept (%d of %d tokens).]", room-20, n)
+		// The note's own cost comes out of the room (it is ~15 words: more
+		// than 20 tokens with some counters).
+		note := func(kept int) string {
+			return fmt.Sprintf("\n\n[Note: this message was too long; only its beginning was kept (%d of %d tokens).]", kept, n)
+		}
+		keep := room - a.count.Count(note(room))
+		for ; keep > 0; keep-- {
+			if cut := a.fit(current, keep) + note(keep); a.count.Count(cut) <= room {
+				current = cut
+				break
+			}
+		}
+		if keep <= 0 { // no room even for the note
+			current = a.fit(current, room)
+		}
 		bd.Truncated = true
 		bd.Notes = append(bd.Notes, "the current message was truncated to fit the budget")
 	}
@@ -329,14 +352,14 @@ func (a *Assembler) memories(ctx context.Context, req Request) (lines []string, 
 
 // dropCurrent removes the current message from the recent turns (it was
 // stored before assembly).
-func dropCurrent(recent []memory.Message, req Request) []memory.Message {
+func dropCurrent(recent []memory.Message, req Request) ([]memory.Message, int64) {
 	for i := len(recent) - 1; i >= 0 && i >= len(recent)-3; i-- {
 		m := recent[i]
 		if m.Role == memory.RoleUser && ((req.MessageID != "" && m.PlatformID == req.MessageID) || (req.MessageID == "" && m.Text == req.Text)) {
-			return append(recent[:i:i], recent[i+1:]...)
+			return append(recent[:i:i], recent[i+1:]...), m.ID
 		}
 	}
-	return recent
+	return recent, 0
 }
 
 func tokensOf(ms []memory.Message) int {

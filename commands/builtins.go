@@ -237,6 +237,8 @@ func runSummaryNow(ctx context.Context, c *Call) error {
 	}
 	res, err := c.sum.Run(ctx, c.Key)
 	switch {
+	case errors.Is(err, summary.ErrRunning):
+		return c.Reply(ctx, "A summary is already being written; try /summary_status in a moment.")
 	case errors.Is(err, summary.ErrNothingToSummarize):
 		return c.Reply(ctx, "There is nothing to summarize yet: the most recent messages always stay as they are.")
 	case err != nil && len(res.Created) == 0:

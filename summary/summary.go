@@ -58,6 +58,9 @@ type Result struct {
 // ErrNothingToSummarize: every active message is inside the keep-recent window.
 var ErrNothingToSummarize = errors.New("nothing to summarize yet")
 
+// ErrRunning: a summary of this conversation is being written already.
+var ErrRunning = errors.New("a summary is already being written")
+
 // Summarizer runs summaries.
 type Summarizer struct {
 	store  Store
@@ -97,7 +100,7 @@ func (s *Summarizer) MaybeStart(ctx context.Context, key pipeline.Key, threshold
 		return false
 	}
 	return s.start(key, func(ctx context.Context) error {
-		_, err := s.Run(ctx, key)
+		_, err := s.run(ctx, key)
 		return err
 	})
 }
@@ -149,6 +152,22 @@ func (s *Summarizer) Wait() {
 // fold levels that exceed their caps. A failure before anything is archived
 // leaves the conversation as it was.
 func (s *Summarizer) Run(ctx context.Context, key pipeline.Key) (Result, error) {
+	s.mu.Lock()
+	if s.running[key] {
+		s.mu.Unlock()
+		return Result{}, ErrRunning
+	}
+	s.running[key] = true
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.running, key)
+		s.mu.Unlock()
+	}()
+	return s.run(ctx, key)
+}
+
+func (s *Summarizer) run(ctx context.Context, key pipeline.Key) (Result, error) {
 	var res Result
 	// Queued writes first, so every active message has an id.
 	if err := s.store.Flush(ctx); err != nil {

@@ -66,10 +66,7 @@ func exchange(t *testing.T, st *memory.Store, key pipeline.Key, prefix string, i
 	pid := fmt.Sprintf("%s-%d", prefix, i)
 	user := memory.Message{Key: key, Role: memory.RoleUser, SenderID: "42", SenderName: "Ann", PlatformID: pid, Text: userText(prefix, i), Time: at}
 	bot := memory.Message{Key: key, Role: memory.RoleAssistant, ReplyTo: pid, PlatformID: pid + "-r", Text: botText(prefix, i), Time: at.Add(20 * time.Second)}
-	if err := st.Append(ctx, user); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Append(ctx, bot); err != nil {
+	if err := st.Append(ctx, user, bot); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -679,13 +676,13 @@ func TestKeepCut(t *testing.T) {
 		{"", 4, 0},
 		{"ua", 1, 0},
 		{"uaua", 4, 0},
-		{"uauauaua", 4, 0},     // exactly the window: nothing to archive
-		{"uauauauaua", 4, 2},   // five exchanges: the first goes
-		{"uauauauau", 4, 2},    // a trailing unanswered message counts as a turn
-		{"auauauaua", 4, 1},    // a leading reply without its question goes too
-		{"uuauauaua", 4, 1},    // two users before one reply (a group): each counts
-		{"suauauauaua", 4, 3},  // a system message before the window is archived
-		{"uaaauauaua", 4, 0},   // several replies to one question are one turn
+		{"uauauaua", 4, 0},    // exactly the window: nothing to archive
+		{"uauauauaua", 4, 2},  // five exchanges: the first goes
+		{"uauauauau", 4, 2},   // a trailing unanswered message counts as a turn
+		{"auauauaua", 4, 1},   // a leading reply without its question goes too
+		{"uuauauaua", 4, 1},   // two users before one reply (a group): each counts
+		{"suauauauaua", 4, 3}, // a system message before the window is archived
+		{"uaaauauaua", 4, 0},  // several replies to one question are one turn
 		{"uauauauauaua", 1, 10},
 		{"uauauauauaua", 6, 0},
 		{"uauauauauaua", 5, 2},
@@ -711,5 +708,49 @@ func TestDue(t *testing.T) {
 		if got := Due(memory.Status{TurnsSinceSummary: tc.turns}, tc.threshold); got != tc.want {
 			t.Errorf("Due(%d turns, threshold %d) = %v", tc.turns, tc.threshold, got)
 		}
+	}
+}
+
+// /summary_now and a background run never write the same conversation's
+// summary at once: the second caller is told one is running.
+func TestRunRefusesWhileBackgroundRunIsBusy(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	h := func(r llmtest.Request) llmtest.Response {
+		select {
+		case started <- struct{}{}:
+		default:
+		}
+		<-release
+		return llmtest.Response{Text: "a summary"}
+	}
+	srv := llmtest.NewServer(t, h)
+	ctx := context.Background()
+	store, err := memory.Open(ctx, memory.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close(ctx)
+	client := llm.New(llm.Options{BaseURL: srv.URL, APIKey: "k", Model: "gpt-4o-mini", MaxRetries: -1})
+	s := New(store, client, llm.NewCounter("gpt-4o-mini"), Policy{KeepRecentTurns: 1}, nil)
+	k := pipeline.Key{Channel: "console", Chat: "local"}
+	for i := 0; i < 3; i++ {
+		id := fmt.Sprint(i)
+		if err := store.Append(ctx, memory.Message{Key: k, Role: memory.RoleUser, PlatformID: id, Text: "hello " + id},
+			memory.Message{Key: k, Role: memory.RoleAssistant, ReplyTo: id, Text: "hi"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !s.MaybeStart(ctx, k, 3) {
+		t.Fatal("the trigger did not start a run")
+	}
+	<-started
+	if _, err := s.Run(ctx, k); !errors.Is(err, ErrRunning) {
+		t.Errorf("Run during a background run = %v, want ErrRunning", err)
+	}
+	close(release)
+	s.Wait()
+	if n := len(srv.Requests()); n != 1 {
+		t.Errorf("%d summarization requests, want 1", n)
 	}
 }
