@@ -31,11 +31,27 @@ func NewCounter(model string) Counter {
 	if name == "" {
 		return estimateCounter{}
 	}
-	c, err := sharedCounter(name)
-	if err != nil { // cannot happen with the embedded tables; stay usable
-		return estimateCounter{}
-	}
-	return c
+	return &lazyCounter{encoding: name}
+}
+
+// lazyCounter builds the tokenizer on first use: loading its tables takes
+// about a second, which start-up (and a bot that never counts) should not pay.
+type lazyCounter struct {
+	encoding string
+	once     sync.Once
+	c        Counter
+}
+
+func (l *lazyCounter) Count(text string) int {
+	l.once.Do(func() {
+		c, err := sharedCounter(l.encoding)
+		if err != nil { // cannot happen with the embedded tables; stay usable
+			l.c = estimateCounter{}
+			return
+		}
+		l.c = c
+	})
+	return l.c.Count(text)
 }
 
 // CountMessages estimates the prompt tokens of msgs the way OpenAI's

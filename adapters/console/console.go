@@ -7,12 +7,14 @@ package console
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/recallbot/recall/pipeline"
 )
@@ -20,7 +22,8 @@ import (
 // Key is the terminal conversation.
 var Key = pipeline.Key{Channel: "console", Chat: "local"}
 
-// maxLine is the longest line read (a longer one is cut, never a crash).
+// maxLine is the longest line read, in bytes (a longer one is cut, never a
+// crash).
 const maxLine = 1 << 20
 
 // Adapter is the terminal channel.
@@ -42,37 +45,53 @@ func New(in io.Reader, out io.Writer, h pipeline.Handler, prompt bool) *Adapter 
 	return &Adapter{in: in, out: out, h: h, prompt: prompt}
 }
 
-// Run reads and answers lines until end of input, "/quit", or ctx ends.
+// Run reads and answers lines until end of input, "/quit", or ctx ends. A
+// line longer than 1 MB is cut to its first 1 MB (the user is told) and
+// answered; reading goes on with the next line. A read error other than end
+// of input is returned.
 func (a *Adapter) Run(ctx context.Context) error {
-	lines := make(chan string)
+	type line struct {
+		text string
+		cut  bool
+	}
+	lines := make(chan line)
 	errc := make(chan error, 1)
 	go func() {
-		sc := bufio.NewScanner(a.in)
-		sc.Buffer(make([]byte, 64*1024), maxLine)
-		for sc.Scan() {
+		defer close(lines)
+		r := bufio.NewReaderSize(a.in, 64*1024)
+		for {
+			text, cut, err := readLine(r)
+			if err != nil {
+				errc <- err
+				return
+			}
 			select {
-			case lines <- sc.Text():
+			case lines <- line{text, cut}:
 			case <-ctx.Done():
 				return
 			}
 		}
-		errc <- sc.Err()
-		close(lines)
 	}()
 	a.printPrompt()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case line, ok := <-lines:
+		case l, ok := <-lines:
 			if !ok {
-				err := <-errc
-				if err == bufio.ErrTooLong {
-					a.write("(That line was longer than 1 MB and could not be read.)\n")
+				select {
+				case err := <-errc:
+					if !errors.Is(err, io.EOF) {
+						return fmt.Errorf("reading the terminal: %w", err)
+					}
+				default:
 				}
 				return nil
 			}
-			text := strings.TrimSpace(line)
+			if l.cut {
+				a.write("(That line was longer than 1 MB; only its first 1 MB was read.)\n")
+			}
+			text := strings.TrimSpace(l.text)
 			if text == "" {
 				a.printPrompt()
 				continue
@@ -84,6 +103,44 @@ func (a *Adapter) Run(ctx context.Context) error {
 			a.printPrompt()
 		}
 	}
+}
+
+// readLine reads one line without its "\n" or "\r\n", keeping at most
+// maxLine bytes (cut at a rune boundary); cut reports that the line was
+// longer. The rest of a long line is read and dropped, never buffered. The
+// last line needs no newline. err is io.EOF at end of input.
+func readLine(r *bufio.Reader) (text string, cut bool, err error) {
+	var b []byte
+	read := false
+	for {
+		chunk, more, err := r.ReadLine()
+		if err != nil {
+			if read {
+				break // input ended inside a long line: keep what was read
+			}
+			return "", false, err
+		}
+		read = true
+		if room := maxLine - len(b); len(chunk) > room {
+			b = append(b, chunk[:room]...)
+			cut = true
+		} else {
+			b = append(b, chunk...)
+		}
+		if !more {
+			break
+		}
+	}
+	if cut {
+		// Drop a rune split by the cut.
+		for i := 0; i < utf8.UTFMax-1 && len(b) > 0; i++ {
+			if r, size := utf8.DecodeLastRune(b); r != utf8.RuneError || size != 1 {
+				break
+			}
+			b = b[:len(b)-1]
+		}
+	}
+	return string(b), cut, nil
 }
 
 func (a *Adapter) printPrompt() {

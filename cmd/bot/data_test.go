@@ -196,7 +196,7 @@ func TestDataSubcommands(t *testing.T) {
 				Name   string `json:"name"`
 				Tokens int    `json:"tokens"`
 			} `json:"parts"`
-			Total int `json:"total"`
+			Total int `json:"total_tokens"`
 		} `json:"breakdown"`
 		Messages []struct {
 			Role    string `json:"role"`
@@ -213,7 +213,7 @@ func TestDataSubcommands(t *testing.T) {
 	for _, p := range ctxOut.Breakdown.Parts {
 		tokens += p.Tokens
 	}
-	if tokens == 0 {
+	if tokens == 0 || ctxOut.Breakdown.Total == 0 {
 		t.Errorf("bot context: every part has 0 tokens:\n%s", r.Stdout)
 	}
 	last := ctxOut.Messages[len(ctxOut.Messages)-1]

@@ -59,6 +59,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usageText)
 		return 0
 	}
+	switch cmd {
+	case "", "import", "export", "search", "context":
+	default:
+		// Before the configuration is read: a typo is named as such even
+		// when the configuration is broken too.
+		fmt.Fprintf(stderr, "unknown command %q\n\n%s", cmd, usageText)
+		return 2
+	}
 	cfg, err := loadConfig(*cfgPath)
 	if err != nil {
 		fmt.Fprintln(stderr, "configuration error:", err)

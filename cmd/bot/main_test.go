@@ -21,7 +21,6 @@ import (
 	"github.com/recallbot/recall/llm"
 	"github.com/recallbot/recall/llm/llmtest"
 	"github.com/recallbot/recall/memory"
-	"github.com/recallbot/recall/pipeline"
 )
 
 // botBin is the binary built by TestMain.
@@ -171,7 +170,7 @@ func messagesOf(doc memory.Export, key string) []memory.Message {
 	return out
 }
 
-// summarySystem tells a summarization request from a chat request: the
+// isSummaryRequest tells a summarization request from a chat request by the
 // summarizer's system prompts (level 1 and folds).
 func isSummaryRequest(r llmtest.Request) bool {
 	for _, m := range r.Messages {
@@ -278,5 +277,3 @@ func integrityCheck(t *testing.T, db *memory.SQLite) string {
 	}
 	return strings.Join(lines, "\n")
 }
-
-var consolePipelineKey = pipeline.Key{Channel: "console", Chat: "local"}

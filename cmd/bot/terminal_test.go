@@ -206,4 +206,9 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 			}
 		})
 	}
+	// A mistyped command is named as such, even with a broken configuration.
+	r := newEnv(t, "", "RECALL_MEMORY_THRESHOLD=0").run(t, "", "exprot")
+	if r.Code != 2 || !strings.Contains(r.Stderr, `unknown command "exprot"`) || !strings.Contains(r.Stderr, "Usage:") {
+		t.Errorf("bot exprot with a broken configuration: want exit 2 naming the command, with usage:\n%s", r)
+	}
 }
