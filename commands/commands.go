@@ -193,18 +193,34 @@ func unknownText(name, closest string) string {
 	return s + " Send /help for the list."
 }
 
-// closest suggests a known command for a typo.
+// closest suggests a known command for a typo: the nearest one within two
+// edits, or else one that starts like it (/memory → /memories, /summ →
+// /summary).
 func (c *Commands) closest(name string) string {
 	best, bestD := "", 3
 	for _, cmd := range c.list {
 		if d := distance(name, cmd.Name); d < bestD {
 			best, bestD = cmd.Name, d
 		}
-		if strings.HasPrefix(cmd.Name, name) && len(name) >= 3 && best == "" {
-			best = cmd.Name
+	}
+	if best != "" || len(name) < 4 {
+		return best
+	}
+	bestP := 3
+	for _, cmd := range c.list {
+		if p := commonPrefix(name, cmd.Name); p > bestP || p == bestP && best != "" && distance(name, cmd.Name) < distance(name, best) {
+			best, bestP = cmd.Name, p
 		}
 	}
 	return best
+}
+
+func commonPrefix(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
 }
 
 // distance is the Levenshtein distance.

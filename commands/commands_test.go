@@ -23,7 +23,7 @@ func (h *harness) sub(t *testing.T) *harness {
 func TestNotACommandGoesOn(t *testing.T) {
 	h := newHarness(t, &recorder{})
 	for _, text := range []string{"hello", "15", "yes", "/", "//x", "/1abc", "/a-b", "/помощь", "see /help", ""} {
-		handled, outs := h.send(keyA, text)
+		handled, outs := h.send(h.A, text)
 		if handled || len(outs) != 0 {
 			t.Errorf("%q: handled=%v replies=%+v; want it passed on untouched", text, handled, outs)
 		}
@@ -43,12 +43,16 @@ func TestUnknownCommand(t *testing.T) {
 		{"/summaryon", "/summary_on"},
 		{"/forgte", "/forget"},
 		{"/memory", "/memories"},
+		{"/summ", "/summary"},
+		{"/remem", "/remember"},
+		{"/purgeall", "/purge"},
+		{"/summary_statistics", "/summary_status"},
 		{"/serch@RecallBot", "/search"},
 		{"/xyzzyplugh", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.text, func(t *testing.T) {
-			got := h.sub(t).reply(keyA, tt.text)
+			got := h.sub(t).reply(h.A, tt.text)
 			mustContain(t, tt.text, got, "/help", "don't know")
 			if tt.closest != "" {
 				mustContain(t, tt.text, got, "Did you mean "+tt.closest+"?")
@@ -62,24 +66,24 @@ func TestUnknownCommand(t *testing.T) {
 func TestOtherBotsCommandIsConsumedSilently(t *testing.T) {
 	h := newHarness(t, &recorder{}, withBotName("RecallBot"))
 	for _, text := range []string{"/help@OtherBot", "/summary@OtherBot sqlite 15", "/purge@OtherBot all", "/nosuch@OtherBot"} {
-		handled, outs := h.send(keyA, text)
+		handled, outs := h.send(h.A, text)
 		if !handled || len(outs) != 0 {
 			t.Errorf("%q: handled=%v replies=%+v; want consumed without a reply", text, handled, outs)
 		}
 	}
-	if st := h.settings(keyA.Owner()); st.MemoryEnabled || st.Threshold != 10 {
+	if st := h.settings(h.A.Owner()); st.MemoryEnabled || st.Threshold != 10 {
 		t.Errorf("another bot's /summary changed settings: %+v", st)
 	}
 	// Ours, in any case, with or without "@".
 	for _, text := range []string{"/help@RecallBot", "/help@recallbot", "/HELP@RECALLBOT", "/help"} {
-		mustContain(t, text, h.reply(keyA, text), "/summary_status")
+		mustContain(t, text, h.reply(h.A, text), "/summary_status")
 	}
 	// Another bot's command does not abandon our pending question.
-	h.reply(keyA, "/summary")
-	if handled, outs := h.send(keyA, "/cancel@OtherBot"); !handled || len(outs) != 0 {
+	h.reply(h.A, "/summary")
+	if handled, outs := h.send(h.A, "/cancel@OtherBot"); !handled || len(outs) != 0 {
 		t.Fatalf("/cancel@OtherBot: handled=%v replies=%+v", handled, outs)
 	}
-	mustContain(t, "answer after another bot's command", h.reply(keyA, "2"), "Step 2 of 2")
+	mustContain(t, "answer after another bot's command", h.reply(h.A, "2"), "Step 2 of 2")
 }
 
 func TestBadArguments(t *testing.T) {
@@ -133,19 +137,19 @@ func TestBadArguments(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.text[:min(len(tt.text), 40)], func(t *testing.T) {
 			h := h.sub(t)
-			got := h.reply(keyA, tt.text)
+			got := h.reply(h.A, tt.text)
 			mustContain(t, tt.text, got, tt.wants...)
 			mustNotContain(t, tt.text, got, "internal error", "did not work")
 			// Nothing was started or changed.
-			if handled, _ := h.send(keyA, "yes"); handled {
+			if handled, _ := h.send(h.A, "yes"); handled {
 				t.Errorf("%q left a question pending", tt.text)
 			}
 		})
 	}
-	if st := h.settings(keyA.Owner()); st.MemoryEnabled || st.Threshold != 10 || st.Storage != memory.StorageSQLite {
+	if st := h.settings(h.A.Owner()); st.MemoryEnabled || st.Threshold != 10 || st.Storage != memory.StorageSQLite {
 		t.Errorf("bad arguments changed settings: %+v", st)
 	}
-	if mems, _ := h.store.Memories(h.ctx, keyA.Owner()); len(mems) != 0 {
+	if mems, _ := h.store.Memories(h.ctx, h.A.Owner()); len(mems) != 0 {
 		t.Errorf("bad arguments stored memories: %+v", mems)
 	}
 	if calls := h.sum.Calls(); len(calls) != 0 {
@@ -156,7 +160,7 @@ func TestBadArguments(t *testing.T) {
 // A usage error is the user's to fix: Handle reports no error for it.
 func TestUsageErrorIsNotAnError(t *testing.T) {
 	h := newHarness(t, &recorder{})
-	handled, err := h.turn(pipeline.Inbound{Key: keyA, Text: "/summary sqlite 0"})
+	handled, err := h.turn(pipeline.Inbound{Key: h.A, Text: "/summary sqlite 0"})
 	if !handled || err != nil {
 		t.Fatalf("Handle = %v, %v; want true, nil", handled, err)
 	}
@@ -178,7 +182,7 @@ func TestStartAndHelpListEveryCommand(t *testing.T) {
 		t.Errorf("List() = %v, want %v", listed, allCommands)
 	}
 	for _, text := range []string{"/start", "/help", "/help@RecallBot"} {
-		got := h.reply(keyA, text)
+		got := h.reply(h.A, text)
 		for _, name := range allCommands {
 			if !strings.Contains(got, "\n/"+name+" ") {
 				t.Errorf("%s does not list /%s:\n%s", text, name, got)
@@ -186,7 +190,7 @@ func TestStartAndHelpListEveryCommand(t *testing.T) {
 		}
 		mustContain(t, text, got, "/remember <key> <text>", "/purge [chat|all|older <days>]")
 	}
-	mustContain(t, "/start", h.reply(keyA, "/start"), "Recall")
+	mustContain(t, "/start", h.reply(h.A, "/start"), "Recall")
 }
 
 func TestHelpExtraText(t *testing.T) {
@@ -217,23 +221,23 @@ func TestCancel(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, &recorder{})
-			h.seed(keyA, h.clock.Now(), "keep me")
+			h.seed(h.A, h.clock.Now(), "keep me")
 			for _, s := range tt.setup {
-				h.reply(keyA, s)
+				h.reply(h.A, s)
 			}
 			if tt.expire {
 				h.clock.Advance(ttl + 1)
 			}
-			mustContain(t, "/cancel", h.reply(keyA, "/cancel"), tt.want)
+			mustContain(t, "/cancel", h.reply(h.A, "/cancel"), tt.want)
 			if tt.answer != "" {
-				if handled, outs := h.send(keyA, tt.answer); handled || len(outs) != 0 {
+				if handled, outs := h.send(h.A, tt.answer); handled || len(outs) != 0 {
 					t.Errorf("after /cancel, %q: handled=%v replies=%+v", tt.answer, handled, outs)
 				}
 			}
-			if st := h.settings(keyA.Owner()); st.MemoryEnabled || st.Storage != memory.StorageSQLite {
+			if st := h.settings(h.A.Owner()); st.MemoryEnabled || st.Storage != memory.StorageSQLite {
 				t.Errorf("settings changed: %+v", st)
 			}
-			if st := h.status(keyA); st.Total != 2 {
+			if st := h.status(h.A); st.Total != 2 {
 				t.Errorf("messages: %d, want 2", st.Total)
 			}
 		})
@@ -248,7 +252,7 @@ func TestMiddleware(t *testing.T) {
 		return nil
 	}), h.cmds.Middleware())
 	for _, text := range []string{"hello", "/help", "/help@OtherBot", "/purge chat", "no", "15", "/nosuch"} {
-		if err := handler.Handle(h.ctx, &pipeline.Turn{In: pipeline.Inbound{Key: keyA, Text: text}, Out: h.out}); err != nil {
+		if err := handler.Handle(h.ctx, &pipeline.Turn{In: pipeline.Inbound{Key: h.A, Text: text}, Out: h.out}); err != nil {
 			t.Fatalf("%q: %v", text, err)
 		}
 	}
@@ -287,11 +291,11 @@ func TestStoreFailures(t *testing.T) {
 			h := newHarness(t, &recorder{})
 			h.cmds = commands.New(failingStore{Store: h.store, err: tt.err}, h.sum, h.prev, commands.Options{Now: h.clock.Now})
 			for _, text := range tt.texts[:len(tt.texts)-1] {
-				h.reply(keyA, text)
+				h.reply(h.A, text)
 			}
 			last := tt.texts[len(tt.texts)-1]
 			before := len(h.out.Sent())
-			handled, err := h.turn(pipeline.Inbound{Key: keyA, Text: last})
+			handled, err := h.turn(pipeline.Inbound{Key: h.A, Text: last})
 			if !handled || !errors.Is(err, tt.err) {
 				t.Errorf("%q: Handle = %v, %v; want true, %v", last, handled, err, tt.err)
 			}

@@ -3,9 +3,12 @@ package commands_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -141,13 +144,48 @@ func (c *clock) Advance(d time.Duration) {
 
 const ttl = 5 * time.Minute
 
-var (
-	keyA   = pipeline.Key{Channel: "telegram", Chat: "1001"}
-	keyA2  = pipeline.Key{Channel: "telegram", Chat: "1001", Thread: "7"} // another topic, same owner
-	keyB   = pipeline.Key{Channel: "telegram", Chat: "2002"}
-	keyWA  = pipeline.Key{Channel: "whatsapp", Chat: "4915112345678@s.whatsapp.net"}
-	errLLM = errors.New("llm: 503 service unavailable")
-)
+var errLLM = errors.New("llm: 503 service unavailable")
+
+// shared is the store most tests use: opening one costs a few hundred
+// milliseconds under -race, and every harness has conversations of its own
+// (owners no other test touches), so they cannot see each other's data.
+var shared struct {
+	once  sync.Once
+	dir   string
+	store *memory.Store
+	err   error
+	seq   atomic.Int64
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.store != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := shared.store.Close(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "closing the shared store:", err)
+			code = 1
+		}
+		cancel()
+	}
+	if shared.dir != "" {
+		os.RemoveAll(shared.dir)
+	}
+	os.Exit(code)
+}
+
+func sharedStore(t *testing.T) *memory.Store {
+	t.Helper()
+	shared.once.Do(func() {
+		shared.dir, shared.err = os.MkdirTemp("", "recall-commands-test-")
+		if shared.err == nil {
+			shared.store, shared.err = memory.Open(context.Background(), memory.Options{Dir: shared.dir})
+		}
+	})
+	if shared.err != nil {
+		t.Fatalf("opening the shared store: %v", shared.err)
+	}
+	return shared.store
+}
 
 // harness is a Commands over a real store, fakes for the rest, and a sender.
 type harness struct {
@@ -160,6 +198,13 @@ type harness struct {
 	cmds  *commands.Commands
 	out   sentLog
 	msgID int
+
+	// The harness's own conversations.
+	A  pipeline.Key // a private chat
+	A2 pipeline.Key // another topic of A's chat: same owner
+	B  pipeline.Key // another owner
+	WA pipeline.Key // a WhatsApp chat
+	X  pipeline.Key // A's chat id on another channel: another owner
 }
 
 type harnessOpt func(*memory.Options, *commands.Options)
@@ -175,24 +220,38 @@ func withBotName(name string) harnessOpt {
 func newHarness(t *testing.T, out sentLog, opts ...harnessOpt) *harness {
 	t.Helper()
 	ctx := t.Context()
-	mo := memory.Options{Dir: t.TempDir()}
+	var mo memory.Options
 	clk := &clock{now: time.Now().UTC().Truncate(time.Millisecond)}
 	co := commands.Options{BotName: "RecallBot", FlowTTL: ttl, Now: clk.Now}
 	for _, o := range opts {
 		o(&mo, &co)
 	}
-	store, err := memory.Open(ctx, mo)
-	if err != nil {
-		t.Fatalf("memory.Open: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := store.Close(ctx); err != nil {
-			t.Errorf("closing store: %v", err)
+	var store *memory.Store
+	if mo == (memory.Options{}) {
+		store = sharedStore(t)
+	} else {
+		mo.Dir = t.TempDir()
+		var err error
+		if store, err = memory.Open(ctx, mo); err != nil {
+			t.Fatalf("memory.Open: %v", err)
 		}
-	})
-	h := &harness{t: t, ctx: ctx, store: store, sum: &fakeSummarizer{}, prev: &fakePreviewer{}, clock: clk, out: out}
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := store.Close(ctx); err != nil {
+				t.Errorf("closing store: %v", err)
+			}
+		})
+	}
+	n := shared.seq.Add(1)
+	a := strconv.FormatInt(100000+10*n, 10)
+	h := &harness{t: t, ctx: ctx, store: store, sum: &fakeSummarizer{}, prev: &fakePreviewer{}, clock: clk, out: out,
+		A:  pipeline.Key{Channel: "telegram", Chat: a},
+		A2: pipeline.Key{Channel: "telegram", Chat: a, Thread: "7"},
+		B:  pipeline.Key{Channel: "telegram", Chat: strconv.FormatInt(100000+10*n+1, 10)},
+		WA: pipeline.Key{Channel: "whatsapp", Chat: fmt.Sprintf("49151%07d@s.whatsapp.net", n)},
+		X:  pipeline.Key{Channel: "whatsapp", Chat: a},
+	}
 	h.cmds = commands.New(store, h.sum, h.prev, co)
 	return h
 }

@@ -1,0 +1,230 @@
+package commands_test
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/recallbot/recall/memory"
+	"github.com/recallbot/recall/pipeline"
+)
+
+func TestRememberMemoriesForget(t *testing.T) {
+	h := newHarness(t, &recorder{})
+	steps := []struct {
+		key   pipeline.Key
+		text  string
+		wants []string
+		nots  []string
+	}{
+		{h.A, "/memories", []string{"no notes yet", "/remember <key> <text>"}, nil},
+		{h.A, "/remember city I live in Lisbon", []string{`Noted under "city"`}, nil},
+		{h.A, "/remember food\npasta al forno", []string{`Noted under "food"`}, nil},
+		{h.A, "/remember   pet_2    a cat   called Miso  ", []string{`Noted under "pet_2"`}, nil},
+		{h.A, "/memories", []string{"Your notes (3)", "city: I live in Lisbon", "food: pasta al forno", "pet_2: a cat   called Miso", "/forget <key>"}, nil},
+		{h.A, "/remember city I moved to Porto", []string{`Noted under "city"`}, nil},
+		// Memories belong to the owner: another topic of the same chat sees them.
+		{h.A2, "/memories", []string{"Your notes (3)", "city: I moved to Porto"}, []string{"Lisbon"}},
+		{h.A, "/forget city", []string{`Forgotten: "city"`}, nil},
+		{h.A, "/memories", []string{"Your notes (2)", "food: pasta al forno"}, []string{"city"}},
+		{h.A, "/forget city", []string{`no note called "city"`, "/memories"}, []string{"Forgotten"}},
+		{h.A2, "/forget food", []string{`Forgotten: "food"`}, nil},
+		{h.A, "/forget@RecallBot pet_2", []string{`Forgotten: "pet_2"`}, nil},
+		{h.A, "/memories", []string{"no notes yet"}, []string{"food", "pet_2"}},
+	}
+	for _, s := range steps {
+		got := h.reply(s.key, s.text)
+		mustContain(t, s.text, got, s.wants...)
+		mustNotContain(t, s.text, got, s.nots...)
+	}
+}
+
+func TestRememberLongestAllowed(t *testing.T) {
+	h := newHarness(t, &recorder{})
+	key := strings.Repeat("k", memory.MaxMemoryKeyLen)
+	text := strings.Repeat("é", memory.MaxMemoryContent)
+	mustContain(t, "longest", h.reply(h.A, "/remember "+key+" "+text), "Noted")
+	mems, err := h.store.Memories(h.ctx, h.A.Owner())
+	if err != nil || len(mems) != 1 || mems[0].Key != key || mems[0].Content != text {
+		t.Fatalf("Memories = %d, %v", len(mems), err)
+	}
+}
+
+func TestMemoryCap(t *testing.T) {
+	h := newHarness(t, &recorder{}, withMaxMemories(2))
+	h.reply(h.A, "/remember one first")
+	h.reply(h.A, "/remember two second")
+	got := h.reply(h.A, "/remember three third")
+	mustContain(t, "cap", got, "maximum", "/forget <key>", "/memories")
+	// Changing an existing note is not a new one.
+	mustContain(t, "update at the cap", h.reply(h.A, "/remember two changed"), "Noted")
+	// Another owner has their own allowance.
+	mustContain(t, "other owner", h.reply(h.B, "/remember three third"), "Noted")
+	h.reply(h.A, "/forget one")
+	mustContain(t, "after forget", h.reply(h.A, "/remember three third"), "Noted")
+	mems, err := h.store.Memories(h.ctx, h.A.Owner())
+	if err != nil || len(mems) != 2 {
+		t.Fatalf("Memories = %+v, %v", mems, err)
+	}
+}
+
+func TestMemoriesAreIsolatedByOwner(t *testing.T) {
+	h := newHarness(t, &recorder{})
+	h.reply(h.A, "/remember secret_plan the surprise party is on friday")
+	for _, k := range []pipeline.Key{h.B, h.WA, h.X} {
+		got := h.reply(k, "/memories")
+		mustContain(t, k.String(), got, "no notes yet")
+		mustNotContain(t, k.String(), got, "secret_plan", "surprise")
+		mustContain(t, k.String()+" forget", h.reply(k, "/forget secret_plan"), "no note called")
+	}
+	got := h.reply(h.A, "/memories")
+	mustContain(t, "owner", got, "secret_plan: the surprise party is on friday")
+	// B's notes stay B's.
+	h.reply(h.B, "/remember secret_plan B's own plan")
+	mustNotContain(t, "A after B", h.reply(h.A, "/memories"), "B's own plan")
+	mustNotContain(t, "B", h.reply(h.B, "/memories"), "surprise")
+}
+
+func TestSearch(t *testing.T) {
+	h := newHarness(t, &recorder{})
+	old := h.clock.Now().Add(-48 * time.Hour)
+	h.seed(h.A, old, "We planned the lighthouse trip to Lisbon", "pasta recipe with basil")
+	h.seed(h.B, old, "lighthouse of h.B, private")
+	h.seed(h.A2, old, "lighthouse in another topic")
+
+	got := h.reply(h.A, "/search lighthouse")
+	mustContain(t, "A", got, "Found 1 messages", "We planned the lighthouse trip to Lisbon", old.Format("2006-01-02"), "you:")
+	mustNotContain(t, "A", got, "h.B", "another topic", "pasta")
+
+	got = h.reply(h.B, "/search LIGHTHOUSE")
+	mustContain(t, "B", got, "lighthouse of h.B, private")
+	mustNotContain(t, "B", got, "Lisbon", "another topic")
+
+	mustContain(t, "topic", h.reply(h.A2, "/search lighthouse"), "another topic")
+	mustContain(t, "no match", h.reply(h.A, "/search zebra"), "Nothing in this conversation matches")
+	mustContain(t, "other conversation's word", h.reply(h.A, "/search private"), "Nothing in this conversation matches")
+	mustContain(t, "assistant", h.reply(h.A, "/search answer"), "me:")
+
+	// Archived messages are still found.
+	active, err := h.store.Active(h.ctx, h.A)
+	if err != nil || len(active) != 4 {
+		t.Fatalf("Active: %d, %v", len(active), err)
+	}
+	if _, err := h.store.Archive(h.ctx, h.A, []int64{active[0].ID, active[1].ID}, memory.Summary{Text: "a trip"}, 1); err != nil {
+		t.Fatalf("Archive: %v", err)
+	}
+	mustContain(t, "archived", h.reply(h.A, "/search the lighthouse, please"), "We planned the lighthouse trip to Lisbon")
+}
+
+func TestSearchShortensLongMessages(t *testing.T) {
+	h := newHarness(t, &recorder{})
+	long := "needle " + strings.Repeat("word ", 200)
+	h.seed(h.A, h.clock.Now(), long)
+	got := h.reply(h.A, "/search needle")
+	if len([]rune(got)) > 400 || !strings.Contains(got, "…") {
+		t.Errorf("a long hit is not shortened (%d characters): %q", len([]rune(got)), got)
+	}
+}
+
+func TestExport(t *testing.T) {
+	seed := func(h *harness) {
+		h.seed(h.A, h.clock.Now(), "my export_marker message")
+		h.seed(h.A2, h.clock.Now(), "a *starred* note_with_underscores in topic two")
+		h.seed(h.B, h.clock.Now(), "someone else's words")
+		h.reply(h.A, "/remember city Lisbon")
+	}
+	check := func(t *testing.T, h *harness, data []byte) {
+		t.Helper()
+		e, err := memory.ReadExport(bytes.NewReader(data))
+		if err != nil {
+			t.Fatalf("ReadExport: %v\n%s", err, data)
+		}
+		if e.Format != memory.ExportFormat || e.Version != memory.ExportVersion || len(e.Owners) != 1 {
+			t.Fatalf("export: format %q version %d owners %d", e.Format, e.Version, len(e.Owners))
+		}
+		d := e.Owners[0]
+		if d.Owner != h.A.Owner() {
+			t.Errorf("owner %q, want %q", d.Owner, h.A.Owner())
+		}
+		if len(d.Memories) != 1 || d.Memories[0].Key != "city" {
+			t.Errorf("memories: %+v", d.Memories)
+		}
+		texts := map[string]bool{}
+		for _, c := range d.Conversations {
+			for _, m := range c.Messages {
+				texts[m.Text] = true
+			}
+		}
+		for _, want := range []string{"my export_marker message", "a *starred* note_with_underscores in topic two", "answer 0"} {
+			if !texts[want] {
+				t.Errorf("export lacks %q: %v", want, texts)
+			}
+		}
+		if texts["someone else's words"] || bytes.Contains(data, []byte("someone else")) {
+			t.Error("export holds another owner's messages")
+		}
+	}
+
+	t.Run("as a file", func(t *testing.T) {
+		out := &fileSender{}
+		h := newHarness(t, out)
+		seed(h)
+		before := len(out.Sent())
+		if handled, _ := h.send(h.A, "/export"); !handled {
+			t.Fatal("/export not handled")
+		}
+		if n := len(out.Sent()) - before; n != 0 {
+			t.Errorf("%d text replies besides the file", n)
+		}
+		files := out.Files()
+		if len(files) != 1 {
+			t.Fatalf("%d files sent, want 1", len(files))
+		}
+		f := files[0]
+		if f.Key != h.A || f.File.MIME != "application/json" || !strings.HasSuffix(f.File.Name, ".json") || !strings.HasPrefix(f.File.Name, "recall-export-") {
+			t.Errorf("file: key %v name %q mime %q", f.Key, f.File.Name, f.File.MIME)
+		}
+		if strings.ContainsAny(f.File.Name, ":/@ ") {
+			t.Errorf("file name %q is not safe", f.File.Name)
+		}
+		mustContain(t, "caption", f.Caption, "2 conversations", "1 notes", "recall-export")
+		check(t, h, f.File.Data)
+	})
+	t.Run("as text", func(t *testing.T) {
+		h := newHarness(t, &recorder{})
+		seed(h)
+		handled, outs := h.send(h.A, "/export")
+		if !handled || len(outs) != 1 {
+			t.Fatalf("/export: handled=%v replies=%d", handled, len(outs))
+		}
+		if !outs[0].Plain {
+			t.Error("the JSON is sent as Markdown; it must be sent as is")
+		}
+		caption, doc, ok := strings.Cut(outs[0].Text, "\n\n")
+		if !ok {
+			t.Fatalf("no caption: %q", outs[0].Text)
+		}
+		mustContain(t, "caption", caption, "2 conversations", "1 notes")
+		check(t, h, []byte(doc))
+	})
+	t.Run("nothing stored", func(t *testing.T) {
+		out := &fileSender{}
+		h := newHarness(t, out)
+		h.reply(h.B, "/remember x y")
+		h.send(h.A, "/export")
+		files := out.Files()
+		if len(files) != 1 {
+			t.Fatalf("%d files", len(files))
+		}
+		e, err := memory.ReadExport(bytes.NewReader(files[0].File.Data))
+		if err != nil {
+			t.Fatalf("ReadExport: %v", err)
+		}
+		for _, d := range e.Owners {
+			if d.Owner != h.A.Owner() || len(d.Memories) != 0 || len(d.Conversations) != 0 {
+				t.Errorf("empty export holds %+v", d)
+			}
+		}
+	})
+}

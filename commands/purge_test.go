@@ -1,0 +1,280 @@
+package commands_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/recallbot/recall/pipeline"
+)
+
+// seedPurge stores two pairs in A, one in another topic of A's chat, one in B,
+// and a note for A.
+func seedPurge(h *harness) {
+	h.t.Helper()
+	h.seed(h.A, h.clock.Now(), "alpha one", "alpha two")
+	h.seed(h.A2, h.clock.Now(), "topic two")
+	h.seed(h.B, h.clock.Now(), "bravo")
+	h.reply(h.A, "/remember city Lisbon")
+}
+
+func (h *harness) totals() (a, a2, b int64, notes int) {
+	h.t.Helper()
+	mems, err := h.store.Memories(h.ctx, h.A.Owner())
+	if err != nil {
+		h.t.Fatalf("Memories: %v", err)
+	}
+	return h.status(h.A).Total, h.status(h.A2).Total, h.status(h.B).Total, len(mems)
+}
+
+func TestPurgeConversation(t *testing.T) {
+	tests := []struct {
+		name    string
+		buttons bool
+		start   string
+		answers []answer
+	}{
+		{"numbered: choose then yes", false, "/purge", []answer{{text: "1"}, {text: "yes"}}},
+		{"numbered: label then y", false, "/purge", []answer{{text: "This conversation"}, {text: "Y"}}},
+		{"numbered: data then 1", false, "/purge", []answer{{text: "chat"}, {text: "1"}}},
+		{"buttons", true, "/purge", []answer{{text: "This conversation", button: "chat"}, {text: "Yes, delete", button: "yes"}}},
+		{"one shot", false, "/purge chat", []answer{{text: "yes"}}},
+		{"one shot, upper case", false, "/PURGE CHAT", []answer{{text: "YES"}}},
+		{"after an unclear answer", false, "/purge chat", []answer{{text: "maybe"}, {text: "yes"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out sentLog = &recorder{}
+			if tt.buttons {
+				out = &buttonSender{}
+			}
+			h := newHarness(t, out)
+			seedPurge(h)
+
+			handled, outs := h.send(h.A, tt.start)
+			if !handled || len(outs) != 1 {
+				t.Fatalf("%s: handled=%v replies=%+v", tt.start, handled, outs)
+			}
+			if tt.start == "/purge" {
+				if tt.buttons {
+					if len(outs[0].Choices) != 4 || outs[0].Choices[0].Data != "chat" || outs[0].Choices[2].Data != "older" {
+						t.Errorf("purge buttons: %+v", outs[0].Choices)
+					}
+				} else {
+					mustContain(t, "choices", outs[0].Text, "1. This conversation", "2. All my data", "3. Messages older than N days", "4. Cancel")
+				}
+			}
+			all := outs
+			for _, a := range tt.answers {
+				handled, outs := h.answer(h.A, a)
+				if !handled || len(outs) != 1 {
+					t.Fatalf("answer %q: handled=%v replies=%+v", a.text, handled, outs)
+				}
+				if a.text == "maybe" {
+					mustContain(t, "unclear", outs[0].Text, "yes or no")
+				}
+				all = append(all, outs...)
+			}
+			var confirm *pipeline.Outbound
+			for i := range all {
+				if strings.HasPrefix(all[i].Text, "Delete everything in this conversation") {
+					confirm = &all[i]
+				}
+			}
+			if confirm == nil {
+				t.Fatalf("no confirmation asked: %+v", all)
+			}
+			mustContain(t, "confirmation", confirm.Text, "cannot be undone")
+			if tt.buttons {
+				if len(confirm.Choices) != 2 || confirm.Choices[0].Data != "yes" || confirm.Choices[1].Data != "no" {
+					t.Errorf("yes/no buttons: %+v", confirm.Choices)
+				}
+			} else {
+				mustContain(t, "confirmation", confirm.Text, "1. Yes, delete", "2. No")
+			}
+			last := all[len(all)-1].Text
+			mustContain(t, "done", last, "Deleted 4 messages", "0 notes")
+			a, a2, b, notes := h.totals()
+			if a != 0 || a2 != 2 || b != 2 || notes != 1 {
+				t.Errorf("after purging A: A %d, A's other topic %d, B %d, notes %d; want 0 2 2 1", a, a2, b, notes)
+			}
+			if handled, _ := h.send(h.A, "yes"); handled {
+				t.Error("a second yes was taken")
+			}
+		})
+	}
+}
+
+func TestPurgeDeclined(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		start   string
+		answers []answer
+		want    string
+	}{
+		{"no", "/purge chat", []answer{{text: "no"}}, "nothing was deleted"},
+		{"n", "/purge all", []answer{{text: "n"}}, "nothing was deleted"},
+		{"2", "/purge chat", []answer{{text: "2"}}, "nothing was deleted"},
+		{"No button", "/purge all", []answer{{text: "No", button: "no"}}, "nothing was deleted"},
+		{"cancel at the confirmation", "/purge older 1", []answer{{text: "cancel"}}, "nothing was deleted"},
+		{"cancel at the choice", "/purge", []answer{{text: "cancel"}}, "nothing was deleted"},
+		{"4 at the choice", "/purge", []answer{{text: "4"}}, "nothing was deleted"},
+		{"cancel at the days", "/purge", []answer{{text: "3"}, {text: "cancel"}}, "nothing was deleted"},
+		{"choice then no", "/purge", []answer{{text: "2"}, {text: "no"}}, "nothing was deleted"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, &buttonSender{})
+			h.seed(h.A, h.clock.Now().Add(-72*time.Hour), "alpha")
+			h.seed(h.A2, h.clock.Now(), "topic two")
+			h.seed(h.B, h.clock.Now(), "bravo")
+			h.reply(h.A, "/remember city Lisbon")
+			h.reply(h.A, tc.start)
+			var last string
+			for _, a := range tc.answers {
+				handled, outs := h.answer(h.A, a)
+				if !handled || len(outs) != 1 {
+					t.Fatalf("answer %q: handled=%v replies=%+v", a.text, handled, outs)
+				}
+				last = outs[0].Text
+			}
+			mustContain(t, "declined", last, tc.want)
+			a, a2, b, notes := h.totals()
+			if a != 2 || a2 != 2 || b != 2 || notes != 1 {
+				t.Errorf("after declining: A %d, A2 %d, B %d, notes %d; want 2 2 2 1", a, a2, b, notes)
+			}
+			if handled, _ := h.send(h.A, "yes"); handled {
+				t.Error("yes after declining was taken")
+			}
+		})
+	}
+}
+
+func TestPurgeConfirmationExpires(t *testing.T) {
+	for _, late := range []answer{{text: "yes"}, {text: "Yes, delete", button: "yes"}} {
+		t.Run(late.text, func(t *testing.T) {
+			h := newHarness(t, &buttonSender{})
+			seedPurge(h)
+			h.reply(h.A, "/purge all")
+			h.clock.Advance(ttl + time.Second)
+			handled, outs := h.answer(h.A, late)
+			if late.button == "" {
+				if handled || len(outs) != 0 {
+					t.Errorf("late yes: handled=%v replies=%+v; want passed on", handled, outs)
+				}
+			} else {
+				if !handled || len(outs) != 1 {
+					t.Fatalf("late button: handled=%v replies=%+v", handled, outs)
+				}
+				mustContain(t, "late button", outs[0].Text, "expired")
+			}
+			a, a2, b, notes := h.totals()
+			if a != 4 || a2 != 2 || b != 2 || notes != 1 {
+				t.Errorf("a late yes deleted: A %d, A2 %d, B %d, notes %d", a, a2, b, notes)
+			}
+		})
+	}
+	t.Run("just in time", func(t *testing.T) {
+		h := newHarness(t, &recorder{})
+		seedPurge(h)
+		h.reply(h.A, "/purge chat")
+		h.clock.Advance(ttl - time.Second)
+		mustContain(t, "in time", h.reply(h.A, "yes"), "Deleted 4 messages")
+	})
+}
+
+func TestPurgeOlder(t *testing.T) {
+	tests := []struct {
+		name    string
+		start   string
+		answers []string
+	}{
+		{"one shot", "/purge older 30", []string{"yes"}},
+		{"with d", "/purge older 30d", []string{"yes"}},
+		{"through the questions", "/purge", []string{"3", "abc", "0", "30", "yes"}},
+		{"through the questions by label", "/purge", []string{"older", "30", "y"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, &recorder{})
+			now := h.clock.Now()
+			h.seed(h.A, now.Add(-40*24*time.Hour), "ancient history", "old news")
+			h.seed(h.A, now.Add(-5*24*time.Hour), "recent events")
+			h.seed(h.A2, now.Add(-60*24*time.Hour), "old topic")
+			h.seed(h.B, now.Add(-90*24*time.Hour), "other owner's old message")
+			h.reply(h.A, "/remember city Lisbon")
+
+			got := h.reply(h.A, tt.start)
+			for _, a := range tt.answers {
+				got = h.reply(h.A, a)
+				switch a {
+				case "3", "older":
+					mustContain(t, "days question", got, "how many days")
+				case "abc", "0":
+					mustContain(t, "bad days", got, "1 to 36500")
+				case "30":
+					mustContain(t, "confirmation", got, "older than 30 days")
+				}
+			}
+			// A's two chats lose their old messages; the recent ones, the
+			// note and the other owner stay.
+			mustContain(t, "done", got, "Deleted 6 messages", "0 notes")
+			if s := h.status(h.A); s.Total != 2 {
+				t.Errorf("A: %d messages, want 2", s.Total)
+			}
+			if s := h.status(h.A2); s.Total != 0 {
+				t.Errorf("A2: %d messages, want 0", s.Total)
+			}
+			if s := h.status(h.B); s.Total != 2 {
+				t.Errorf("B: %d messages, want 2", s.Total)
+			}
+			mustContain(t, "recent", h.reply(h.A, "/search recent"), "recent events")
+			mustContain(t, "ancient", h.reply(h.A, "/search ancient"), "Nothing in this conversation")
+			if mems, _ := h.store.Memories(h.ctx, h.A.Owner()); len(mems) != 1 {
+				t.Errorf("notes: %+v", mems)
+			}
+		})
+	}
+}
+
+func TestPurgeAll(t *testing.T) {
+	for _, start := range []string{"/purge all", "/purge"} {
+		t.Run(start, func(t *testing.T) {
+			h := newHarness(t, &recorder{})
+			seedPurge(h)
+			h.reply(h.A, "/summary json 15")
+			h.reply(h.A, "/remember food pasta")
+			h.reply(h.B, "/remember city Porto")
+			h.reply(h.A, start)
+			if start == "/purge" {
+				mustContain(t, "choice", h.reply(h.A, "2"), "ALL your data")
+			}
+			got := h.reply(h.A, "yes")
+			mustContain(t, "done", got, "Deleted 6 messages", "2 notes")
+			a, a2, b, notes := h.totals()
+			if a != 0 || a2 != 0 || b != 2 || notes != 0 {
+				t.Errorf("after purging all: A %d, A2 %d, B %d, notes %d; want 0 0 2 0", a, a2, b, notes)
+			}
+			mustContain(t, "memories", h.reply(h.A2, "/memories"), "no notes yet")
+			mustContain(t, "B's notes", h.reply(h.B, "/memories"), "city: Porto")
+			if st := h.settings(h.A.Owner()); st.MemoryEnabled || st.Threshold != 10 {
+				t.Errorf("settings survived /purge all: %+v", st)
+			}
+		})
+	}
+}
+
+// A button of a finished /purge question does not act on a new one.
+func TestPurgeOldButtonAfterAnswer(t *testing.T) {
+	h := newHarness(t, &buttonSender{})
+	seedPurge(h)
+	h.reply(h.A, "/purge chat")
+	h.press(h.A, "No", "no")
+	handled, outs := h.press(h.A, "Yes, delete", "yes")
+	if !handled || len(outs) != 1 {
+		t.Fatalf("old button: handled=%v replies=%+v", handled, outs)
+	}
+	mustContain(t, "old button", outs[0].Text, "expired")
+	if a, _, _, _ := h.totals(); a != 4 {
+		t.Errorf("A: %d messages, want 4", a)
+	}
+}
