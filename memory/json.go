@@ -38,8 +38,8 @@ import (
 // Ids are per owner file. A write applies the change to a copy of the
 // owner's state, writes the whole document to a temporary file next to the
 // target, fsyncs it, renames it over the target and fsyncs the directory;
-// only then does the copy replace the state in memory, so a failed write
-// changes nothing. An owner left with no data at all has no file.
+// only once renamed does the copy replace the state in memory, so a failed
+// write changes nothing. An owner left with no data at all has no file.
 //
 // Loaded owners stay cached; reads never touch the disk. The semantics are
 // those of the SQLite backend (the conformance suite runs both), including
@@ -208,8 +208,9 @@ func (j *JSON) snapshot(ctx context.Context, owner string) (*jsonFile, *jsonOwne
 }
 
 // update applies fn to a copy of the owner's state and, when fn reports a
-// change, writes the copy and then makes it current. On any error nothing
-// changes, on disk or in memory.
+// change, writes the copy and then makes it current. On an error nothing
+// changes, on disk or in memory, except when only the final fsync of the
+// directory failed: the file is then replaced and memory follows it.
 func (j *JSON) update(ctx context.Context, owner string, fn func(f *jsonFile) (changed bool, err error)) error {
 	if err := j.check(ctx); err != nil {
 		return err
@@ -226,18 +227,23 @@ func (j *JSON) update(ctx context.Context, owner string, fn func(f *jsonFile) (c
 		return err
 	}
 	next.Data.Owner = owner
+	var committed bool
 	if next.Data.Empty() {
 		// No data left: no file. Ids start over, so cached tokens go.
-		if err := j.removeFile(owner); err != nil {
-			return err
+		committed, err = j.removeFile(owner)
+		if committed {
+			next = newJSONFile(owner)
+			o.resetCache()
 		}
-		next = newJSONFile(owner)
-		o.resetCache()
-	} else if err := j.writeFile(owner, next); err != nil {
-		return err
+	} else {
+		committed, err = j.writeFile(owner, next)
 	}
-	o.f = next
-	return nil
+	// Once the rename (or removal) is done the change is made, even if
+	// syncing the directory then fails: memory follows the file.
+	if committed {
+		o.f = next
+	}
+	return err
 }
 
 func (o *jsonOwner) resetCache() {
@@ -316,47 +322,50 @@ func (j *JSON) tempPath(owner string) string {
 	return filepath.Join(j.dir, "."+JSONFileName(owner)+".tmp")
 }
 
-func (j *JSON) writeFile(owner string, f *jsonFile) (err error) {
+// writeFile replaces the owner's file: a temporary file in the same
+// directory, written, fsynced and renamed over the target, then the
+// directory fsynced. committed reports whether the rename happened.
+func (j *JSON) writeFile(owner string, f *jsonFile) (committed bool, err error) {
 	path, tmp := j.Path(owner), j.tempPath(owner)
 	b, err := json.MarshalIndent(f, "", " ")
 	if err != nil {
-		return fmt.Errorf("encoding %s: %w", path, err)
+		return false, fmt.Errorf("encoding %s: %w", path, err)
 	}
 	b = append(b, '\n')
 	fh, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return false, fmt.Errorf("writing %s: %w", path, err)
 	}
 	defer func() {
-		if err != nil {
+		if err != nil && !committed {
 			fh.Close()
 			os.Remove(tmp)
 		}
 	}()
 	if err = fh.Chmod(0o600); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return false, fmt.Errorf("writing %s: %w", path, err)
 	}
 	if _, err = fh.Write(b); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return false, fmt.Errorf("writing %s: %w", path, err)
 	}
 	if err = fh.Sync(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return false, fmt.Errorf("writing %s: %w", path, err)
 	}
 	if err = fh.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return false, fmt.Errorf("writing %s: %w", path, err)
 	}
 	if err = os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return false, fmt.Errorf("writing %s: %w", path, err)
 	}
 	j.rememberName(owner)
-	return j.syncDir()
+	return true, j.syncDir()
 }
 
-func (j *JSON) removeFile(owner string) error {
+func (j *JSON) removeFile(owner string) (committed bool, err error) {
 	if err := os.Remove(j.Path(owner)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("removing %s: %w", j.Path(owner), err)
+		return false, fmt.Errorf("removing %s: %w", j.Path(owner), err)
 	}
-	return j.syncDir()
+	return true, j.syncDir()
 }
 
 func (j *JSON) syncDir() error {

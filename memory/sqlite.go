@@ -190,7 +190,7 @@ const (
 	msgColumns    = `m.id, m.role, m.sender_id, m.sender_name, m.platform_id, m.reply_to, m.text, m.created_at, m.tokens, m.is_active, m.chunk_id`
 	sqlRecent     = `SELECT ` + msgColumns + ` FROM messages m WHERE m.conv = ? AND m.is_active = 1 ORDER BY m.id DESC`
 	sqlActive     = `SELECT ` + msgColumns + ` FROM messages m WHERE m.conv = ? AND m.is_active = 1 ORDER BY m.id`
-	sqlLookup     = `SELECT EXISTS(SELECT 1 FROM messages WHERE conv = ? AND platform_id = ?), EXISTS(SELECT 1 FROM messages WHERE conv = ? AND reply_to = ? AND role = 'assistant')`
+	sqlLookup     = `SELECT EXISTS(SELECT 1 FROM messages WHERE conv = ? AND platform_id = ? AND platform_id <> ''), EXISTS(SELECT 1 FROM messages WHERE conv = ? AND reply_to = ? AND reply_to <> '' AND role = 'assistant')` // the <> '' terms let SQLite use the partial indexes
 	sqlArchive    = `UPDATE messages SET is_active = 0, chunk_id = ? WHERE conv = ? AND is_active = 1 AND id IN (SELECT value FROM json_each(?))`
 	sqlNextChunk  = `UPDATE conversations SET next_chunk = next_chunk + 1 WHERE id = ? RETURNING next_chunk - 1`
 	sqlRangeOfIDs = `SELECT min(created_at), max(created_at) FROM messages WHERE conv = ? AND id IN (SELECT value FROM json_each(?))`
@@ -875,7 +875,7 @@ func (s *SQLite) Facts(ctx context.Context, owner, text string, limit int) ([]Fa
 
 const sqlUnanswered = `SELECT c.key, ` + msgColumns + ` FROM messages m JOIN conversations c ON c.id = m.conv
 	WHERE c.key >= ? AND c.key < ? AND m.role = 'user' AND m.platform_id <> '' AND m.created_at >= ?
-	AND NOT EXISTS (SELECT 1 FROM messages a WHERE a.conv = m.conv AND a.reply_to = m.platform_id AND a.role = 'assistant')
+	AND NOT EXISTS (SELECT 1 FROM messages a WHERE a.conv = m.conv AND a.reply_to = m.platform_id AND a.reply_to <> '' AND a.role = 'assistant')
 	ORDER BY m.created_at, m.id`
 
 // unanswered lists a channel's user messages since a time that have no reply.
