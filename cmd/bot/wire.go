@@ -11,7 +11,10 @@ import (
 	"path/filepath"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/recallbot/recall/adapters/console"
+	"github.com/recallbot/recall/adapters/telegram"
 	"github.com/recallbot/recall/assemble"
 	"github.com/recallbot/recall/chat"
 	"github.com/recallbot/recall/commands"
@@ -44,6 +47,7 @@ type app struct {
 	commands  *commands.Commands
 	handler   pipeline.Handler
 	access    *pipeline.Access
+	counter   llm.Counter
 	closeLog  func()
 }
 
@@ -70,6 +74,7 @@ func newApp(ctx context.Context, cfg config.Config, logw io.Writer) (*app, error
 	}
 	a.store = store
 	counter := llm.NewCounter(cfg.LLM.Model)
+	a.counter = counter
 	var model chat.Model
 	if cfg.LLM.Configured() {
 		a.model = llm.New(llm.Options{
@@ -167,11 +172,61 @@ func runBot(ctx context.Context, cfg config.Config, stdin io.Reader, stdout, std
 		}
 		runErr = console.New(stdin, stdout, a.handler, interactive).Run(ctx)
 	} else {
-		runErr = errors.New("telegram and whatsapp channels are not available in this build yet; unset telegram.token and whatsapp.enabled to use the terminal chat")
+		runErr = a.runChannels(ctx)
 	}
 	stopRetention()
 	<-retention
 	return errors.Join(runErr, a.close())
+}
+
+// pendingWindow is how old an accepted but unanswered message may be to be
+// answered after a restart.
+const pendingWindow = time.Hour
+
+// runChannels runs the chat platforms and the dispatcher until ctx ends, then
+// stops taking updates and lets turns in flight finish (shutdown.timeout).
+func (a *app) runChannels(ctx context.Context) error {
+	cfg := a.cfg
+	disp := pipeline.NewDispatcher(a.handler, cfg.Pipeline.MaxConcurrent, a.log, pipeline.WithGrace(cfg.Shutdown.Timeout))
+	intake := &chat.Intake{Store: a.store, Allowed: a.access.Allowed, Counter: a.counter}
+	g, gctx := errgroup.WithContext(ctx)
+	if cfg.TelegramEnabled() {
+		var menu []telegram.Command
+		for _, c := range a.commands.List() {
+			menu = append(menu, telegram.Command{Name: c.Name, Help: c.Help})
+		}
+		tg, err := telegram.New(telegram.Options{
+			Token: cfg.Telegram.Token, APIURL: cfg.Telegram.APIURL,
+			Webhook:     telegram.Webhook{URL: cfg.Telegram.Webhook.URL, Listen: cfg.Telegram.Webhook.Listen, Secret: cfg.Telegram.Webhook.Secret},
+			GroupsReply: cfg.Telegram.Groups.Reply, Stream: cfg.Telegram.Stream,
+			Log: a.log.With("channel", telegram.Channel), Commands: menu, Allowed: a.access.Allowed,
+		}, disp.Submit, intake.Accept)
+		if err != nil {
+			return err
+		}
+		// Messages accepted before a stop but never answered go first.
+		pending, err := chat.Pending(ctx, a.store, telegram.Channel, pendingWindow)
+		if err != nil {
+			return fmt.Errorf("listing unanswered telegram messages: %w", err)
+		}
+		for _, in := range pending {
+			if err := disp.Submit(in, tg.Sender()); err != nil {
+				a.log.Warn("resubmitting an unanswered message", "key", in.Key, "err", err)
+			}
+		}
+		if len(pending) > 0 {
+			a.log.Info("answering messages left unanswered by the last run", "channel", telegram.Channel, "count", len(pending))
+		}
+		g.Go(func() error { return tg.Run(gctx) })
+	}
+	if cfg.WhatsApp.Enabled {
+		a.log.Warn("whatsapp.enabled is set but this build has no WhatsApp channel yet")
+	}
+	a.log.Info("running", "telegram", cfg.TelegramEnabled())
+	err := g.Wait() // returns when ctx ends (or a channel fails)
+	a.log.Info("stopping: no new updates; letting turns in flight finish", "timeout", cfg.Shutdown.Timeout)
+	derr := disp.Close()
+	return errors.Join(err, derr)
 }
 
 func isTerminal(r io.Reader) bool {

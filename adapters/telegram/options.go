@@ -1,0 +1,61 @@
+package telegram
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+)
+
+// DefaultAPIURL is Telegram's Bot API server.
+const DefaultAPIURL = "https://api.telegram.org"
+
+// DefaultPollTimeout is how long one getUpdates call waits for updates.
+const DefaultPollTimeout = 30 * time.Second
+
+// Options configure an Adapter. Token is required; every other zero value
+// means the default.
+type Options struct {
+	// Token is the bot token from @BotFather (telegram.token). It never
+	// appears in logs or errors.
+	Token string
+	// APIURL is the Bot API server (DefaultAPIURL): a self-hosted one, or a
+	// fake in tests.
+	APIURL string
+	// Webhook, when its URL is set, receives updates instead of long polling.
+	Webhook Webhook
+	// GroupsReply is GroupsReplyMention (default) or GroupsReplyAlways.
+	GroupsReply string
+	// Stream asks for replies streamed by editing a message. Not supported
+	// yet: replies are sent whole (a warning is logged at start).
+	Stream bool
+	// HTTPClient makes the API calls (default: a client without timeout;
+	// every call has its own deadline). Its Timeout is ignored for
+	// getUpdates, which waits up to PollTimeout on purpose.
+	HTTPClient *http.Client
+	// Log receives the adapter's logs; nil discards.
+	Log *slog.Logger
+	// Commands are registered as the bot's command menu (setMyCommands) at
+	// start; empty leaves the menu alone.
+	Commands []Command
+	// PollTimeout is how long one getUpdates call waits (DefaultPollTimeout);
+	// rounded to whole seconds, at least one.
+	PollTimeout time.Duration
+	// Allowed, when set, decides who gets the direct "text only" answer to a
+	// sticker or a photo in a private chat (access.allowed_users): strangers
+	// get nothing from the adapter itself. Text messages always go to the
+	// pipeline, whose access stage answers strangers.
+	Allowed func(userID string) bool
+}
+
+// Webhook configures webhook delivery (telegram.webhook.*).
+type Webhook struct {
+	URL    string // public https URL Telegram posts updates to; "" means long polling
+	Listen string // local address the webhook server listens on, e.g. ":8443"
+	Secret string // secret_token Telegram sends in X-Telegram-Bot-Api-Secret-Token; required with URL
+}
+
+// Command is one entry of the bot's command menu.
+type Command struct {
+	Name string // without "/"
+	Help string // one line
+}

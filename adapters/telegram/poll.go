@@ -1,0 +1,242 @@
+package telegram
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-telegram/bot/models"
+)
+
+// Long polling is implemented here rather than with the library's poller,
+// which confirms an update (advances the offset) before it is handled: a
+// crash then loses it. Here an update is confirmed only after the whole batch
+// it came in was accepted (made durable) and handed to the pipeline; the
+// confirmation is the offset of the next getUpdates call.
+
+// pollLimit is the most updates one getUpdates call returns.
+const pollLimit = 100
+
+// maxAnswer caps the size of a getUpdates answer read into memory.
+const maxAnswer = 64 << 20
+
+// apiError is an error answer of the Bot API ({"ok":false,…}) or an HTTP
+// error without one.
+type apiError struct {
+	Code        int
+	Description string
+	RetryAfter  int // seconds; set with 429
+}
+
+func (e *apiError) Error() string {
+	if e.RetryAfter > 0 {
+		return fmt.Sprintf("Bot API error %d: %s (retry after %ds)", e.Code, e.Description, e.RetryAfter)
+	}
+	return fmt.Sprintf("Bot API error %d: %s", e.Code, e.Description)
+}
+
+// poll receives updates until ctx ends or the token is rejected.
+func (a *Adapter) poll(ctx context.Context, me Me) error {
+	var offset int64
+	failures := 0
+	for ctx.Err() == nil {
+		raws, err := a.getUpdates(ctx, offset)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			var ae *apiError
+			if errors.As(err, &ae) {
+				switch ae.Code {
+				case http.StatusUnauthorized:
+					return fmt.Errorf("%w: Telegram answered 401 Unauthorized to getUpdates", ErrBadToken)
+				case http.StatusNotFound:
+					return fmt.Errorf("%w: %s answered 404 Not Found to getUpdates (also check telegram.api_url)", ErrBadToken, a.opts.APIURL)
+				}
+			}
+			wait := a.backoff(failures)
+			if ae != nil && ae.Code == http.StatusTooManyRequests {
+				wait = time.Duration(max(ae.RetryAfter, 1)) * time.Second
+			}
+			failures++
+			lvl := a.log.Warn
+			if failures == 1 && ae == nil {
+				lvl = a.log.Info // a dropped long poll now and then is normal
+			}
+			lvl("receiving updates failed, retrying", "retry_in", wait.Round(time.Millisecond), "err", err)
+			if !sleep(ctx, wait) {
+				return nil
+			}
+			continue
+		}
+		failures = 0
+		updates, next := a.decodeUpdates(raws)
+		if !a.handleBatch(ctx, me, updates) {
+			// ctx ended or the pipeline stopped before the batch was
+			// handed over: it stays unconfirmed and comes again next time.
+			return nil
+		}
+		if next > offset {
+			offset = next
+		}
+	}
+	return nil
+}
+
+// handleBatch accepts every update of a batch (retrying with backoff until
+// it succeeds), then hands them to the pipeline in order. It reports false
+// when it stopped first: ctx ended, or the pipeline refused new turns.
+func (a *Adapter) handleBatch(ctx context.Context, me Me, updates []*models.Update) bool {
+	items := make([]item, len(updates))
+	for i, u := range updates {
+		items[i] = a.prepare(u, me)
+	}
+	done := make([]bool, len(items))
+	for attempt := 0; ; attempt++ {
+		err := a.acceptPending(ctx, items, done)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		wait := a.backoff(attempt)
+		a.log.Error("storing incoming messages failed; they stay unconfirmed and are retried",
+			"retry_in", wait.Round(time.Millisecond), "err", err)
+		if !sleep(ctx, wait) {
+			return false
+		}
+	}
+	for _, it := range items {
+		if err := a.dispatch(ctx, it); err != nil {
+			a.log.Warn("the pipeline stopped; leaving updates unconfirmed for the next start", "err", err)
+			return false
+		}
+	}
+	return true
+}
+
+// decodeUpdates decodes a batch. An update that does not decode is logged
+// and skipped (its id still counts, so it cannot block the bot). next is the
+// offset that confirms the batch (0 when it is empty).
+func (a *Adapter) decodeUpdates(raws []json.RawMessage) (updates []*models.Update, next int64) {
+	for _, raw := range raws {
+		var id struct {
+			ID int64 `json:"update_id"`
+		}
+		_ = json.Unmarshal(raw, &id)
+		if id.ID+1 > next {
+			next = id.ID + 1
+		}
+		u, err := decodeUpdate(raw)
+		if err != nil {
+			a.log.Warn("skipping an update that does not decode", "update_id", id.ID, "err", err)
+			continue
+		}
+		updates = append(updates, u)
+	}
+	return updates, next
+}
+
+// decodeUpdate decodes one update, turning a panic in a model's decoder into
+// an error.
+func decodeUpdate(raw []byte) (u *models.Update, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			u, err = nil, fmt.Errorf("decoding an update panicked: %v", r)
+		}
+	}()
+	u = new(models.Update)
+	if err := json.Unmarshal(raw, u); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// getUpdates asks for the updates from offset on, waiting up to PollTimeout
+// for some to arrive. The offset confirms every update before it.
+func (a *Adapter) getUpdates(ctx context.Context, offset int64) ([]json.RawMessage, error) {
+	var body bytes.Buffer
+	form := multipart.NewWriter(&body)
+	allowed, _ := json.Marshal(allowedUpdates)
+	fields := [][2]string{
+		{"timeout", strconv.Itoa(int(a.opts.PollTimeout / time.Second))},
+		{"limit", strconv.Itoa(pollLimit)},
+		{"allowed_updates", string(allowed)},
+	}
+	if offset > 0 {
+		fields = append(fields, [2]string{"offset", strconv.FormatInt(offset, 10)})
+	}
+	for _, f := range fields {
+		if err := form.WriteField(f[0], f[1]); err != nil {
+			return nil, err
+		}
+	}
+	if err := form.Close(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.opts.PollTimeout+a.callTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.opts.APIURL+"/bot"+a.opts.Token+"/getUpdates", &body)
+	if err != nil {
+		return nil, a.redact(err)
+	}
+	req.Header.Set("Content-Type", form.FormDataContentType())
+	resp, err := a.poller.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("getUpdates: %w", a.redact(err))
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	if err != nil {
+		return nil, fmt.Errorf("getUpdates: reading the answer: %w", a.redact(err))
+	}
+	var ans struct {
+		OK          bool              `json:"ok"`
+		Result      []json.RawMessage `json:"result"`
+		ErrorCode   int               `json:"error_code"`
+		Description string            `json:"description"`
+		Parameters  struct {
+			RetryAfter int `json:"retry_after"`
+		} `json:"parameters"`
+	}
+	if err := json.Unmarshal(data, &ans); err != nil {
+		if resp.StatusCode != http.StatusOK {
+			return nil, &apiError{Code: resp.StatusCode, Description: http.StatusText(resp.StatusCode)}
+		}
+		return nil, fmt.Errorf("getUpdates: the answer is not JSON: %w", err)
+	}
+	if !ans.OK {
+		code := ans.ErrorCode
+		if code == 0 {
+			code = resp.StatusCode
+		}
+		return nil, &apiError{Code: code, Description: ans.Description, RetryAfter: ans.Parameters.RetryAfter}
+	}
+	return ans.Result, nil
+}
+
+// redact removes the token from an error about a request to the Bot API
+// (its URL holds the token).
+func (a *Adapter) redact(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		ue.URL = strings.ReplaceAll(ue.URL, a.opts.Token, "<token>")
+	}
+	if strings.Contains(err.Error(), a.opts.Token) {
+		return errors.New(strings.ReplaceAll(err.Error(), a.opts.Token, "<token>"))
+	}
+	return err
+}

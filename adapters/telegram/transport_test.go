@@ -1,0 +1,344 @@
+package telegram
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-telegram/bot/models"
+
+	"github.com/recallbot/recall/pipeline"
+)
+
+// bare is an adapter without a pipeline: submitted messages are collected.
+type bare struct {
+	ad     *Adapter
+	logs   *syncBuffer
+	cancel context.CancelFunc
+	runErr chan error
+
+	mu  sync.Mutex
+	got []pipeline.Inbound
+	in  chan pipeline.Inbound
+}
+
+func newBare(t *testing.T, api *fakeAPI, opts Options) *bare {
+	t.Helper()
+	b := &bare{logs: &syncBuffer{}, in: make(chan pipeline.Inbound, 100), runErr: make(chan error, 1)}
+	if opts.Token == "" {
+		opts.Token = fakeToken
+	}
+	opts.APIURL = api.URL
+	opts.Log = slog.New(slog.NewTextHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if opts.PollTimeout == 0 {
+		opts.PollTimeout = time.Second
+	}
+	ad, err := New(opts, func(in pipeline.Inbound, _ pipeline.Sender) error {
+		b.mu.Lock()
+		b.got = append(b.got, in)
+		b.mu.Unlock()
+		b.in <- in
+		return nil
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ad.retryBase, ad.retryMax = 5*time.Millisecond, 50*time.Millisecond
+	b.ad = ad
+	t.Cleanup(func() {
+		if b.cancel != nil {
+			b.cancel()
+			<-b.runErr
+		}
+		if t.Failed() {
+			t.Logf("logs:\n%s", b.logs.String())
+		}
+	})
+	return b
+}
+
+func (b *bare) run() {
+	ctx, cancel := context.WithCancel(context.Background())
+	b.cancel = cancel
+	go func() { b.runErr <- b.ad.Run(ctx) }()
+}
+
+func (b *bare) next(t *testing.T) pipeline.Inbound {
+	t.Helper()
+	select {
+	case in := <-b.in:
+		return in
+	case err := <-b.runErr:
+		t.Fatalf("Run returned: %v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("no message reached the pipeline")
+	}
+	return pipeline.Inbound{}
+}
+
+// A rejected token stops Run with ErrBadToken, naming the setting and never
+// showing the token.
+func TestBadToken(t *testing.T) {
+	for _, code := range []int{401, 404} {
+		api := newFakeAPI(t)
+		api.setHook(func(c *fakeCall) *fakeErr {
+			if code == 404 {
+				return &fakeErr{Code: 404, Description: "Not Found"}
+			}
+			return nil
+		})
+		secret := "999:WRONG-very-secret"
+		if code == 404 {
+			secret = fakeToken // known to the fake, which answers 404 like an unknown token
+		}
+		b := newBare(t, api, Options{Token: secret})
+		err := b.ad.Run(context.Background())
+		if !errors.Is(err, ErrBadToken) {
+			t.Fatalf("%d: Run = %v, want ErrBadToken", code, err)
+		}
+		if !strings.Contains(err.Error(), "telegram.token") || strings.Contains(err.Error(), secret) || strings.Contains(b.logs.String(), secret) {
+			t.Errorf("%d: error %q (or the logs) must name telegram.token and hide the token", code, err)
+		}
+	}
+}
+
+// While Telegram cannot be reached at start (getMe) or later (getUpdates),
+// the adapter retries with backoff and then works; 429 waits retry_after.
+func TestRetriesWhileTelegramIsDown(t *testing.T) {
+	api := newFakeAPI(t)
+	var getMe, polls atomic.Int32
+	api.setHook(func(c *fakeCall) *fakeErr {
+		switch c.Method {
+		case "getMe":
+			switch getMe.Add(1) {
+			case 1:
+				return &fakeErr{Code: dropConnection}
+			case 2:
+				return &fakeErr{Code: 502, Description: "Bad Gateway"}
+			}
+		case "getUpdates":
+			switch polls.Add(1) {
+			case 1:
+				return &fakeErr{Code: dropConnection}
+			case 2:
+				return &fakeErr{Code: 500, Description: "Internal Server Error"}
+			case 3:
+				return &fakeErr{Code: 429, Description: "Too Many Requests: retry after 1", RetryAfter: 1}
+			case 4:
+				return &fakeErr{Code: 409, Description: "Conflict: terminated by other getUpdates request"}
+			}
+		}
+		return nil
+	})
+	b := newBare(t, api, Options{})
+	start := time.Now()
+	b.run()
+	m := api.sendText(privateChat(111), 111, "anyone?")
+	in := b.next(t)
+	if in.MessageID != itoa(m) || in.Text != "anyone?" {
+		t.Fatalf("got %+v", in)
+	}
+	if getMe.Load() < 3 || polls.Load() < 5 {
+		t.Errorf("getMe %d calls, getUpdates %d calls", getMe.Load(), polls.Load())
+	}
+	if time.Since(start) < time.Second {
+		t.Error("retry_after of the 429 was not waited")
+	}
+	if strings.Contains(b.logs.String(), fakeToken) {
+		t.Errorf("the token appears in the logs:\n%s", b.logs.String())
+	}
+}
+
+// Updates come in order, each once, and a restarted adapter gets what was
+// not confirmed.
+func TestPollingOrderAndConfirmation(t *testing.T) {
+	api := newFakeAPI(t)
+	b := newBare(t, api, Options{})
+	var ids []int
+	for i := range 150 { // more than one batch
+		ids = append(ids, api.sendText(privateChat(int64(111+i%3)), int64(111+i%3), "m"+itoa(i)))
+	}
+	b.run()
+	for i := range 150 {
+		in := b.next(t)
+		if in.Text != "m"+itoa(i) || in.MessageID != itoa(ids[i]) {
+			t.Fatalf("message %d = %+v", i, in)
+		}
+	}
+	last := api.nextIDForTest()
+	api.wait("the last update to be confirmed", func([]fakeCall) bool { return api.confirmedID() >= last })
+	polls := api.callsOf("getUpdates")
+	p := polls[len(polls)-1]
+	if p.Fields["allowed_updates"] != `["message","edited_message","callback_query"]` || p.Fields["timeout"] != "1" {
+		t.Errorf("getUpdates fields = %v", p.Fields)
+	}
+}
+
+// Buttons: long data is sent as a short id and comes back whole; the press
+// is answered; the label is the text.
+func TestButtonsWithLongData(t *testing.T) {
+	api := newFakeAPI(t)
+	b := newBare(t, api, Options{})
+	long := "purge:" + strings.Repeat("conversation-", 10)
+	_, err := b.ad.Sender().Send(context.Background(), pipeline.Outbound{
+		Key: key(111, ""), Text: "Sure?", Choices: []pipeline.Choice{{Label: "Yes, delete", Data: long}, {Label: "No", Data: "no"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := api.sent(111)[0]
+	kb := sent.Keyboard()
+	if len(kb) != 2 || len(kb[0][0].CallbackData) > 64 || kb[1][0].CallbackData != "no" {
+		t.Fatalf("keyboard = %+v", kb)
+	}
+	b.run()
+	me := api.meUser()
+	api.push(models.Update{CallbackQuery: &models.CallbackQuery{ID: "q9", From: models.User{ID: 111}, Data: kb[0][0].CallbackData,
+		Message: models.MaybeInaccessibleMessage{Message: &models.Message{ID: sent.MsgID, Date: 1, Chat: privateChat(111), From: &me,
+			ReplyMarkup: &models.InlineKeyboardMarkup{InlineKeyboard: kb}}}}})
+	in := b.next(t)
+	if in.Choice != long || in.Text != "Yes, delete" || in.MessageID != "cb:q9" {
+		t.Fatalf("press = %+v", in)
+	}
+	api.wait("answerCallbackQuery", func(calls []fakeCall) bool { return len(filterCalls(calls, "answerCallbackQuery")) == 1 })
+}
+
+// Edit, typing in a topic, and files.
+func TestEditTypingAndFiles(t *testing.T) {
+	api := newFakeAPI(t)
+	b := newBare(t, api, Options{})
+	ctx := context.Background()
+	s := b.ad.Sender()
+	topic := key(-100500, "77")
+
+	id, err := s.Send(ctx, pipeline.Outbound{Key: topic, Text: "draft"})
+	if err != nil || id == "" {
+		t.Fatalf("Send = %q, %v", id, err)
+	}
+	ed := s.(pipeline.Editor)
+	if err := ed.Edit(ctx, topic, id, "**final**"); err != nil {
+		t.Fatal(err)
+	}
+	if err := ed.Edit(ctx, topic, id, "**final**"); err != nil {
+		t.Errorf("an edit that changes nothing: %v", err)
+	}
+	edits := api.callsOf("editMessageText")
+	if edits[0].Fields["text"] != "<b>final</b>" || edits[0].Fields["parse_mode"] != "HTML" || edits[0].Fields["message_id"] != id {
+		t.Errorf("edit = %v", edits[0].Fields)
+	}
+
+	if err := s.(pipeline.Typer).Typing(ctx, topic); err != nil {
+		t.Fatal(err)
+	}
+	act := api.callsOf("sendChatAction")[0]
+	if act.Fields["action"] != "typing" || act.Fields["message_thread_id"] != "77" || act.Fields["chat_id"] != "-100500" {
+		t.Errorf("sendChatAction = %v", act.Fields)
+	}
+
+	f := pipeline.File{Name: "export.json", MIME: "application/json", Data: []byte(`{"a":1}`)}
+	if err := s.(pipeline.FileSender).SendFile(ctx, topic, f, "Your **export**"); err != nil {
+		t.Fatal(err)
+	}
+	doc := api.callsOf("sendDocument")[0]
+	if doc.Files["document"].Name != "export.json" || string(doc.Files["document"].Data) != `{"a":1}` ||
+		doc.Fields["caption"] != "Your export" || doc.Fields["message_thread_id"] != "77" {
+		t.Errorf("sendDocument = %v %v", doc.Fields, doc.Files)
+	}
+	if _, err := s.Send(ctx, pipeline.Outbound{Key: pipeline.Key{Channel: "whatsapp", Chat: "1"}, Text: "x"}); err == nil {
+		t.Error("sending to a non-Telegram key worked")
+	}
+	if id, err := s.Send(ctx, pipeline.Outbound{Key: topic, Text: "  "}); err != nil || id != "" {
+		t.Errorf("empty text: %q, %v", id, err)
+	}
+}
+
+// When one part of a long reply cannot be parsed, only that part is sent
+// as plain text; the others keep their formatting.
+func TestParseErrorInOnePart(t *testing.T) {
+	api := newFakeAPI(t)
+	var n atomic.Int32
+	api.setHook(func(c *fakeCall) *fakeErr {
+		if c.Method == "sendMessage" && c.Fields["parse_mode"] == "HTML" && n.Add(1) == 2 {
+			return &fakeErr{Code: 400, Description: "Bad Request: can't parse entities: unexpected end tag"}
+		}
+		return nil
+	})
+	b := newBare(t, api, Options{})
+	var md strings.Builder
+	for i := 0; md.Len() < 30000; i++ {
+		md.WriteString("Some **bold** text and a [link](https://example.com/" + itoa(i) + ").\n\n")
+	}
+	if _, err := b.ad.Sender().Send(context.Background(), pipeline.Outbound{Key: key(111, ""), Text: md.String()}); err != nil {
+		t.Fatal(err)
+	}
+	sent := api.sent(111)
+	if len(sent) < 3 {
+		t.Fatalf("%d parts", len(sent))
+	}
+	// The refused part may need two plain messages (link addresses are
+	// written out), and the parts after it are formatted again.
+	var modes []string
+	for _, c := range sent {
+		modes = append(modes, c.Fields["parse_mode"])
+	}
+	if modes[0] != "HTML" || modes[1] != "" || modes[len(modes)-1] != "HTML" {
+		t.Errorf("parse modes: %q", modes)
+	}
+	plain := sent[1].Fields["text"]
+	if strings.Contains(plain, "<b>") || !strings.Contains(plain, "link (https://example.com/") {
+		t.Errorf("plain part = %.200q", plain)
+	}
+}
+
+// A 429 longer than the wait budget, or a cancelled ctx, ends the send.
+func TestRateLimitBudget(t *testing.T) {
+	api := newFakeAPI(t)
+	api.setHook(func(c *fakeCall) *fakeErr {
+		if c.Method == "sendMessage" {
+			return &fakeErr{Code: 429, Description: "Too Many Requests: retry after 30", RetryAfter: 30}
+		}
+		return nil
+	})
+	b := newBare(t, api, Options{})
+	b.ad.out.rateWait = time.Second
+	start := time.Now()
+	_, err := b.ad.Sender().Send(context.Background(), pipeline.Outbound{Key: key(111, ""), Text: "hi"})
+	if err == nil || time.Since(start) > 5*time.Second {
+		t.Fatalf("Send = %v after %s, want a prompt error", err, time.Since(start))
+	}
+	b.ad.out.rateWait = time.Hour
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		api.until(func(calls []fakeCall) bool { return len(filterCalls(calls, "sendMessage")) >= 2 })
+		cancel()
+	}()
+	if _, err := b.ad.Sender().Send(ctx, pipeline.Outbound{Key: key(111, ""), Text: "hi"}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Send with a cancelled ctx = %v", err)
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	submit := func(pipeline.Inbound, pipeline.Sender) error { return nil }
+	for _, tt := range []struct {
+		opts Options
+		want string
+	}{
+		{Options{}, "telegram.token"},
+		{Options{Token: "1:a", GroupsReply: "sometimes"}, "telegram.groups.reply"},
+		{Options{Token: "1:a", Webhook: Webhook{URL: "https://x.example/hook", Listen: ":0"}}, "telegram.webhook.secret"},
+		{Options{Token: "1:a", Webhook: Webhook{URL: "https://x.example/hook", Secret: "s"}}, "telegram.webhook.listen"},
+		{Options{Token: "1:a", Webhook: Webhook{URL: "ftp://x", Listen: ":0", Secret: "s"}}, "telegram.webhook.url"},
+	} {
+		if _, err := New(tt.opts, submit, nil); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("New(%+v) = %v, want an error naming %s", tt.opts, err, tt.want)
+		}
+	}
+	if _, err := New(Options{Token: "1:a"}, nil, nil); err == nil {
+		t.Error("New without submit worked")
+	}
+}

@@ -1,0 +1,148 @@
+package telegram
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
+
+	"github.com/recallbot/recall/pipeline"
+)
+
+// item is one received update and what to do with it.
+type item struct {
+	u      *models.Update
+	in     pipeline.Inbound
+	handle bool // in goes to accept and the pipeline
+
+	notice        bool // answer TextOnlyReply directly
+	noticeKey     pipeline.Key
+	noticeReplyTo string
+}
+
+// prepare decides what to do with an update.
+func (a *Adapter) prepare(u *models.Update, me Me) item {
+	it := item{u: u}
+	if in, ok := toInbound(u, me, a.opts.GroupsReply); ok {
+		if in.Choice != "" {
+			in.Choice = a.data.resolve(in.Choice)
+		}
+		it.in, it.handle = in, true
+		return it
+	}
+	if key, replyTo, ok := textOnly(u, me); ok {
+		if a.opts.Allowed == nil || a.opts.Allowed(Channel+":"+key.Chat) {
+			it.notice, it.noticeKey, it.noticeReplyTo = true, key, replyTo
+		}
+	}
+	return it
+}
+
+// acceptPending accepts the items not yet done, in order within each
+// conversation and conversations concurrently (the store batches concurrent
+// writes into one transaction). done[i] is set for each accepted item. It
+// returns the failures; items after a failure in the same conversation are
+// left for the next attempt so their order is kept.
+func (a *Adapter) acceptPending(ctx context.Context, items []item, done []bool) error {
+	if a.accept == nil {
+		for i := range done {
+			done[i] = true
+		}
+		return nil
+	}
+	var order []pipeline.Key
+	groups := map[pipeline.Key][]int{}
+	for i, it := range items {
+		if done[i] {
+			continue
+		}
+		if !it.handle {
+			done[i] = true
+			continue
+		}
+		if _, seen := groups[it.in.Key]; !seen {
+			order = append(order, it.in.Key)
+		}
+		groups[it.in.Key] = append(groups[it.in.Key], i)
+	}
+	run := func(idxs []int) error {
+		for _, i := range idxs {
+			if err := a.accept(ctx, items[i].in); err != nil {
+				return fmt.Errorf("storing message %s of %s: %w", items[i].in.MessageID, items[i].in.Key, err)
+			}
+			done[i] = true
+		}
+		return nil
+	}
+	if len(order) == 1 {
+		return run(groups[order[0]])
+	}
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for _, k := range order {
+		idxs := groups[k]
+		wg.Go(func() {
+			if err := run(idxs); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// dispatch hands an accepted item to the pipeline, answering a button press
+// and sending the text-only notice in the background. It returns an error
+// only when the pipeline has stopped: the update must then be delivered
+// again.
+func (a *Adapter) dispatch(bg context.Context, it item) error {
+	if it.notice {
+		a.bg.Go(func() { a.sendNotice(bg, it.noticeKey, it.noticeReplyTo) })
+		return nil
+	}
+	if !it.handle {
+		return nil
+	}
+	if q := it.u.CallbackQuery; q != nil {
+		a.bg.Go(func() { a.answerCallback(bg, q.ID) })
+	}
+	err := a.submit(it.in, a.out)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, pipeline.ErrStopped):
+		return err
+	default:
+		// A full conversation queue: the message is stored when it was
+		// meant for the LLM; dropping it here keeps the others flowing.
+		a.log.Warn("the pipeline refused a message", "key", it.in.Key, "msg_id", it.in.MessageID, "err", err)
+		return nil
+	}
+}
+
+// answerCallback stops the spinner on the pressed button. A failure (an old
+// query after a restart, say) is only logged.
+func (a *Adapter) answerCallback(ctx context.Context, id string) {
+	ctx, cancel := context.WithTimeout(ctx, a.callTimeout)
+	defer cancel()
+	if _, err := a.api.AnswerCallbackQuery(ctx, &bot.AnswerCallbackQueryParams{CallbackQueryID: id}); err != nil && ctx.Err() == nil {
+		a.log.Debug("answering a button press failed", "err", err)
+	}
+}
+
+// sendNotice tells a private chat that the bot reads text only.
+func (a *Adapter) sendNotice(ctx context.Context, key pipeline.Key, replyTo string) {
+	ctx, cancel := context.WithTimeout(ctx, a.callTimeout)
+	defer cancel()
+	if _, err := a.out.Send(ctx, pipeline.Outbound{Key: key, Text: TextOnlyReply, Plain: true, ReplyTo: replyTo}); err != nil && !errors.Is(err, ErrBlocked) {
+		a.log.Warn("sending the text-only notice failed", "key", key, "err", err)
+	}
+}
