@@ -1,0 +1,463 @@
+package whatsapp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.mau.fi/whatsmeow"
+	"go.mau.fi/whatsmeow/socket"
+	"go.mau.fi/whatsmeow/store"
+	"go.mau.fi/whatsmeow/store/sqlstore"
+	"go.mau.fi/whatsmeow/types"
+	"go.mau.fi/whatsmeow/types/events"
+
+	"github.com/recallbot/recall/pipeline"
+)
+
+// recentMax is how many messages the adapter remembers (for dropping
+// redeliveries and quoting replies in groups).
+const recentMax = 4096
+
+// Adapter connects one linked WhatsApp account to the pipeline: it receives
+// messages, normalizes them, makes them durable with accept, hands them to
+// submit, and sends the answers (it is the Sender).
+type Adapter struct {
+	opts   Options
+	client Client
+	store  *sqlstore.Container // the session store New opened; nil with Options.Client
+	submit SubmitFunc
+	accept AcceptFunc
+	log    *slog.Logger
+	now    func() time.Time
+
+	// Timing and the version refresh, replaceable in tests.
+	retryBase, retryMax time.Duration
+	callTimeout         time.Duration // one send, one lookup, one receipt
+	acceptTimeout       time.Duration // making one message durable
+	sendWait            time.Duration // how long a send waits for the connection
+	updateVersion       func(ctx context.Context) error
+
+	running   atomic.Bool
+	refreshed bool // the client version was updated once (Run's goroutine only)
+	conn      *connState
+	seen      *lru[msgRef, struct{}] // messages handed to the pipeline or stored as backlog
+	quotes    *lru[msgRef, quote]    // group messages, for quoting the reply
+
+	typingMu sync.Mutex
+	typing   map[pipeline.Key]bool
+
+	fatal    chan error    // LoggedOut, StreamReplaced: Run stops with it
+	outdated chan struct{} // ClientOutdated: Run updates the version and reconnects
+
+	mu       sync.Mutex
+	stopping bool // Run ended: messages are left for WhatsApp to deliver again
+	closed   bool
+	bg       sync.WaitGroup // read receipts, presence
+}
+
+// New returns an adapter that hands messages to submit after accept has made
+// them durable (accept may be nil: nothing is stored first). Without
+// Options.Client it opens the session store <DataDir>/whatsapp.db (creating
+// it) and builds the whatsmeow client; it makes no network call. Close
+// releases what New opened.
+func New(opts Options, submit SubmitFunc, accept AcceptFunc) (*Adapter, error) {
+	if submit == nil {
+		return nil, errors.New("whatsapp: a submit function is required")
+	}
+	switch opts.GroupsReply {
+	case "":
+		opts.GroupsReply = GroupsReplyMention
+	case GroupsReplyMention, GroupsReplyAlways:
+	default:
+		return nil, fmt.Errorf("whatsapp: whatsapp.groups.reply must be %q or %q, got %q", GroupsReplyMention, GroupsReplyAlways, opts.GroupsReply)
+	}
+	if opts.BacklogWindow == 0 {
+		opts.BacklogWindow = DefaultBacklogWindow
+	}
+	if opts.SplitLimit <= 0 {
+		opts.SplitLimit = DefaultSplitLimit
+	}
+	if opts.SplitLimit < minSplitLimit {
+		return nil, fmt.Errorf("whatsapp: whatsapp.split_limit must be at least %d, got %d", minSplitLimit, opts.SplitLimit)
+	}
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("channel", Channel)
+	a := &Adapter{
+		opts: opts, submit: submit, accept: accept, log: log, now: time.Now,
+		retryBase: time.Second, retryMax: 2 * time.Minute,
+		callTimeout: 30 * time.Second, acceptTimeout: 15 * time.Second, sendWait: 2 * time.Minute,
+		updateVersion: latestVersion,
+		conn:          newConnState(),
+		seen:          newLRU[msgRef, struct{}](recentMax),
+		quotes:        newLRU[msgRef, quote](recentMax),
+		typing:        map[pipeline.Key]bool{},
+		fatal:         make(chan error, 1),
+		outdated:      make(chan struct{}, 1),
+	}
+	a.client = opts.Client
+	if a.client == nil {
+		if opts.DataDir == "" {
+			return nil, errors.New("whatsapp: data.dir is empty")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		c, err := openSession(ctx, opts.DataDir, log)
+		if err != nil {
+			return nil, err
+		}
+		cli, err := newWhatsmeow(ctx, c, log)
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		cli.AutoReconnectHook = func(err error) bool {
+			// whatsmeow waits 2s × failures before the next attempt; cap it
+			// at 2 minutes.
+			cli.AutoReconnectErrors = min(cli.AutoReconnectErrors, 60)
+			log.Warn("reconnecting to WhatsApp failed; trying again", "attempt", cli.AutoReconnectErrors, "err", err)
+			return true
+		}
+		a.store, a.client = c, &waClient{c: cli}
+	}
+	return a, nil
+}
+
+// BacklogWindow is the backlog window in effect (Options.BacklogWindow or
+// its default): pass it to chat.Pending at start, so a message too old to
+// be answered now is not answered after a restart either. Negative means no
+// window.
+func (a *Adapter) BacklogWindow() time.Duration { return a.opts.BacklogWindow }
+
+// Run connects to WhatsApp with the stored session and receives messages
+// until ctx ends (nil) or this channel cannot go on: ErrNotLinked when no
+// account is linked (nothing is connected), ErrLoggedOut when the linked
+// device was removed, ErrStreamReplaced when another client took the
+// session over, ErrOutdated when WhatsApp keeps rejecting the client
+// version. The other channels are not affected by any of them.
+//
+// When ctx ends, messages that arrive are no longer taken (WhatsApp keeps
+// them and delivers them again at the next start), but the connection stays
+// up so the turns still running can send their replies: call Close after
+// the dispatcher drained. Run returns after the goroutines it started
+// ended; it may be called once.
+func (a *Adapter) Run(ctx context.Context) error {
+	if !a.running.CompareAndSwap(false, true) {
+		return errors.New("whatsapp: Run called twice")
+	}
+	defer a.endRun()
+	if !a.client.HasSession() {
+		a.log.Error("WhatsApp is not linked yet: run `bot whatsapp login` (under Docker: docker compose run --rm -it recall bot whatsapp login); the other channels keep running")
+		return ErrNotLinked
+	}
+	a.client.AddEventHandler(func(evt any) bool { return a.handle(ctx, evt) })
+	if err := a.connect(ctx); err != nil {
+		return a.quiet(ctx, err)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-a.fatal:
+			a.client.Disconnect()
+			return err
+		case <-a.outdated:
+			a.client.Disconnect()
+			a.conn.set(false)
+			if err := a.refreshVersion(ctx); err != nil {
+				return a.quiet(ctx, err)
+			}
+			if err := a.connect(ctx); err != nil {
+				return a.quiet(ctx, err)
+			}
+		}
+	}
+}
+
+// quiet turns the error of a cancelled run into nil.
+func (a *Adapter) quiet(ctx context.Context, err error) error {
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return nil
+	}
+	return err
+}
+
+// endRun stops taking messages and waits for the background sends.
+func (a *Adapter) endRun() {
+	a.mu.Lock()
+	a.stopping = true
+	a.mu.Unlock()
+	a.bg.Wait()
+}
+
+// Close disconnects from WhatsApp and closes the session store. Sends fail
+// with ErrClosed afterwards. Call it after Run returned and the dispatcher
+// drained; it is safe to call more than once.
+func (a *Adapter) Close() error {
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return nil
+	}
+	a.closed, a.stopping = true, true
+	a.mu.Unlock()
+	a.conn.close()
+	a.bg.Wait()
+	a.client.Disconnect()
+	if a.store != nil {
+		if err := a.store.Close(); err != nil {
+			return fmt.Errorf("whatsapp: closing the session store: %w", err)
+		}
+	}
+	return nil
+}
+
+func (a *Adapter) isClosed() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.closed
+}
+
+func (a *Adapter) isStopping() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.stopping
+}
+
+// goBG runs f in the background unless the adapter is stopping.
+func (a *Adapter) goBG(f func()) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.stopping {
+		return
+	}
+	a.bg.Go(f)
+}
+
+// connect opens the connection, retrying with backoff until it succeeds or
+// ctx ends. A 405 "client outdated" answer updates the client version once.
+func (a *Adapter) connect(ctx context.Context) error {
+	for attempt := 0; ; attempt++ {
+		err := a.client.Connect()
+		if err == nil || errors.Is(err, whatsmeow.ErrAlreadyConnected) {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var sc socket.ErrWithStatusCode
+		if errors.As(err, &sc) && sc.StatusCode == 405 {
+			if err := a.refreshVersion(ctx); err != nil {
+				return err
+			}
+			continue
+		}
+		wait := a.backoff(attempt)
+		a.log.Warn("connecting to WhatsApp failed; retrying", "retry_in", wait.Round(time.Millisecond), "err", err)
+		if !sleep(ctx, wait) {
+			return ctx.Err()
+		}
+	}
+}
+
+// refreshVersion handles a 405 "client outdated": the first time it sets
+// the client version to WhatsApp Web's current one; the second time it
+// gives up with ErrOutdated.
+func (a *Adapter) refreshVersion(ctx context.Context) error {
+	if a.refreshed {
+		a.log.Error(ErrOutdated.Error())
+		return ErrOutdated
+	}
+	a.refreshed = true
+	a.log.Warn("WhatsApp says this client version is outdated (405); fetching the current version and reconnecting")
+	vctx, cancel := context.WithTimeout(ctx, a.callTimeout)
+	defer cancel()
+	if err := a.updateVersion(vctx); err != nil {
+		return fmt.Errorf("%w (fetching the current version failed: %v)", ErrOutdated, err)
+	}
+	return nil
+}
+
+// latestVersion sets whatsmeow's client version to WhatsApp Web's current
+// one (a process-wide setting of the library).
+func latestVersion(ctx context.Context) error {
+	v, err := whatsmeow.GetLatestVersion(ctx, nil)
+	if err != nil {
+		return err
+	}
+	store.SetWAVersion(*v)
+	return nil
+}
+
+// backoff is the wait before retry number attempt (0-based): exponential
+// from retryBase up to retryMax, with jitter (between half and all of it).
+func (a *Adapter) backoff(attempt int) time.Duration {
+	d := a.retryBase
+	for i := 0; i < attempt && d < a.retryMax; i++ {
+		d *= 2
+	}
+	d = min(d, a.retryMax)
+	if d <= 1 {
+		return d
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+// sleep waits d or until ctx ends; false when ctx ended.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// stop ends Run with err (the first one wins).
+func (a *Adapter) stop(err error) {
+	select {
+	case a.fatal <- err:
+	default:
+	}
+}
+
+// handle is the event handler. whatsmeow runs it for one message at a
+// time, so it returns fast: it normalizes, accepts (a local database write)
+// and submits; the turn runs in the dispatcher. Returning false leaves a
+// message unacknowledged, so WhatsApp delivers it again.
+func (a *Adapter) handle(ctx context.Context, evt any) bool {
+	switch e := evt.(type) {
+	case *events.Message:
+		return a.onMessage(ctx, e)
+	case *events.Connected:
+		a.conn.set(true)
+		me := a.client.Me()
+		a.log.Info("connected to WhatsApp", "account", me.PN.User, "name", me.Name)
+		a.goBG(a.announce)
+	case *events.Disconnected:
+		a.conn.set(false)
+		a.log.Warn("the connection to WhatsApp was lost; reconnecting")
+	case *events.KeepAliveTimeout:
+		a.log.Warn("WhatsApp does not answer keep-alives", "errors", e.ErrorCount, "last_success", e.LastSuccess)
+	case *events.KeepAliveRestored:
+		a.log.Info("WhatsApp answers keep-alives again")
+	case *events.LoggedOut:
+		a.conn.set(false)
+		err := fmt.Errorf("%w (reason: %s)", ErrLoggedOut, e.Reason.String())
+		a.log.Error("the linked device was removed; run `bot whatsapp login` again; the WhatsApp channel stops, the others keep running", "reason", e.Reason.String())
+		a.stop(err)
+	case *events.StreamReplaced:
+		a.conn.set(false)
+		a.log.Error(ErrStreamReplaced.Error())
+		a.stop(ErrStreamReplaced)
+	case *events.ClientOutdated:
+		a.conn.set(false)
+		select {
+		case a.outdated <- struct{}{}:
+		default:
+		}
+	case *events.TemporaryBan:
+		a.log.Error("WhatsApp temporarily banned this account", "ban", e.String())
+	case *events.ConnectFailure:
+		a.log.Error("WhatsApp refused the connection", "reason", e.Reason.String(), "message", e.Message)
+	case *events.UndecryptableMessage:
+		a.log.Warn("a message could not be decrypted; WhatsApp asks the sender's phone to send it again",
+			"chat", e.Info.Chat.String(), "msg_id", e.Info.ID)
+	case *events.HistorySync, *events.OfflineSyncPreview, *events.OfflineSyncCompleted:
+		// History is not imported; offline messages arrive as messages.
+	}
+	return true
+}
+
+// announce marks the account online, which WhatsApp needs to show the
+// typing indicator.
+func (a *Adapter) announce() {
+	ctx, cancel := context.WithTimeout(context.Background(), a.callTimeout)
+	defer cancel()
+	if err := a.client.SendPresence(ctx, types.PresenceAvailable); err != nil {
+		a.log.Debug("marking the account online failed (typing may not show)", "err", err)
+	}
+}
+
+// onMessage takes one message: normalize, drop a redelivery seen in this
+// process, accept (durable), then submit when it is to be answered.
+func (a *Adapter) onMessage(ctx context.Context, ev *events.Message) bool {
+	in, answer, ok := toInbound(ev, a.client.Me(), a.lidMapper(ctx), a.opts.GroupsReply, a.now(), a.opts.BacklogWindow)
+	if !ok {
+		return true
+	}
+	if a.isStopping() {
+		return false // not acknowledged: WhatsApp delivers it again at the next start
+	}
+	ref := msgRef{chat: in.Key.Chat, id: in.MessageID}
+	log := a.log.With("key", in.Key, "msg_id", in.MessageID)
+	if _, dup := a.seen.get(ref); dup {
+		log.Debug("dropped a redelivered message (seen in this process)")
+		return true
+	}
+	if a.accept != nil {
+		actx, cancel := context.WithTimeout(ctx, a.acceptTimeout)
+		err := a.accept(actx, in)
+		cancel()
+		if err != nil {
+			log.Error("storing an incoming message failed; WhatsApp will deliver it again", "err", err)
+			return false
+		}
+	}
+	if !answer {
+		a.seen.add(ref, struct{}{})
+		log.Info("message older than whatsapp.backlog_window: stored, not answered",
+			"age", a.now().Sub(in.Time).Round(time.Second), "window", a.opts.BacklogWindow)
+		return true
+	}
+	if in.IsGroup {
+		a.quotes.add(ref, quote{sender: ev.Info.Sender.ToNonAD().String(), text: shorten(in.Text, quoteTextMax)})
+	}
+	if err := a.submit(in, a); err != nil {
+		if errors.Is(err, pipeline.ErrStopped) {
+			return false // shutting down: WhatsApp delivers it again at the next start
+		}
+		// Accepted, so it is answered at the next start (chat.Pending).
+		log.Error("handing a message to the pipeline failed", "err", err)
+		return true
+	}
+	a.seen.add(ref, struct{}{})
+	if in.Addressed() {
+		info := ev.Info
+		a.goBG(func() { a.markRead(info) })
+	}
+	return true
+}
+
+// markRead sends the read receipt (blue ticks) of a message being answered.
+func (a *Adapter) markRead(info types.MessageInfo) {
+	ctx, cancel := context.WithTimeout(context.Background(), a.callTimeout)
+	defer cancel()
+	if err := a.client.MarkRead(ctx, []types.MessageID{info.ID}, a.now(), info.Chat, info.Sender); err != nil {
+		a.log.Debug("sending a read receipt failed", "chat", info.Chat.String(), "msg_id", info.ID, "err", err)
+	}
+}
+
+// lidMapper looks a @lid user's phone number up in the session store.
+func (a *Adapter) lidMapper(ctx context.Context) func(types.JID) types.JID {
+	return func(lid types.JID) types.JID {
+		lctx, cancel := context.WithTimeout(ctx, a.callTimeout)
+		defer cancel()
+		pn, err := a.client.PNForLID(lctx, lid)
+		if err != nil {
+			a.log.Debug("looking up the phone number of a LID failed", "lid", lid.String(), "err", err)
+			return types.EmptyJID
+		}
+		return pn
+	}
+}

@@ -1,0 +1,59 @@
+package whatsapp
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/recallbot/recall/pipeline"
+)
+
+// Channel is the pipeline channel name of WhatsApp conversations.
+const Channel = "whatsapp"
+
+// Group reply policies (Options.GroupsReply, whatsapp.groups.reply).
+const (
+	GroupsReplyMention = "mention" // answer only when mentioned, replied to or commanded
+	GroupsReplyAlways  = "always"  // answer every group message
+)
+
+// Defaults for Options.
+const (
+	DefaultBacklogWindow = 10 * time.Minute
+	DefaultSplitLimit    = 4000
+	// minSplitLimit keeps room for the markers closed and reopened at a split.
+	minSplitLimit = 100
+)
+
+// SubmitFunc hands a normalized message to the pipeline and returns at once
+// (pipeline.Dispatcher.Submit). It must never run the turn itself.
+type SubmitFunc func(in pipeline.Inbound, out pipeline.Sender) error
+
+// AcceptFunc makes a message durable before WhatsApp is told it arrived
+// (chat.Intake.Accept). It must be idempotent: a message may be accepted
+// again after a reconnect or a restart.
+type AcceptFunc func(ctx context.Context, in pipeline.Inbound) error
+
+// Options configure an Adapter, Login and Logout. Zero values mean the
+// defaults.
+type Options struct {
+	// DataDir holds the session store, SessionPath(DataDir) (data.dir).
+	DataDir string
+	// GroupsReply is GroupsReplyMention (default) or GroupsReplyAlways
+	// (whatsapp.groups.reply).
+	GroupsReply string
+	// BacklogWindow: a message older than this when it arrives (queued by
+	// WhatsApp while the bot was offline) is stored but not answered
+	// (whatsapp.backlog_window). 0 means DefaultBacklogWindow; a negative
+	// value answers queued messages of any age.
+	BacklogWindow time.Duration
+	// SplitLimit is the longest message sent, in characters; longer replies
+	// are split (whatsapp.split_limit). 0 means DefaultSplitLimit; at least
+	// 100.
+	SplitLimit int
+	// Log receives the adapter's logs; nil discards.
+	Log *slog.Logger
+	// Client replaces the whatsmeow client (tests). When nil, New opens the
+	// session store in DataDir and builds the real client.
+	Client Client
+}

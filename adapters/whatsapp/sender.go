@@ -1,0 +1,314 @@
+package whatsapp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"go.mau.fi/whatsmeow"
+	"go.mau.fi/whatsmeow/proto/waE2E"
+	"go.mau.fi/whatsmeow/types"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/recallbot/recall/pipeline"
+)
+
+var (
+	_ pipeline.Sender     = (*Adapter)(nil)
+	_ pipeline.Typer      = (*Adapter)(nil)
+	_ pipeline.Chooser    = (*Adapter)(nil)
+	_ pipeline.FileSender = (*Adapter)(nil)
+)
+
+// quoteTextMax is how much of a user's message a quoted reply repeats.
+const quoteTextMax = 200
+
+// quote is what a reply needs to quote a user's message in a group.
+type quote struct {
+	sender string // the author's JID as WhatsApp addressed it
+	text   string
+}
+
+// msgRef names a message in a chat.
+type msgRef struct {
+	chat string // pipeline.Key.Chat
+	id   string
+}
+
+// Sender is where answers go: pass it with every message submitted to the
+// pipeline, including messages resubmitted at start (chat.Pending). It is
+// the Adapter itself: pipeline.Sender, Typer, Chooser (no buttons) and
+// FileSender.
+func (a *Adapter) Sender() pipeline.Sender { return a }
+
+// Buttons reports false: WhatsApp has no buttons for this kind of account,
+// so choices are sent as a numbered list and answered with a number
+// (pipeline.WithChoices, pipeline.PickChoice).
+func (a *Adapter) Buttons() bool { return false }
+
+// Send renders out's Markdown for WhatsApp (or, with Plain, sends the text
+// as it is, its marker characters made inert), splits it into messages of
+// at most SplitLimit characters, and sends them in order. In a group the
+// first one quotes the message it answers (when that message arrived in
+// this process). It waits for the connection while WhatsApp is reconnecting
+// (until ctx ends, at most 2 minutes). It returns the id of the last message
+// sent, and clears the typing indicator.
+func (a *Adapter) Send(ctx context.Context, out pipeline.Outbound) (string, error) {
+	chat, err := chatJID(out.Key)
+	if err != nil {
+		return "", err
+	}
+	out = pipeline.WithChoices(a, out)
+	parts := a.render(out.Text, out.Plain)
+	if len(parts) == 0 {
+		return "", fmt.Errorf("whatsapp: nothing to send to %s (empty text)", out.Key)
+	}
+	defer a.stopTyping(out.Key, chat)
+	var id string
+	for i, p := range parts {
+		var q *quote
+		if i == 0 && out.ReplyTo != "" && chat.Server == types.GroupServer {
+			if v, ok := a.quotes.get(msgRef{chat: out.Key.Chat, id: out.ReplyTo}); ok {
+				q = &v
+			}
+		}
+		mid, err := a.send(ctx, chat, textMessage(p, out.ReplyTo, q))
+		if err != nil {
+			return id, fmt.Errorf("whatsapp: sending part %d of %d to %s: %w", i+1, len(parts), out.Key, err)
+		}
+		id = string(mid)
+	}
+	return id, nil
+}
+
+// render formats text into the messages to send.
+func (a *Adapter) render(text string, plain bool) []string {
+	if plain {
+		return formatPlain(text, a.opts.SplitLimit)
+	}
+	return formatMarkdown(text, a.opts.SplitLimit)
+}
+
+// send sends one message, waiting for the connection first; when the send
+// fails because the connection dropped, it waits for the reconnection and
+// tries once more.
+func (a *Adapter) send(ctx context.Context, chat types.JID, msg *waE2E.Message) (types.MessageID, error) {
+	for attempt := 0; ; attempt++ {
+		if err := a.waitConnected(ctx); err != nil {
+			return "", err
+		}
+		sctx, cancel := context.WithTimeout(ctx, a.callTimeout)
+		id, err := a.client.SendMessage(sctx, chat, msg)
+		cancel()
+		if err == nil || attempt > 0 || ctx.Err() != nil || a.client.IsConnected() {
+			return id, err
+		}
+		a.log.Warn("sending failed while the connection dropped; retrying after reconnecting", "chat", chat.String(), "err", err)
+	}
+}
+
+// textMessage builds a text message; with q it quotes the message replyTo.
+func textMessage(text, replyTo string, q *quote) *waE2E.Message {
+	if q == nil {
+		return &waE2E.Message{Conversation: proto.String(text)}
+	}
+	return &waE2E.Message{ExtendedTextMessage: &waE2E.ExtendedTextMessage{
+		Text: proto.String(text),
+		ContextInfo: &waE2E.ContextInfo{
+			StanzaID:      proto.String(replyTo),
+			Participant:   proto.String(q.sender),
+			QuotedMessage: &waE2E.Message{Conversation: proto.String(q.text)},
+		},
+	}}
+}
+
+// Typing shows "typing…" in the conversation (WhatsApp shows it for about
+// 25 seconds, or until a message arrives); Send clears it. It does not wait
+// for a connection: while disconnected it fails at once.
+func (a *Adapter) Typing(ctx context.Context, key pipeline.Key) error {
+	chat, err := chatJID(key)
+	if err != nil {
+		return err
+	}
+	if a.isClosed() || !a.conn.isUp() {
+		return ErrNotConnected
+	}
+	a.typingMu.Lock()
+	a.typing[key] = true
+	a.typingMu.Unlock()
+	if err := a.client.SendChatPresence(ctx, chat, types.ChatPresenceComposing); err != nil {
+		return fmt.Errorf("whatsapp: typing in %s: %w", key, err)
+	}
+	return nil
+}
+
+// stopTyping sends "paused" when typing was shown in the conversation.
+func (a *Adapter) stopTyping(key pipeline.Key, chat types.JID) {
+	a.typingMu.Lock()
+	was := a.typing[key]
+	delete(a.typing, key)
+	a.typingMu.Unlock()
+	if !was || !a.conn.isUp() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := a.client.SendChatPresence(ctx, chat, types.ChatPresencePaused); err != nil {
+		a.log.Debug("clearing the typing indicator failed", "key", key, "err", err)
+	}
+}
+
+// SendFile uploads f and sends it as a document (name and MIME type kept;
+// an /export is application/json). A caption longer than SplitLimit goes on
+// in text messages after the document.
+func (a *Adapter) SendFile(ctx context.Context, key pipeline.Key, f pipeline.File, caption string) error {
+	chat, err := chatJID(key)
+	if err != nil {
+		return err
+	}
+	if err := a.waitConnected(ctx); err != nil {
+		return err
+	}
+	uctx, cancel := context.WithTimeout(ctx, 2*a.callTimeout)
+	up, err := a.client.Upload(uctx, f.Data, whatsmeow.MediaDocument)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("whatsapp: uploading %s for %s: %w", f.Name, key, err)
+	}
+	mime := f.MIME
+	if mime == "" {
+		mime = "application/octet-stream"
+	}
+	name := f.Name
+	if name == "" {
+		name = "file"
+	}
+	var parts []string
+	if strings.TrimSpace(caption) != "" {
+		parts = a.render(caption, false)
+	}
+	doc := &waE2E.DocumentMessage{
+		URL:               proto.String(up.URL),
+		DirectPath:        proto.String(up.DirectPath),
+		MediaKey:          up.MediaKey,
+		FileEncSHA256:     up.FileEncSHA256,
+		FileSHA256:        up.FileSHA256,
+		FileLength:        proto.Uint64(up.FileLength),
+		Mimetype:          proto.String(mime),
+		FileName:          proto.String(name),
+		Title:             proto.String(name),
+		MediaKeyTimestamp: proto.Int64(a.now().Unix()),
+	}
+	if len(parts) > 0 {
+		doc.Caption = proto.String(parts[0])
+		parts = parts[1:]
+	}
+	if _, err := a.send(ctx, chat, &waE2E.Message{DocumentMessage: doc}); err != nil {
+		return fmt.Errorf("whatsapp: sending %s to %s: %w", name, key, err)
+	}
+	for _, p := range parts {
+		if _, err := a.send(ctx, chat, textMessage(p, "", nil)); err != nil {
+			return fmt.Errorf("whatsapp: sending the caption of %s to %s: %w", name, key, err)
+		}
+	}
+	return nil
+}
+
+// chatJID is the WhatsApp chat of a conversation key.
+func chatJID(key pipeline.Key) (types.JID, error) {
+	if key.Channel != Channel {
+		return types.EmptyJID, fmt.Errorf("whatsapp: %s is not a WhatsApp conversation", key)
+	}
+	j, err := types.ParseJID(key.Chat)
+	if err != nil {
+		return types.EmptyJID, fmt.Errorf("whatsapp: bad chat in %s: %w", key, err)
+	}
+	switch j.Server {
+	case types.DefaultUserServer, types.HiddenUserServer, types.GroupServer:
+		return j.ToNonAD(), nil
+	}
+	return types.EmptyJID, fmt.Errorf("whatsapp: %s is not a chat the bot can write to", key)
+}
+
+// shorten cuts s to at most n runes.
+func shorten(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
+}
+
+// connState tracks whether the client is logged in and connected, from the
+// Connected and Disconnected events.
+type connState struct {
+	mu     sync.Mutex
+	up     bool
+	upCh   chan struct{} // closed while up
+	closed chan struct{} // closed by Close
+	once   sync.Once
+}
+
+func newConnState() *connState {
+	return &connState{upCh: make(chan struct{}), closed: make(chan struct{})}
+}
+
+func (c *connState) set(up bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case up && !c.up:
+		close(c.upCh)
+	case !up && c.up:
+		c.upCh = make(chan struct{})
+	}
+	c.up = up
+}
+
+func (c *connState) isUp() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.up
+}
+
+func (c *connState) close() { c.once.Do(func() { close(c.closed) }) }
+
+// wait returns nil once connected, ErrClosed after close, ctx's error, or
+// ErrNotConnected after d.
+func (c *connState) wait(ctx context.Context, d time.Duration) error {
+	c.mu.Lock()
+	up, ch := c.up, c.upCh
+	c.mu.Unlock()
+	select {
+	case <-c.closed:
+		return ErrClosed
+	default:
+	}
+	if up {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return nil
+	case <-c.closed:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return ErrNotConnected
+	}
+}
+
+// waitConnected waits for the connection (at most sendWait).
+func (a *Adapter) waitConnected(ctx context.Context) error {
+	err := a.conn.wait(ctx, a.sendWait)
+	if err != nil && !errors.Is(err, ErrClosed) && ctx.Err() == nil {
+		return fmt.Errorf("%w (waited %s)", err, a.sendWait)
+	}
+	return err
+}

@@ -1,0 +1,280 @@
+package whatsapp
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.mau.fi/whatsmeow/proto/waE2E"
+	"go.mau.fi/whatsmeow/types"
+	"go.mau.fi/whatsmeow/types/events"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/recallbot/recall/assemble"
+	"github.com/recallbot/recall/chat"
+	"github.com/recallbot/recall/commands"
+	"github.com/recallbot/recall/llm"
+	"github.com/recallbot/recall/llm/llmtest"
+	"github.com/recallbot/recall/memory"
+	"github.com/recallbot/recall/pipeline"
+	"github.com/recallbot/recall/summary"
+)
+
+// The full chain, built as cmd/bot wires it: the store on a temp dir, the
+// LLM client on an llmtest fake, assembly, summaries, commands, the
+// responder, access, dedupe and the dispatcher; the adapter in front, on
+// the fake client.
+
+// stackOptions tune a stack.
+type stackOptions struct {
+	groupsReply string
+	splitLimit  int
+	allowed     []string        // default: the test user and user2
+	llm         llmtest.Handler // default: Echo("echo: ")
+	// accept wraps the intake's Accept.
+	accept func(ctx context.Context, in pipeline.Inbound, next AcceptFunc) error
+}
+
+// stack is a running bot on the fake client.
+type stack struct {
+	t    testing.TB
+	opts stackOptions
+	dir  string
+	wa   *fakeClient
+	llm  *llmtest.Server
+	logs *syncBuffer
+
+	store  *memory.Store
+	resp   *chat.Responder
+	sum    *summary.Summarizer
+	disp   *pipeline.Dispatcher
+	ad     *Adapter
+	cancel context.CancelFunc
+	runErr chan error
+	seq    atomic.Int64
+}
+
+func newStack(t testing.TB, opts stackOptions) *stack {
+	t.Helper()
+	if opts.allowed == nil {
+		opts.allowed = []string{"whatsapp:" + userPhone, "whatsapp:" + user2}
+	}
+	if opts.llm == nil {
+		opts.llm = llmtest.Echo("echo: ")
+	}
+	s := &stack{t: t, opts: opts, dir: t.TempDir(), wa: newFakeClient(t), logs: &syncBuffer{}}
+	s.llm = llmtest.NewServer(t, opts.llm)
+	t.Cleanup(func() {
+		if s.cancel != nil {
+			s.stop()
+		}
+		if t.Failed() {
+			t.Logf("logs:\n%s", s.logs.String())
+		}
+	})
+	s.start()
+	return s
+}
+
+// start opens the store, builds the chain, resubmits the accepted but
+// unanswered messages (as cmd/bot does at start) and runs the adapter; it
+// returns once the adapter is connected.
+func (s *stack) start() {
+	t := s.t
+	t.Helper()
+	ctx := context.Background()
+	log := slog.New(slog.NewTextHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	defaults := memory.Settings{MemoryEnabled: true, Storage: memory.StorageSQLite, Threshold: 10}
+	store, err := memory.Open(ctx, memory.Options{Dir: s.dir, Defaults: defaults, Logger: log})
+	if err != nil {
+		t.Fatalf("opening the store: %v", err)
+	}
+	counter := llm.NewCounter("test-model")
+	model := llm.New(llm.Options{BaseURL: s.llm.URL, Model: "test-model", MaxRetries: -1, Timeout: 10 * time.Second})
+	asm := assemble.New(store, counter, assemble.DefaultBudget)
+	sum := summary.New(store, model, counter, summary.Policy{}, log)
+	resp := chat.New(store, model, asm, sum, counter, chat.Options{SystemPrompt: "You are Recall.", Log: log})
+	cmds := commands.New(store, sum, resp, commands.Options{Defaults: defaults, Log: log})
+	access := pipeline.NewAccess(false, s.opts.allowed)
+	handler := pipeline.Chain(resp, access.Middleware(), pipeline.Dedupe(store, log), cmds.Middleware())
+	disp := pipeline.NewDispatcher(handler, 8, log, pipeline.WithGrace(10*time.Second))
+	intake := &chat.Intake{Store: store, Allowed: access.Allowed, Counter: counter}
+
+	var accept AcceptFunc = intake.Accept
+	if w := s.opts.accept; w != nil {
+		accept = func(ctx context.Context, in pipeline.Inbound) error { return w(ctx, in, intake.Accept) }
+	}
+	s.wa.detach()
+	ad, err := New(Options{
+		DataDir: s.dir, GroupsReply: s.opts.groupsReply, SplitLimit: s.opts.splitLimit,
+		BacklogWindow: 10 * time.Minute, Log: log, Client: s.wa,
+	}, disp.Submit, accept)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	ad.retryBase, ad.retryMax = time.Millisecond, 10*time.Millisecond
+
+	// What cmd/bot does at start: answer what was accepted but not answered,
+	// within the same backlog window.
+	pending, err := chat.Pending(ctx, store, Channel, ad.BacklogWindow())
+	if err != nil {
+		t.Fatalf("listing pending messages: %v", err)
+	}
+	for _, in := range pending {
+		if err := disp.Submit(in, ad.Sender()); err != nil {
+			t.Fatalf("resubmitting %s: %v", in.MessageID, err)
+		}
+	}
+
+	runCtx, cancel := context.WithCancel(context.Background())
+	s.store, s.resp, s.sum, s.disp, s.ad, s.cancel = store, resp, sum, disp, ad, cancel
+	s.runErr = make(chan error, 1)
+	go func() { s.runErr <- ad.Run(runCtx) }()
+	s.wa.waitFor("the adapter to connect", func() bool { return s.wa.connected })
+}
+
+// stop stops the adapter, drains the dispatcher, closes the adapter and
+// the store, in the order cmd/bot should.
+func (s *stack) stop() {
+	t := s.t
+	t.Helper()
+	s.cancel()
+	s.cancel = nil
+	if err := <-s.runErr; err != nil {
+		t.Errorf("Run: %v", err)
+	}
+	s.shutdown()
+}
+
+// shutdown drains and closes what start opened (Run has returned).
+func (s *stack) shutdown() {
+	t := s.t
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.disp.Shutdown(ctx); err != nil {
+		t.Errorf("dispatcher shutdown: %v", err)
+	}
+	if err := s.ad.Close(); err != nil {
+		t.Errorf("closing the adapter: %v", err)
+	}
+	s.resp.Wait()
+	s.sum.Wait()
+	if err := s.store.Close(ctx); err != nil {
+		t.Errorf("closing the store: %v", err)
+	}
+}
+
+// restart stops everything and starts again on the same data and account.
+func (s *stack) restart() {
+	s.t.Helper()
+	s.stop()
+	s.start()
+}
+
+// id returns a fresh platform message id.
+func (s *stack) id() string { return "3EB0" + itoa(1000+s.seq.Add(1)) }
+
+// dm delivers a direct message from sender (its chat is the sender) and
+// reports whether it was taken (acknowledged).
+func (s *stack) dm(sender types.JID, id, text string) bool {
+	s.t.Helper()
+	ev := msgEvent(sender, sender, id, text)
+	ev.Info.Timestamp = time.Now()
+	return s.wa.deliver(ev)
+}
+
+// group delivers a group message, mentioning the bot when mention is set.
+func (s *stack) group(sender types.JID, id, text string, mention bool) bool {
+	s.t.Helper()
+	ev := msgEvent(groupJID, sender, id, text)
+	if mention {
+		ev = extEvent(groupJID, sender, id, "@"+botPhone+" "+text, &waE2E.ContextInfo{MentionedJID: []string{testMe.PN.String()}})
+	}
+	ev.Info.Timestamp = time.Now()
+	return s.wa.deliver(ev)
+}
+
+// waitText waits for a message to chat whose text contains sub.
+func (s *stack) waitText(chat types.JID, sub string) sentMsg {
+	s.t.Helper()
+	return s.wa.waitSent("a message to "+chat.String()+" containing "+strconv.Quote(sub), func(m sentMsg) bool {
+		return m.To == chat && strings.Contains(m.Text(), sub)
+	})
+}
+
+// count is how many messages to chat contain sub.
+func (s *stack) count(chat types.JID, sub string) int {
+	n := 0
+	for _, m := range s.wa.sentMsgs() {
+		if m.To == chat && strings.Contains(m.Text(), sub) {
+			n++
+		}
+	}
+	return n
+}
+
+// lookup reports whether a platform message is stored and answered.
+func (s *stack) lookup(key pipeline.Key, id string) (stored, answered bool) {
+	s.t.Helper()
+	st, an, err := s.store.Lookup(context.Background(), key, id)
+	if err != nil {
+		s.t.Fatalf("lookup: %v", err)
+	}
+	return st, an
+}
+
+// lastPrompt is the newest LLM request's messages.
+func (s *stack) lastPrompt() []llm.Message {
+	reqs := s.llm.Requests()
+	if len(reqs) == 0 {
+		return nil
+	}
+	return reqs[len(reqs)-1].Messages
+}
+
+// docMessage is a message with a document, for checks.
+func docOf(m sentMsg) *waE2E.DocumentMessage { return m.Msg.GetDocumentMessage() }
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// lidEvent is a direct message arriving on the user's @lid chat, without
+// the phone number in the message (the mapping comes from the LID store).
+func lidEvent(id, text string) *events.Message {
+	ev := msgEvent(lidJID, lidJID, id, text)
+	ev.Info.Timestamp = time.Now()
+	ev.Info.AddressingMode = types.AddressingModeLID
+	return ev
+}
+
+// quotedReply is a message quoting one of the bot's messages.
+func quotedReply(chat, sender types.JID, id, text, quotedID string) *events.Message {
+	ev := extEvent(chat, sender, id, text, &waE2E.ContextInfo{
+		StanzaID: proto.String(quotedID), Participant: proto.String(testMe.PN.String()),
+	})
+	ev.Info.Timestamp = time.Now()
+	return ev
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
