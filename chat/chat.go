@@ -64,6 +64,7 @@ type Responder struct {
 	facts    *FactExtractor
 	opts     Options
 	Observer Observer
+	Usage    Usage // tokens per user for the daily quota; may be nil
 
 	mu     sync.Mutex
 	warned map[pipeline.Key]time.Time // the storage outage a conversation was warned about
@@ -132,6 +133,7 @@ func (r *Responder) Handle(ctx context.Context, t *pipeline.Turn) error {
 	if err != nil {
 		return r.fail(ctx, t, "llm_error", err, llm.UserMessage(err))
 	}
+	r.recordUsage(ctx, t, prompt, reply)
 	answer := memory.Message{
 		Key: in.Key, Role: memory.RoleAssistant, ReplyTo: in.MessageID, Text: reply.Text,
 		Time: time.Now(), Tokens: r.counter.Count(reply.Text),
