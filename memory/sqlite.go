@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ncruces/go-sqlite3"
 	_ "github.com/ncruces/go-sqlite3/driver" // registers "sqlite3"
@@ -186,7 +187,7 @@ const (
 		ON CONFLICT(key) DO UPDATE SET key = excluded.key RETURNING id`
 	sqlInsertMessage = `INSERT INTO messages(conv, role, sender_id, sender_name, platform_id, reply_to, text, created_at, tokens, is_active, chunk_id)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
-	sqlBumpTurns  = `UPDATE conversations SET turns_since_summary = turns_since_summary + 1 WHERE id = ?`
+	sqlBumpTurns  = `UPDATE conversations SET turns_since_summary = turns_since_summary + ? WHERE id = ?`
 	msgColumns    = `m.id, m.role, m.sender_id, m.sender_name, m.platform_id, m.reply_to, m.text, m.created_at, m.tokens, m.is_active, m.chunk_id`
 	sqlRecent     = `SELECT ` + msgColumns + ` FROM messages m WHERE m.conv = ? AND m.is_active = 1 ORDER BY m.id DESC`
 	sqlActive     = `SELECT ` + msgColumns + ` FROM messages m WHERE m.conv = ? AND m.is_active = 1 ORDER BY m.id`
@@ -221,9 +222,16 @@ func ensureConv(ctx context.Context, tx *sql.Tx, key pipeline.Key, cache map[pip
 	if err := key.Validate(); err != nil {
 		return 0, err
 	}
-	var id int64
-	if err := tx.QueryRowContext(ctx, sqlEnsureConv, key.String(), key.Owner(), time.Now().UnixMilli()).Scan(&id); err != nil {
-		return 0, fmt.Errorf("creating conversation %s: %w", key, err)
+	// Read first: the conversation almost always exists, and an upsert
+	// would rewrite its row in every batch.
+	id, err := convID(ctx, tx, key)
+	if err != nil {
+		return 0, err
+	}
+	if id == 0 {
+		if err := tx.QueryRowContext(ctx, sqlEnsureConv, key.String(), key.Owner(), time.Now().UnixMilli()).Scan(&id); err != nil {
+			return 0, fmt.Errorf("creating conversation %s: %w", key, err)
+		}
 	}
 	cache[key] = id
 	return id, nil
@@ -241,13 +249,19 @@ func (s *SQLite) Append(ctx context.Context, msgs []Message) (int, error) {
 	return added, err
 }
 
+// sqlInsertBatch inserts a whole batch in one statement: FTS5 flushes its
+// buffered index terms at every statement boundary, so one statement per
+// batch instead of one per row is several times faster. RETURNING lists the
+// rows actually inserted (a redelivered message is skipped).
+const sqlInsertBatch = `INSERT INTO messages(conv, role, sender_id, sender_name, platform_id, reply_to, text, created_at, tokens, is_active, chunk_id)
+	SELECT value ->> '$[0]', value ->> '$[1]', value ->> '$[2]', value ->> '$[3]', value ->> '$[4]', value ->> '$[5]',
+	       value ->> '$[6]', value ->> '$[7]', value ->> '$[8]', value ->> '$[9]', value ->> '$[10]'
+	FROM json_each(?) WHERE true
+	ON CONFLICT DO NOTHING RETURNING conv, role`
+
 func appendTx(ctx context.Context, tx *sql.Tx, msgs []Message, convs map[pipeline.Key]int64) (int, error) {
-	ins, err := tx.PrepareContext(ctx, sqlInsertMessage)
-	if err != nil {
-		return 0, err
-	}
-	defer ins.Close()
-	added := 0
+	rows := make([][]any, 0, len(msgs))
+	valid := true
 	for _, m := range msgs {
 		conv, err := ensureConv(ctx, tx, m.Key, convs)
 		if err != nil {
@@ -262,19 +276,62 @@ func appendTx(ctx context.Context, tx *sql.Tx, msgs []Message, convs map[pipelin
 		if m.Time.IsZero() {
 			m.Time = time.Now()
 		}
-		res, err := ins.ExecContext(ctx, conv, string(m.Role), m.SenderID, m.SenderName, m.PlatformID, m.ReplyTo,
-			m.Text, m.Time.UnixMilli(), m.Tokens, boolInt(m.Active || m.ChunkID == 0), m.ChunkID)
-		if err != nil {
-			return 0, fmt.Errorf("storing message in %s: %w", m.Key, err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			continue
-		}
+		// JSON cannot carry invalid UTF-8 (it would be replaced); such a
+		// batch takes the row-by-row path so every byte is kept.
+		valid = valid && utf8.ValidString(m.Text) && utf8.ValidString(m.SenderName) && utf8.ValidString(m.SenderID) &&
+			utf8.ValidString(m.PlatformID) && utf8.ValidString(m.ReplyTo)
+		rows = append(rows, []any{conv, string(m.Role), m.SenderID, m.SenderName, m.PlatformID, m.ReplyTo,
+			m.Text, m.Time.UnixMilli(), m.Tokens, boolInt(m.Active || m.ChunkID == 0), m.ChunkID})
+	}
+	turns := map[int64]int{}
+	added := 0
+	note := func(conv int64, role string) {
 		added++
-		if m.Role == RoleAssistant {
-			if _, err := tx.ExecContext(ctx, sqlBumpTurns, conv); err != nil {
+		if role == string(RoleAssistant) {
+			turns[conv]++
+		}
+	}
+	if valid {
+		doc, err := json.Marshal(rows)
+		if err != nil {
+			return 0, err
+		}
+		res, err := tx.QueryContext(ctx, sqlInsertBatch, string(doc))
+		if err != nil {
+			return 0, fmt.Errorf("storing %d messages: %w", len(msgs), err)
+		}
+		for res.Next() {
+			var conv int64
+			var role string
+			if err := res.Scan(&conv, &role); err != nil {
+				res.Close()
 				return 0, err
 			}
+			note(conv, role)
+		}
+		if err := errors.Join(res.Err(), res.Close()); err != nil {
+			return 0, fmt.Errorf("storing %d messages: %w", len(msgs), err)
+		}
+	} else {
+		ins, err := tx.PrepareContext(ctx, sqlInsertMessage)
+		if err != nil {
+			return 0, err
+		}
+		defer ins.Close()
+		for _, r := range rows {
+			res, err := ins.ExecContext(ctx, r...)
+			if err != nil {
+				return 0, fmt.Errorf("storing a message: %w", err)
+			}
+			if n, _ := res.RowsAffected(); n > 0 {
+				note(r[0].(int64), r[1].(string))
+			}
+		}
+	}
+	// One counter update per conversation, not per reply.
+	for conv, n := range turns {
+		if _, err := tx.ExecContext(ctx, sqlBumpTurns, n, conv); err != nil {
+			return 0, err
 		}
 	}
 	return added, nil

@@ -339,3 +339,34 @@ func TestUnanswered(t *testing.T) {
 		t.Errorf("Unanswered = %q, want %q", texts, want)
 	}
 }
+
+// Huge and binary messages are stored byte for byte, whichever insert path
+// their batch takes.
+func TestBinaryAndHugeMessagesAreKept(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, t.TempDir())
+	k := pipeline.Key{Channel: "console", Chat: "local"}
+	texts := []string{
+		"plain",
+		"\xff\xfe binary \x00 with NUL and invalid UTF-8 \xc3\x28",
+		strings.Repeat("a megabyte of text ", 1<<20/19),
+		"emoji 🧠 and RTL مرحبا",
+	}
+	for i, text := range texts {
+		must(t, s.Enqueue(Message{Key: k, Role: RoleUser, PlatformID: fmt.Sprint(i), Text: text}))
+	}
+	must(t, s.Flush(ctx))
+	got, err := s.sqlite.Recent(ctx, k, 0, 0)
+	must(t, err)
+	if len(got) != len(texts) {
+		t.Fatalf("stored %d messages, want %d", len(got), len(texts))
+	}
+	for i := range texts {
+		if got[i].Text != texts[i] {
+			t.Errorf("message %d changed on the way to disk (len %d → %d)", i, len(texts[i]), len(got[i].Text))
+		}
+	}
+	if _, err := s.Search(ctx, k, Query{Text: texts[1]}); err != nil {
+		t.Errorf("searching binary text: %v", err)
+	}
+}

@@ -381,6 +381,44 @@ func (w *writer) appendItems(ctx context.Context, b Backend, items []*writeItem)
 	return nil
 }
 
+// dropPending removes written messages from the overlay. Items leave the
+// queue head in order and a conversation's messages all go to one backend,
+// so what was written is the front of each conversation's pending list:
+// trimming the front keeps a backlog of thousands linear, not quadratic.
+func (w *writer) dropPending(written []Message) {
+	for len(written) > 0 {
+		key := written[0].Key
+		n := 1
+		for n < len(written) && written[n].Key == key {
+			n++
+		}
+		p := w.pending[key]
+		if n <= len(p) && samePending(p[0], written[0]) && samePending(p[n-1], written[n-1]) {
+			p = p[n:]
+		} else {
+			// Not the front (cannot happen; stay correct anyway).
+			for _, m := range written[:n] {
+				for i := range p {
+					if samePending(p[i], m) {
+						p = append(p[:i:i], p[i+1:]...)
+						break
+					}
+				}
+			}
+		}
+		if len(p) == 0 {
+			delete(w.pending, key)
+		} else {
+			w.pending[key] = p
+		}
+		written = written[n:]
+	}
+}
+
+func samePending(a, b Message) bool {
+	return a.PlatformID == b.PlatformID && a.Role == b.Role && a.Time.Equal(b.Time) && a.Text == b.Text
+}
+
 // finish removes written items from the queue and the pending overlay.
 func (w *writer) finish(items []*writeItem, _ error) {
 	w.mu.Lock()
@@ -393,20 +431,7 @@ func (w *writer) finish(items []*writeItem, _ error) {
 		}
 		w.queued -= len(it.msgs)
 		w.written += int64(len(it.msgs))
-		for _, m := range it.msgs {
-			p := w.pending[m.Key]
-			for i := range p {
-				if p[i].PlatformID == m.PlatformID && p[i].Text == m.Text && p[i].Role == m.Role && p[i].Time.Equal(m.Time) {
-					p = append(p[:i:i], p[i+1:]...)
-					break
-				}
-			}
-			if len(p) == 0 {
-				delete(w.pending, m.Key)
-			} else {
-				w.pending[m.Key] = p
-			}
-		}
+		w.dropPending(it.msgs)
 		if w.failing != nil {
 			w.log.Info("storage recovered; queued messages written", "after", time.Since(w.since).Round(time.Millisecond))
 			w.failing = nil
