@@ -1,17 +1,15 @@
 // Command bot runs Recall: `bot` starts the chat (the terminal when no chat
-// platform is configured); subcommands import, export, search, show the
-// context the bot would assemble, and print the version.
+// platform is configured); subcommands import, export, back up, search, show
+// the context the bot would assemble, check a running bot's health, and
+// print the version.
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -23,12 +21,18 @@ Usage:
   bot [--config FILE]                      run the bot (terminal chat when no platform is configured)
   bot import FILE                          merge an export file into the store (idempotent)
   bot export [--user OWNER] [--key KEY]    print data as JSON (everything, one owner, or one conversation)
+  bot backup FILE                          copy the database to a new FILE while the bot runs
+  bot healthcheck                          exit 0 when the running bot's /healthz (http.listen) answers 200
   bot search --key KEY TEXT                search a conversation's archive; prints JSON
   bot context --key KEY TEXT               show the context assembled for TEXT; prints JSON
   bot version                              print the version
 
 Configuration: config.yaml in the working directory (or --config FILE), and
 environment variables RECALL_<KEY> (e.g. RECALL_LLM_API_KEY, RECALL_DATA_DIR).
+
+Stopping: the first SIGINT or SIGTERM stops taking messages and lets work in
+progress finish (shutdown.timeout), then exits 0; a second one exits at once
+with code 130.
 `
 
 func main() {
@@ -60,7 +64,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 0
 	}
 	switch cmd {
-	case "", "import", "export", "search", "context":
+	case "", "import", "export", "backup", "search", "context", "healthcheck":
 	default:
 		// Before the configuration is read: a typo is named as such even
 		// when the configuration is broken too.
@@ -72,7 +76,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "configuration error:", err)
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := shutdownContext(stderr, os.Exit)
 	defer stop()
 	switch cmd {
 	case "":
@@ -81,6 +85,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = runImport(ctx, cfg, rest, stdout)
 	case "export":
 		err = runExport(ctx, cfg, rest, stdout)
+	case "backup":
+		err = runBackup(ctx, cfg, rest, stdout)
+	case "healthcheck":
+		err = runHealthcheck(ctx, cfg, rest, stdout)
 	case "search":
 		err = runSearch(ctx, cfg, rest, stdout)
 	case "context":

@@ -79,6 +79,8 @@ func (e botEnv) environ() []string {
 		"TMPDIR=" + os.TempDir(),
 		"RECALL_DATA_DIR=" + e.Data,
 		"RECALL_LOG_LEVEL=debug",
+		// A random port: tests never take 9090 (or each other's port).
+		"RECALL_HTTP_LISTEN=127.0.0.1:0",
 	}
 	if e.LLM != "" {
 		env = append(env,

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -22,6 +23,8 @@ import (
 	"github.com/recallbot/recall/llm"
 	"github.com/recallbot/recall/logs"
 	"github.com/recallbot/recall/memory"
+	"github.com/recallbot/recall/metrics"
+	"github.com/recallbot/recall/ops"
 	"github.com/recallbot/recall/pipeline"
 	"github.com/recallbot/recall/summary"
 )
@@ -48,8 +51,13 @@ type app struct {
 	handler   pipeline.Handler
 	access    *pipeline.Access
 	counter   llm.Counter
+	metrics   *metrics.Metrics
+	health    *ops.Health // /healthz: database, write queue, then each channel as it starts
 	closeLog  func()
 }
+
+// The metrics hear about every turn.
+var _ chat.Observer = (*metrics.Metrics)(nil)
 
 // notConfigured is what the user reads when no LLM is set up.
 const notConfigured = "I'm running, but no language model is configured yet, so I can't answer. " +
@@ -73,6 +81,9 @@ func newApp(ctx context.Context, cfg config.Config, logw io.Writer) (*app, error
 		return nil, fmt.Errorf("opening the store in %s: %w", cfg.Data.Dir, err)
 	}
 	a.store = store
+	a.metrics = metrics.New(metrics.Options{Version: version, Channels: enabledChannels(cfg), WriteQueue: store})
+	a.health = ops.NewHealth(logs.NewRedactor(nil, cfg.Secrets()).Redact,
+		ops.Database(store.SQLite().DB()), ops.WriteQueueCheck(store))
 	counter := llm.NewCounter(cfg.LLM.Model)
 	a.counter = counter
 	var model chat.Model
@@ -90,13 +101,14 @@ func newApp(ctx context.Context, cfg config.Config, logw io.Writer) (*app, error
 	var sum chat.Summarizer
 	var cmdSum commands.Summarizer
 	if a.model != nil {
-		a.summarize = summary.New(store, a.model, counter, policy, a.log)
+		a.summarize = summary.New(summaryCounter{store, a.metrics}, a.model, counter, policy, a.log)
 		sum, cmdSum = a.summarize, a.summarize
 	}
 	a.responder = chat.New(store, model, asm, sum, counter, chat.Options{
 		SystemPrompt: cfg.LLM.SystemPrompt, Facts: cfg.Memory.Facts.Enabled, MaxMemories: cfg.Memory.MaxMemories,
 		NotConfigured: notConfigured, Log: a.log,
 	})
+	a.responder.Observer = a.metrics
 	extra := ""
 	if a.model == nil {
 		extra = notConfigured
@@ -109,6 +121,45 @@ func newApp(ctx context.Context, cfg config.Config, logw io.Writer) (*app, error
 		a.commands.Middleware(),
 	)
 	return a, nil
+}
+
+// enabledChannels names the chat channels this configuration runs.
+func enabledChannels(cfg config.Config) []string {
+	var out []string
+	if cfg.TelegramEnabled() {
+		out = append(out, telegram.Channel)
+	}
+	if cfg.WhatsApp.Enabled {
+		out = append(out, "whatsapp")
+	}
+	if len(out) == 0 {
+		out = append(out, console.Key.Channel)
+	}
+	return out
+}
+
+// summaryCounter is the store as the summarizer sees it: it counts the
+// summaries written (recall_summaries_created_total) — level 1 by Archive,
+// higher levels by Fold.
+type summaryCounter struct {
+	*memory.Store
+	m *metrics.Metrics
+}
+
+func (s summaryCounter) Archive(ctx context.Context, key pipeline.Key, ids []int64, sum memory.Summary, turnsSeen int) (memory.Summary, error) {
+	out, err := s.Store.Archive(ctx, key, ids, sum, turnsSeen)
+	if err == nil {
+		s.m.SummaryCreated(max(out.Level, 1))
+	}
+	return out, err
+}
+
+func (s summaryCounter) Fold(ctx context.Context, key pipeline.Key, ids []int64, sum memory.Summary) (memory.Summary, error) {
+	out, err := s.Store.Fold(ctx, key, ids, sum)
+	if err == nil {
+		s.m.SummaryCreated(out.Level)
+	}
+	return out, err
 }
 
 func boolInt(b bool) int {
@@ -127,12 +178,19 @@ func (a *app) close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.Shutdown.Timeout)
 	defer cancel()
 	err := a.store.Close(ctx)
+	if err != nil {
+		a.log.Error("stopped, but the write queue could not be flushed", "err", err)
+	} else {
+		a.log.Info("stopped; everything is written")
+	}
 	a.closeLog()
 	return err
 }
 
 // runBot runs the chat channels until ctx ends (or, for the terminal chat,
-// until end of input).
+// until end of input), with the health and metrics server on http.listen.
+// Once ctx ends it stops taking updates, lets turns in flight finish
+// (shutdown.timeout), then flushes the write queue.
 func runBot(ctx context.Context, cfg config.Config, stdin io.Reader, stdout, stderr io.Writer) error {
 	terminal := !cfg.TelegramEnabled() && !cfg.WhatsApp.Enabled
 	logw := stderr
@@ -155,6 +213,10 @@ func runBot(ctx context.Context, cfg config.Config, stdin io.Reader, stdout, std
 	if logFile != nil {
 		a.closeLog = func() { logFile.Close() }
 	}
+	stopHTTP, err := a.serveHTTP(terminal)
+	if err != nil {
+		return errors.Join(err, a.close())
+	}
 	retention := make(chan error, 1)
 	rctx, stopRetention := context.WithCancel(ctx)
 	go func() {
@@ -176,7 +238,40 @@ func runBot(ctx context.Context, cfg config.Config, stdin io.Reader, stdout, std
 	}
 	stopRetention()
 	<-retention
+	stopHTTP()
 	return errors.Join(runErr, a.close())
+}
+
+// serveHTTP starts the health and metrics server on http.listen (nothing
+// when it is empty) and returns the function that stops it. Failing to
+// listen is an error naming http.listen, except in the terminal chat, which
+// runs without the server then (another Recall may hold the port).
+func (a *app) serveHTTP(terminal bool) (stop func(), err error) {
+	addr := a.cfg.HTTP.Listen
+	if addr == "" {
+		return func() {}, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		if terminal {
+			a.log.Warn("the health and metrics server is off: cannot listen on http.listen", "addr", addr, "err", err)
+			return func() {}, nil
+		}
+		return nil, fmt.Errorf("http.listen %s: %w (is another Recall running? set http.listen to a free host:port, or to \"\" in config.yaml to turn the health and metrics server off)", addr, err)
+	}
+	a.log.Info("serving /healthz and /metrics", "addr", ln.Addr().String())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := ops.Serve(ctx, ln, ops.Handler(a.health, a.metrics.Handler())); err != nil {
+			a.log.Error("the health and metrics server failed", "addr", addr, "err", err)
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}, nil
 }
 
 // pendingWindow is how old an accepted but unanswered message may be to be
@@ -217,6 +312,9 @@ func (a *app) runChannels(ctx context.Context) error {
 		if len(pending) > 0 {
 			a.log.Info("answering messages left unanswered by the last run", "channel", telegram.Channel, "count", len(pending))
 		}
+		// The adapter reports its connection on /healthz once it implements
+		// ops.HealthReporter; until then it counts as healthy.
+		a.health.Add(ops.Channel(telegram.Channel, tg))
 		g.Go(func() error { return tg.Run(gctx) })
 	}
 	if cfg.WhatsApp.Enabled {
@@ -224,8 +322,13 @@ func (a *app) runChannels(ctx context.Context) error {
 	}
 	a.log.Info("running", "telegram", cfg.TelegramEnabled())
 	err := g.Wait() // returns when ctx ends (or a channel fails)
-	a.log.Info("stopping: no new updates; letting turns in flight finish", "timeout", cfg.Shutdown.Timeout)
+	inFlight, queued := disp.Stats()
+	a.log.Info("stopping: no new updates; letting turns in flight finish",
+		"cause", context.Cause(ctx), "in_flight", inFlight, "queued", queued, "timeout", cfg.Shutdown.Timeout)
 	derr := disp.Close()
+	if derr == nil {
+		a.log.Info("turns finished; flushing the write queue", "queued", a.store.WriteStats().Queued)
+	}
 	return errors.Join(err, derr)
 }
 

@@ -1,0 +1,169 @@
+package metrics
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/recallbot/recall/llm"
+	"github.com/recallbot/recall/memory"
+)
+
+// WriteQueue is where the write-behind queue's state is read at each scrape
+// (*memory.Store).
+type WriteQueue interface {
+	WriteStats() memory.WriteStats
+}
+
+// Options configure New. Every field may be left zero.
+type Options struct {
+	// Version is reported as recall_build_info{version}.
+	Version string
+	// Channels are the enabled chat channels; their per-channel series
+	// start at 0, so rates work from the first scrape.
+	Channels []string
+	// WriteQueue, when set, is read at each scrape for
+	// recall_write_queue_depth, recall_write_queue_failing and
+	// recall_write_failures_total.
+	WriteQueue WriteQueue
+}
+
+// Metrics holds Recall's collectors and their registry. Its methods are
+// safe for concurrent use.
+type Metrics struct {
+	reg        *prometheus.Registry
+	turns      *prometheus.CounterVec
+	latency    prometheus.Histogram
+	tokens     *prometheus.CounterVec
+	summaries  *prometheus.CounterVec
+	reconnects *prometheus.CounterVec
+}
+
+// Outcomes of a turn that called the language model and got an answer; only
+// these are timed by recall_llm_latency_seconds.
+const (
+	outcomeOK        = "ok"
+	outcomeSendError = "send_error"
+)
+
+// New returns the metrics, registered on a new registry together with the
+// Go runtime and process collectors.
+func New(opts Options) *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		turns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "recall_turns_total",
+			Help: "Chat turns answered, by channel and outcome (ok, llm_error, storage, send_error, not_configured).",
+		}, []string{"channel", "outcome"}),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "recall_llm_latency_seconds",
+			Help:    "Time from a message's arrival at the responder to the language model's answer being ready to send, for turns the model answered.",
+			Buckets: []float64{0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120},
+		}),
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "recall_llm_tokens_total",
+			Help: "Tokens used by chat replies as reported by the LLM server, by model and kind (prompt, completion).",
+		}, []string{"model", "kind"}),
+		summaries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "recall_summaries_created_total",
+			Help: "Summaries created, by level (1 = from messages, higher = folded summaries).",
+		}, []string{"level"}),
+		reconnects: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "recall_channel_reconnects_total",
+			Help: "Times a chat channel reconnected after losing its connection.",
+		}, []string{"channel"}),
+	}
+	build := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "recall_build_info",
+		Help:        "Always 1; the version label is the running build.",
+		ConstLabels: prometheus.Labels{"version": opts.Version},
+	})
+	build.Set(1)
+	m.reg.MustRegister(m.turns, m.latency, m.tokens, m.summaries, m.reconnects, build,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	if opts.WriteQueue != nil {
+		m.reg.MustRegister(writeQueueCollector{opts.WriteQueue})
+	}
+	for _, ch := range opts.Channels {
+		m.reconnects.WithLabelValues(ch)
+		m.turns.WithLabelValues(ch, outcomeOK)
+	}
+	return m
+}
+
+// Turn records a finished turn (chat.Observer): its outcome, and for turns
+// the model answered the latency and the tokens it reported.
+func (m *Metrics) Turn(channel, outcome string, latency time.Duration, reply llm.Reply) {
+	m.turns.WithLabelValues(channel, outcome).Inc()
+	if outcome != outcomeOK && outcome != outcomeSendError {
+		return
+	}
+	m.latency.Observe(latency.Seconds())
+	model := reply.Model
+	if model == "" {
+		model = "unknown"
+	}
+	if reply.PromptTokens > 0 {
+		m.tokens.WithLabelValues(model, "prompt").Add(float64(reply.PromptTokens))
+	}
+	if reply.CompletionTokens > 0 {
+		m.tokens.WithLabelValues(model, "completion").Add(float64(reply.CompletionTokens))
+	}
+}
+
+// SummaryCreated counts one summary of the given level.
+func (m *Metrics) SummaryCreated(level int) {
+	m.summaries.WithLabelValues(strconv.Itoa(level)).Inc()
+}
+
+// ChannelReconnected counts one reconnect of a chat channel ("telegram",
+// "whatsapp").
+func (m *Metrics) ChannelReconnected(channel string) {
+	m.reconnects.WithLabelValues(channel).Inc()
+}
+
+// Handler serves the metrics in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
+		Registry:      m.reg, // counts its own errors as promhttp_metric_handler_errors_total
+		ErrorHandling: promhttp.ContinueOnError,
+	})
+}
+
+// Gatherer exposes the registry (tests, custom exporters).
+func (m *Metrics) Gatherer() prometheus.Gatherer { return m.reg }
+
+// writeQueueCollector reads the write queue's state at scrape time.
+type writeQueueCollector struct{ q WriteQueue }
+
+var (
+	queueDepthDesc = prometheus.NewDesc("recall_write_queue_depth",
+		"Messages waiting in the write-behind queue.", nil, nil)
+	queueFailingDesc = prometheus.NewDesc("recall_write_queue_failing",
+		"1 while writes to storage are failing (the queue keeps them and retries), else 0.", nil, nil)
+	writeFailuresDesc = prometheus.NewDesc("recall_write_failures_total",
+		"Failed write attempts of the write-behind queue since start.", nil, nil)
+)
+
+func (c writeQueueCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- queueDepthDesc
+	ch <- queueFailingDesc
+	ch <- writeFailuresDesc
+}
+
+func (c writeQueueCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.q.WriteStats()
+	failing := 0.0
+	if st.Failing != nil {
+		failing = 1
+	}
+	ch <- prometheus.MustNewConstMetric(queueDepthDesc, prometheus.GaugeValue, float64(st.Queued))
+	ch <- prometheus.MustNewConstMetric(queueFailingDesc, prometheus.GaugeValue, failing)
+	ch <- prometheus.MustNewConstMetric(writeFailuresDesc, prometheus.CounterValue, float64(st.Failures))
+}

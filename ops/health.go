@@ -1,0 +1,152 @@
+package ops
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/recallbot/recall/memory"
+)
+
+// HealthReporter is implemented by a chat channel (adapter) that knows
+// whether it is connected. Channels without it are reported healthy.
+type HealthReporter interface {
+	// Health returns nil while the channel is connected, else an error
+	// saying what is wrong in words for an operator (it is shown on
+	// /healthz, so never a token). It must answer at once, from state the
+	// channel already has: no network call.
+	Health() error
+}
+
+// Check is one part of the health report.
+type Check struct {
+	Name string // the key in the report: "database", "write_queue", "telegram"
+	// Run returns nil when the part is healthy. ctx ends when the client
+	// goes away.
+	Run func(ctx context.Context) error
+}
+
+// Querier runs a query (*sql.DB).
+type Querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// DatabaseTimeout is how long the database may take to answer SELECT 1.
+const DatabaseTimeout = 2 * time.Second
+
+// Database checks that db answers SELECT 1 within DatabaseTimeout.
+func Database(db Querier) Check {
+	return Check{Name: "database", Run: func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, DatabaseTimeout)
+		defer cancel()
+		var one int
+		err := db.QueryRowContext(ctx, `SELECT 1`).Scan(&one)
+		switch {
+		case errors.Is(err, context.DeadlineExceeded):
+			return fmt.Errorf("not answering within %s", DatabaseTimeout)
+		case err != nil:
+			return err
+		case one != 1:
+			return fmt.Errorf("SELECT 1 answered %d", one)
+		}
+		return nil
+	}}
+}
+
+// WriteQueue is the write-behind queue (*memory.Store).
+type WriteQueue interface {
+	WriteStats() memory.WriteStats
+}
+
+// WriteQueueCheck reports the write queue unhealthy while its writes fail.
+func WriteQueueCheck(q WriteQueue) Check {
+	return Check{Name: "write_queue", Run: func(context.Context) error {
+		st := q.WriteStats()
+		if st.Failing == nil {
+			return nil
+		}
+		return fmt.Errorf("writes failing since %s (%d messages waiting): %w",
+			st.Since.UTC().Format(time.RFC3339), st.Queued, st.Failing)
+	}}
+}
+
+// Channel checks a chat channel: its Health when it implements
+// HealthReporter, healthy otherwise.
+func Channel(name string, channel any) Check {
+	return Check{Name: name, Run: func(context.Context) error {
+		if h, ok := channel.(HealthReporter); ok {
+			return h.Health()
+		}
+		return nil
+	}}
+}
+
+// Report is the /healthz body.
+type Report struct {
+	Status string            `json:"status"` // StatusOK or StatusUnavailable
+	Parts  map[string]string `json:"parts"`  // check name → "ok" or what is wrong
+}
+
+// Report statuses.
+const (
+	StatusOK          = "ok"
+	StatusUnavailable = "unavailable"
+)
+
+// Health runs the checks for /healthz. Checks may be added while it serves.
+type Health struct {
+	redact func(string) string
+
+	mu     sync.Mutex
+	checks []Check
+}
+
+// NewHealth returns a Health running checks. redact (may be nil) scrubs
+// secrets from the messages of failing checks.
+func NewHealth(redact func(string) string, checks ...Check) *Health {
+	if redact == nil {
+		redact = func(s string) string { return s }
+	}
+	return &Health{redact: redact, checks: append([]Check(nil), checks...)}
+}
+
+// Add adds a check (a channel, once it is set up).
+func (h *Health) Add(c Check) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.checks = append(h.checks, c)
+}
+
+// Report runs every check, one after the other.
+func (h *Health) Report(ctx context.Context) Report {
+	h.mu.Lock()
+	checks := append([]Check(nil), h.checks...)
+	h.mu.Unlock()
+	r := Report{Status: StatusOK, Parts: make(map[string]string, len(checks))}
+	for _, c := range checks {
+		if err := c.Run(ctx); err != nil {
+			r.Status = StatusUnavailable
+			r.Parts[c.Name] = h.redact(err.Error())
+			continue
+		}
+		r.Parts[c.Name] = StatusOK
+	}
+	return r
+}
+
+// ServeHTTP answers the report as JSON: 200 when every part is healthy, 503
+// otherwise.
+func (h *Health) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rep := h.Report(r.Context())
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	if rep.Status != StatusOK {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	_ = json.NewEncoder(w).Encode(rep)
+}
