@@ -46,7 +46,8 @@ type Adapter struct {
 	callTimeout         time.Duration // for calls made in the background
 
 	running atomic.Bool
-	bg      sync.WaitGroup // callback answers, text-only notices, the command menu
+	health  atomic.Pointer[error] // the last polling problem; nil when fine
+	bg      sync.WaitGroup        // callback answers, text-only notices, the command menu
 
 	// listening, when set (tests), receives the webhook server's address.
 	listening chan<- string
@@ -288,4 +289,24 @@ func truncateRunes(s string, n int) string {
 	}
 	r := []rune(s)
 	return string(r[:n-1]) + "…"
+}
+
+// Health reports whether updates are being received: nil while polling
+// works (or in webhook mode), the last problem otherwise. It makes no call.
+func (a *Adapter) Health() error {
+	if !a.running.Load() {
+		return errors.New("not running")
+	}
+	if p := a.health.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func (a *Adapter) setHealth(err error) {
+	if err == nil {
+		a.health.Store(nil)
+		return
+	}
+	a.health.Store(&err)
 }

@@ -45,6 +45,9 @@ type Options struct {
 	// get nothing from the adapter itself. Text messages always go to the
 	// pipeline, whose access stage answers strangers.
 	Allowed func(userID string) bool
+	// OnReconnect, when set, is called each time receiving updates works
+	// again after failing (metrics).
+	OnReconnect func()
 }
 
 // Webhook configures webhook delivery (telegram.webhook.*).

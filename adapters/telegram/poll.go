@@ -68,6 +68,7 @@ func (a *Adapter) poll(ctx context.Context, me Me) error {
 				wait = time.Duration(max(ae.RetryAfter, 1)) * time.Second
 			}
 			failures++
+			a.setHealth(fmt.Errorf("cannot reach the Telegram Bot API (%d failed attempts): %w", failures, err))
 			lvl := a.log.Warn
 			if failures == 1 && ae == nil {
 				lvl = a.log.Info // a dropped long poll now and then is normal
@@ -78,7 +79,11 @@ func (a *Adapter) poll(ctx context.Context, me Me) error {
 			}
 			continue
 		}
+		if failures > 0 && a.opts.OnReconnect != nil {
+			a.opts.OnReconnect()
+		}
 		failures = 0
+		a.setHealth(nil)
 		updates, next := a.decodeUpdates(raws)
 		if !a.handleBatch(ctx, me, updates) {
 			// ctx ended or the pipeline stopped before the batch was

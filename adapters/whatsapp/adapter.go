@@ -461,3 +461,15 @@ func (a *Adapter) lidMapper(ctx context.Context) func(types.JID) types.JID {
 		return pn
 	}
 }
+
+// Health reports whether the channel is connected to WhatsApp (for
+// /healthz). It makes no network call.
+func (a *Adapter) Health() error {
+	if !a.running.Load() {
+		return errors.New("not running (is the account linked? see bot whatsapp login)")
+	}
+	if !a.client.IsConnected() {
+		return errors.New("not connected to WhatsApp; reconnecting")
+	}
+	return nil
+}

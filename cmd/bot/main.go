@@ -22,6 +22,8 @@ Usage:
   bot import FILE                          merge an export file into the store (idempotent)
   bot export [--user OWNER] [--key KEY]    print data as JSON (everything, one owner, or one conversation)
   bot backup FILE                          copy the database to a new FILE while the bot runs
+  bot whatsapp login [--phone +49…]        link the bot to a WhatsApp account (QR code, or a pairing code with --phone)
+  bot whatsapp logout                      unlink it and delete the session
   bot healthcheck                          exit 0 when the running bot's /healthz (http.listen) answers 200
   bot search --key KEY TEXT                search a conversation's archive; prints JSON
   bot context --key KEY TEXT               show the context assembled for TEXT; prints JSON
@@ -64,7 +66,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 0
 	}
 	switch cmd {
-	case "", "import", "export", "backup", "search", "context", "healthcheck":
+	case "", "import", "export", "backup", "search", "context", "healthcheck", "whatsapp":
 	default:
 		// Before the configuration is read: a typo is named as such even
 		// when the configuration is broken too.
@@ -89,6 +91,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = runBackup(ctx, cfg, rest, stdout)
 	case "healthcheck":
 		err = runHealthcheck(ctx, cfg, rest, stdout)
+	case "whatsapp":
+		err = runWhatsApp(ctx, cfg, rest, stdout, stderr)
 	case "search":
 		err = runSearch(ctx, cfg, rest, stdout)
 	case "context":

@@ -16,10 +16,12 @@ import (
 
 	"github.com/recallbot/recall/adapters/console"
 	"github.com/recallbot/recall/adapters/telegram"
+	"github.com/recallbot/recall/adapters/whatsapp"
 	"github.com/recallbot/recall/assemble"
 	"github.com/recallbot/recall/chat"
 	"github.com/recallbot/recall/commands"
 	"github.com/recallbot/recall/config"
+	"github.com/recallbot/recall/limits"
 	"github.com/recallbot/recall/llm"
 	"github.com/recallbot/recall/logs"
 	"github.com/recallbot/recall/memory"
@@ -114,11 +116,27 @@ func newApp(ctx context.Context, cfg config.Config, logw io.Writer) (*app, error
 		extra = notConfigured
 	}
 	a.commands = commands.New(store, cmdSum, a.responder, commands.Options{Defaults: defaults, Facts: cfg.Memory.Facts.Enabled, Log: a.log, ExtraHelp: extra})
-	a.access = pipeline.NewAccess(cfg.Access.Open, cfg.Access.AllowedUsers)
+	a.access = pipeline.NewAccess(cfg.Access.Open, cfg.Access.AllowedUsers,
+		pipeline.WithAdmins(cfg.Access.Admins...), pipeline.WithAccessStore(store), pipeline.WithAccessLog(a.log))
+	if err := a.access.Load(ctx); err != nil {
+		_ = store.Close(context.Background())
+		return nil, fmt.Errorf("loading access decisions: %w", err)
+	}
+	a.commands.EnableAdmin(commands.AdminOptions{Access: a.access, Stats: store,
+		MessagesPerMinute: cfg.Limits.MessagesPerMinute, TokensPerDay: cfg.Limits.TokensPerDay})
+	lim := limits.Options{Exempt: a.access.IsAdmin, Discard: store}
+	rate := limits.NewRate(cfg.Limits.MessagesPerMinute, lim)
+	quota := limits.NewQuota(cfg.Limits.TokensPerDay, store, lim)
+	a.responder.Usage = quota
+	// The stages of DESIGN.md in order: access, dedupe, (rate limit),
+	// commands, (token quota), then the responder: persist, assemble, LLM,
+	// reply, persist, summarize.
 	a.handler = pipeline.Chain(a.responder,
 		a.access.Middleware(),
 		pipeline.Dedupe(store, a.log),
+		rate.Middleware(),
 		a.commands.Middleware(),
+		quota.Middleware(),
 	)
 	return a, nil
 }
@@ -130,7 +148,7 @@ func enabledChannels(cfg config.Config) []string {
 		out = append(out, telegram.Channel)
 	}
 	if cfg.WhatsApp.Enabled {
-		out = append(out, "whatsapp")
+		out = append(out, whatsapp.Channel)
 	}
 	if len(out) == 0 {
 		out = append(out, console.Key.Channel)
@@ -295,6 +313,7 @@ func (a *app) runChannels(ctx context.Context) error {
 			Webhook:     telegram.Webhook{URL: cfg.Telegram.Webhook.URL, Listen: cfg.Telegram.Webhook.Listen, Secret: cfg.Telegram.Webhook.Secret},
 			GroupsReply: cfg.Telegram.Groups.Reply, Stream: cfg.Telegram.Stream,
 			Log: a.log.With("channel", telegram.Channel), Commands: menu, Allowed: a.access.Allowed,
+			OnReconnect: func() { a.metrics.ChannelReconnected(telegram.Channel) },
 		}, disp.Submit, intake.Accept)
 		if err != nil {
 			return err
@@ -312,25 +331,58 @@ func (a *app) runChannels(ctx context.Context) error {
 		if len(pending) > 0 {
 			a.log.Info("answering messages left unanswered by the last run", "channel", telegram.Channel, "count", len(pending))
 		}
-		// The adapter reports its connection on /healthz once it implements
-		// ops.HealthReporter; until then it counts as healthy.
 		a.health.Add(ops.Channel(telegram.Channel, tg))
 		g.Go(func() error { return tg.Run(gctx) })
 	}
+	var wa *whatsapp.Adapter
 	if cfg.WhatsApp.Enabled {
-		a.log.Warn("whatsapp.enabled is set but this build has no WhatsApp channel yet")
+		var err error
+		wa, err = whatsapp.New(whatsapp.Options{DataDir: cfg.Data.Dir, GroupsReply: cfg.WhatsApp.Groups.Reply,
+			BacklogWindow: cfg.WhatsApp.BacklogWindow, SplitLimit: cfg.WhatsApp.SplitLimit,
+			Log: a.log.With("channel", whatsapp.Channel)}, disp.Submit, intake.Accept)
+		if err != nil {
+			return err
+		}
+		pending, err := chat.Pending(ctx, a.store, whatsapp.Channel, wa.BacklogWindow())
+		if err != nil {
+			return fmt.Errorf("listing unanswered whatsapp messages: %w", err)
+		}
+		for _, in := range pending {
+			if err := disp.Submit(in, wa.Sender()); err != nil {
+				a.log.Warn("resubmitting an unanswered message", "key", in.Key, "err", err)
+			}
+		}
+		a.health.Add(ops.Channel(whatsapp.Channel, wa))
+		// A WhatsApp failure (not linked, logged out) stops only this
+		// channel: it is logged, the others keep running.
+		g.Go(func() error {
+			if err := wa.Run(gctx); err != nil {
+				a.log.Error("the WhatsApp channel stopped; the other channels keep running", "err", err)
+			}
+			return nil
+		})
 	}
-	a.log.Info("running", "telegram", cfg.TelegramEnabled())
+	// Keep serving until asked to stop, even when a channel gave up.
+	g.Go(func() error { <-gctx.Done(); return nil })
+	a.log.Info("running", "telegram", cfg.TelegramEnabled(), "whatsapp", cfg.WhatsApp.Enabled)
 	err := g.Wait() // returns when ctx ends (or a channel fails)
 	inFlight, queued := disp.Stats()
 	a.log.Info("stopping: no new updates; letting turns in flight finish",
 		"cause", context.Cause(ctx), "in_flight", inFlight, "queued", queued, "timeout", cfg.Shutdown.Timeout)
 	derr := disp.Close()
+	if wa != nil {
+		derr = errors.Join(derr, wa.Close())
+	}
 	if derr == nil {
 		a.log.Info("turns finished; flushing the write queue", "queued", a.store.WriteStats().Queued)
 	}
 	return errors.Join(err, derr)
 }
+
+var (
+	_ ops.HealthReporter = (*telegram.Adapter)(nil)
+	_ ops.HealthReporter = (*whatsapp.Adapter)(nil)
+)
 
 func isTerminal(r io.Reader) bool {
 	f, ok := r.(*os.File)
