@@ -235,32 +235,59 @@ func (a *Assembler) Build(ctx context.Context, req Request) (Prompt, error) {
 
 	// Over the total? Trim snippets, then the oldest recent turns, then the
 	// oldest / lowest summaries (then memories, then a memory-less prompt).
-	total := func() int {
-		return fixed + a.count.Count(current) + blockTokens(a, notes, sums, snips) + tokensOf(recent)
+	//
+	// The memory block is counted once; while trimming, each dropped item's
+	// own count is subtracted, and the whole prompt is counted again only
+	// near the budget (re-tokenizing the block for every drop would cost
+	// milliseconds a turn). The decisions are those of exact counting.
+	currentTok := a.count.Count(current)
+	exact := func() int {
+		return fixed + currentTok + blockTokens(a, notes, sums, snips) + tokensOf(recent)
+	}
+	estimate, drops := exact(), 0
+	over := func() bool {
+		// A drop can save a little more than its item (a newline, a
+		// section header, the block's framing): allow for that before
+		// trusting the estimate.
+		if estimate-2*drops-40 > b.Total {
+			drops++
+			return true
+		}
+		estimate, drops = exact(), 0
+		if estimate > b.Total {
+			drops++
+			return true
+		}
+		return false
 	}
 	snipTrimmed := 0
-	for total() > b.Total && len(snips) > 0 {
+	for over() && len(snips) > 0 {
+		estimate -= snips[len(snips)-1].Tokens
 		snips = snips[:len(snips)-1] // lowest ranked first
 		snipTrimmed++
 	}
-	for total() > b.Total && len(recent) > 0 {
+	for over() && len(recent) > 0 {
+		estimate -= recent[0].Tokens + perMessage
 		recent = recent[1:]
 		recentTrimmed++
 	}
-	for total() > b.Total && len(sums) > 0 {
+	for over() && len(sums) > 0 {
 		// lowest level, oldest first: the list is sorted highest level first
 		// and oldest first within a level, so find the last level's oldest.
 		idx := len(sums) - 1
 		for idx > 0 && sums[idx-1].Level == sums[idx].Level {
 			idx--
 		}
+		estimate -= a.count.Count(summaryLine(sums[idx]))
 		sums = append(sums[:idx], sums[idx+1:]...)
 		sumTrimmed++
 	}
-	for total() > b.Total && len(notes) > 0 {
+	for over() && len(notes) > 0 {
+		estimate -= a.count.Count(notes[len(notes)-1])
 		notes = notes[:len(notes)-1]
 		notesTrimmed++
 	}
+	total := exact
 
 	var msgs []llm.Message
 	if system != "" {

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -623,4 +624,32 @@ func (s *Store) Unanswered(ctx context.Context, channel string, since time.Time)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
 	return out, nil
+}
+
+// TurnsSinceSummary is the summary trigger's counter for a conversation,
+// queued replies included. Unlike Status it counts no messages, so it is
+// cheap enough to ask after every reply.
+func (s *Store) TurnsSinceSummary(ctx context.Context, key pipeline.Key) (int, error) {
+	// The stored counter first, then the queue: a reply committed in
+	// between is missed once (the trigger fires a turn later), never
+	// counted twice.
+	var turns int
+	if b := s.backendFor(key.Owner()); b != Backend(s.sqlite) {
+		st, err := b.Status(ctx, key) // in memory for JSON owners
+		if err != nil {
+			return 0, err
+		}
+		turns = st.TurnsSinceSummary
+	} else {
+		err := s.sqlite.r.QueryRowContext(ctx, `SELECT turns_since_summary FROM conversations WHERE key = ?`, key.String()).Scan(&turns)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return 0, err
+		}
+	}
+	for _, m := range s.w.pendingFor(key) {
+		if m.Role == RoleAssistant {
+			turns++
+		}
+	}
+	return turns, nil
 }

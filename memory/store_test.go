@@ -370,3 +370,29 @@ func TestBinaryAndHugeMessagesAreKept(t *testing.T) {
 		t.Errorf("searching binary text: %v", err)
 	}
 }
+
+// The cheap trigger counter agrees with Status on both backends, queued
+// replies included.
+func TestTurnsSinceSummaryMatchesStatus(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, t.TempDir())
+	sq := pipeline.Key{Channel: "telegram", Chat: "1"}
+	js := pipeline.Key{Channel: "telegram", Chat: "2"}
+	must(t, s.PutSettings(ctx, Settings{Owner: js.Owner(), Storage: StorageJSON, Threshold: 10}))
+	for _, k := range []pipeline.Key{sq, js} {
+		for i := 0; i < 3; i++ {
+			must(t, s.Append(ctx, exchange(k, i, "hi", "hello")...))
+		}
+		must(t, s.Enqueue(exchange(k, 9, "queued", "reply")...))
+		n, err := s.TurnsSinceSummary(ctx, k)
+		must(t, err)
+		st, err := s.Status(ctx, k)
+		must(t, err)
+		if n != st.TurnsSinceSummary || n < 3 {
+			t.Errorf("%s: TurnsSinceSummary %d, Status %d", k, n, st.TurnsSinceSummary)
+		}
+	}
+	if n, err := s.TurnsSinceSummary(ctx, pipeline.Key{Channel: "telegram", Chat: "404"}); n != 0 || err != nil {
+		t.Errorf("unknown conversation: %d, %v", n, err)
+	}
+}

@@ -18,6 +18,7 @@ import (
 type Store interface {
 	Active(ctx context.Context, key pipeline.Key) ([]memory.Message, error)
 	Status(ctx context.Context, key pipeline.Key) (memory.Status, error)
+	TurnsSinceSummary(ctx context.Context, key pipeline.Key) (int, error)
 	Summaries(ctx context.Context, key pipeline.Key, activeOnly bool) ([]memory.Summary, error)
 	Archive(ctx context.Context, key pipeline.Key, ids []int64, s memory.Summary, turnsSeen int) (memory.Summary, error)
 	Fold(ctx context.Context, key pipeline.Key, ids []int64, s memory.Summary) (memory.Summary, error)
@@ -95,8 +96,8 @@ func Due(st memory.Status, threshold int) bool {
 // MaybeStart starts a background run for key when the trigger holds and none
 // is running for it. It returns whether a run was started.
 func (s *Summarizer) MaybeStart(ctx context.Context, key pipeline.Key, threshold int) bool {
-	st, err := s.store.Status(ctx, key)
-	if err != nil || !Due(st, threshold) {
+	turns, err := s.store.TurnsSinceSummary(ctx, key)
+	if err != nil || !Due(memory.Status{TurnsSinceSummary: turns}, threshold) {
 		return false
 	}
 	return s.start(key, func(ctx context.Context) error {
