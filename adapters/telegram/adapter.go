@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
+	"github.com/recallbot/recall/backoff"
 	"github.com/recallbot/recall/pipeline"
 )
 
@@ -257,31 +257,13 @@ func badToken(err error, apiURL string) error {
 	return nil
 }
 
-// backoff is the wait before retry number attempt (0-based): exponential
-// from retryBase up to retryMax, with jitter (between half and all of it).
+// backoff is the wait before retry number attempt (0-based).
 func (a *Adapter) backoff(attempt int) time.Duration {
-	d := a.retryBase
-	for i := 0; i < attempt && d < a.retryMax; i++ {
-		d *= 2
-	}
-	d = min(d, a.retryMax)
-	if d <= 1 {
-		return d
-	}
-	return d/2 + rand.N(d/2+1)
+	return backoff.Delay(a.retryBase, a.retryMax, attempt)
 }
 
 // sleep waits d or until ctx ends; false when ctx ended.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
+func sleep(ctx context.Context, d time.Duration) bool { return backoff.Sleep(ctx, d) }
 
 func truncateRunes(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"go.mau.fi/whatsmeow/types"
 	"go.mau.fi/whatsmeow/types/events"
 
+	"github.com/recallbot/recall/backoff"
 	"github.com/recallbot/recall/pipeline"
 )
 
@@ -297,31 +297,13 @@ func latestVersion(ctx context.Context) error {
 	return nil
 }
 
-// backoff is the wait before retry number attempt (0-based): exponential
-// from retryBase up to retryMax, with jitter (between half and all of it).
+// backoff is the wait before retry number attempt (0-based).
 func (a *Adapter) backoff(attempt int) time.Duration {
-	d := a.retryBase
-	for i := 0; i < attempt && d < a.retryMax; i++ {
-		d *= 2
-	}
-	d = min(d, a.retryMax)
-	if d <= 1 {
-		return d
-	}
-	return d/2 + rand.N(d/2+1)
+	return backoff.Delay(a.retryBase, a.retryMax, attempt)
 }
 
 // sleep waits d or until ctx ends; false when ctx ended.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
+func sleep(ctx context.Context, d time.Duration) bool { return backoff.Sleep(ctx, d) }
 
 // stop ends Run with err (the first one wins).
 func (a *Adapter) stop(err error) {
