@@ -17,15 +17,18 @@
 //     their id; nothing is stored, nothing reaches an LLM.
 //  2. dedupe (Dedupe): a platform message already answered in this
 //     conversation is dropped, durably through the store (Seen).
-//  3. session: resolve the Key; on first touch in this process restore the
-//     active history and summaries.
-//  4. commands: "/…" handled and answered here; the turn ends.
-//  5. persist the user message: enqueued to the write-behind writer.
-//  6. assemble the context within the token budget.
-//  7. LLM: typing indicator (Typer) while waiting, retries with backoff.
-//  8. reply: Outbound, formatted and split by the adapter.
-//  9. persist the assistant message.
-//  10. summarize in the background when the trigger holds.
+//  3. rate limit (package limits): per-user messages per minute.
+//  4. commands: "/…" handled and answered here; the turn ends. Then the
+//     daily token quota (package limits).
+//  5. session: the Key resolves the conversation; history and summaries are
+//     read from the store (queued writes included) by the assembly, so
+//     nothing is cached per process that a restart could lose.
+//  6. persist the user message: enqueued to the write-behind writer.
+//  7. assemble the context within the token budget.
+//  8. LLM: typing indicator (Typer) while waiting, retries with backoff.
+//  9. persist the assistant message (durably, before it is sent).
+//  10. reply: Outbound, formatted and split by the adapter.
+//  11. summarize in the background when the trigger holds.
 //
 // This package provides stages 1 and 2 and the machinery; the others live in
 // the packages that own their data and plug in as Middleware or as the final
