@@ -408,7 +408,8 @@ func BenchmarkSearchArchive(b *testing.B) {
 	}
 }
 
-// logPlan logs SQLite's plan for our search query.
+// logPlan logs SQLite's plans for the statements SQLite.Search runs per
+// term: the doclist read and the instances of the term's other occurrences.
 func logPlan(b *testing.B, sq *SQLite, text string) {
 	b.Helper()
 	ctx := context.Background()
@@ -416,23 +417,31 @@ func logPlan(b *testing.B, sq *SQLite, text string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	// The same MATCH expression SQLite.Search builds.
-	match := `conv_tag : "c` + strconv.FormatInt(conv, 10) + `" AND {text sender_name} : (` + ftsMatch(Terms(text)) + `)`
-	rows, err := sq.r.QueryContext(ctx, `EXPLAIN QUERY PLAN `+sqlSearch, match, conv, 1, 20)
-	if err != nil {
-		b.Fatal(err)
+	terms := Terms(text)
+	if len(terms) == 0 {
+		return
 	}
-	defer rows.Close()
+	stem := ftsTokens(terms[0])[0]
 	var plan []string
-	for rows.Next() {
-		var id, parent, unused int
-		var detail string
-		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+	for _, st := range []struct {
+		query string
+		arg   string
+	}{{sqlTermRows, matchTerm(ftsTerm(ftsConvPrefix(conv), ftsKindText, stem))}, {sqlTermInst, ftsTerm(ftsConvPrefix(conv), ftsKindRest, stem)}} {
+		rows, err := sq.r.QueryContext(ctx, `EXPLAIN QUERY PLAN `+st.query, st.arg, 100)
+		if err != nil {
 			b.Fatal(err)
 		}
-		plan = append(plan, detail)
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				b.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
 	}
-	b.Logf("query plan of SQLite.Search: %s", strings.Join(plan, " | "))
+	b.Logf("query plans of SQLite.Search (per term): %s", strings.Join(plan, " | "))
 }
 
 // BenchmarkRecentWindow measures Store.Recent(key, 8, 3000) — the context

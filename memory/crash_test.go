@@ -147,7 +147,10 @@ func checkCrashedDB(t *testing.T, path string) int64 {
 	// FTS must agree with the table.
 	var fts, msgs int64
 	must(t, db.DB().QueryRowContext(ctx, `SELECT count(*) FROM messages`).Scan(&msgs))
-	must(t, db.DB().QueryRowContext(ctx, `SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'weather'`).Scan(&fts))
+	conv, err := convID(ctx, db.DB(), k)
+	must(t, err)
+	must(t, db.DB().QueryRowContext(ctx, `SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?`,
+		matchTerm(ftsTerm(ftsConvPrefix(conv), ftsKindText, "weather"))).Scan(&fts))
 	var users int64
 	must(t, db.DB().QueryRowContext(ctx, `SELECT count(*) FROM messages WHERE role = 'user'`).Scan(&users))
 	if fts != users {

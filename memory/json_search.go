@@ -5,8 +5,10 @@ import (
 	"sort"
 )
 
-// Full-text search for the JSON backend, with the same ranking rules as the
-// SQLite backend's FTS5 index (tokenize='porter unicode61', rank bm25):
+// Full-text search for the JSON backend, with the same ranking rules as
+// FTS5's 'porter unicode61' tokenizer and bm25() (the SQLite backend indexes
+// messages with this same Go code, see search_index.go, and facts with FTS5's
+// own 'porter unicode61'):
 //
 //   - tokenizing follows FTS5's unicode61 tokenizer exactly: token
 //     characters are the Unicode 6.1 categories L*, N* and Co (the table in
@@ -23,22 +25,24 @@ import (
 //     f = the phrase's instances weighted by column, D = the document's
 //     length in tokens over all columns, avgdl over all documents.
 //
-// The one deliberate difference: SQLite's statistics (N, n, avgdl) cover the
-// whole table, here they cover one conversation (messages) or one owner
-// (facts), so absolute scores differ while the rules are the same.
+// The statistics (N, n, avgdl) of message search cover one conversation in
+// both backends (SQLite keeps per-conversation terms and counters, see
+// search_index.go and SQLite.Search), so the two rank and score alike. For
+// facts, SQLite's statistics cover the whole facts table and here one owner,
+// so absolute fact scores differ while the rules are the same.
 
 const (
 	bm25K1 = 1.2
 	bm25B  = 0.75
 )
 
-// Column weights of the messages index: bm25(1.0, 0.5, 0.0) over text,
-// sender_name and the conversation tag.
+// Column weights of message search: 1.0 for the text, 0.5 for the sender's
+// name.
 var messageWeights = []float64{1.0, 0.5}
 
-// messageExtraTokens is the length of the messages index's third column,
-// the conversation tag ("c<id>", one token), counted in every row's length.
-const messageExtraTokens = 1
+// messageExtraTokens is what a message's length counts besides its text and
+// sender name: nothing (the SQLite index's rowid carries the same length).
+const messageExtraTokens = 0
 
 // ftsDoc is one indexed row: its tokens per column.
 type ftsDoc struct {
@@ -158,22 +162,34 @@ func bm25Rank(docs []*ftsDoc, phrases [][]string, weights []float64, extra int) 
 	avgdl := float64(total) / nRow
 	idf := make([]float64, nPhrase)
 	for i, n := range hits {
-		v := math.Log((nRow - float64(n) + 0.5) / (float64(n) + 0.5))
-		if v <= 0 {
-			v = 1e-6
-		}
-		idf[i] = v
+		idf[i] = bm25IDF(nRow, float64(n))
 	}
 	out := make([]ftsScore, len(matches))
 	for mi, m := range matches {
 		D := float64(docs[m.doc].length(extra))
 		score := 0.0
 		for i, f := range m.freq {
-			score += idf[i] * ((f * (bm25K1 + 1.0)) / (f + bm25K1*(1-bm25B+bm25B*D/avgdl)))
+			score += bm25Term(idf[i], f, D, avgdl)
 		}
 		out[mi] = ftsScore{doc: m.doc, score: score}
 	}
 	return out
+}
+
+// bm25IDF is FTS5's idf of a phrase in n of nRow documents.
+func bm25IDF(nRow, n float64) float64 {
+	v := math.Log((nRow - n + 0.5) / (n + 0.5))
+	if v <= 0 {
+		v = 1e-6
+	}
+	return v
+}
+
+// bm25Term is one phrase's part of a document's score: f its weighted
+// instances, D the document's length. Both backends sum these in phrase
+// order, so they compute the same floating-point score.
+func bm25Term(idf, f, D, avgdl float64) float64 {
+	return idf * ((f * (bm25K1 + 1.0)) / (f + bm25K1*(1-bm25B+bm25B*D/avgdl)))
 }
 
 // phraseInstances counts where the phrase occurs as consecutive tokens.

@@ -19,8 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ncruces/go-sqlite3"
-	_ "github.com/ncruces/go-sqlite3/driver" // registers "sqlite3"
-	"github.com/ncruces/go-sqlite3/ext/fts5"
+	"github.com/ncruces/go-sqlite3/driver" // also registers "sqlite3"
 
 	"github.com/recallbot/recall/pipeline"
 )
@@ -34,8 +33,9 @@ var registerFTS5 sync.Once
 // writer connection (immediate transactions) and a pool of readers.
 type SQLite struct {
 	path string
-	w    *sql.DB // exactly one connection: every write goes through it
-	r    *sql.DB // readers
+	w    *sql.DB       // exactly one connection: every write goes through it
+	r    *sql.DB       // readers
+	tune *searchTuning // nil: defaultSearchTuning (tests set it)
 }
 
 var _ Backend = (*SQLite)(nil)
@@ -60,7 +60,9 @@ func sqliteDSN(path string, readOnly bool) string {
 // OpenSQLite opens (creating if needed, 0600 in a 0700 directory) the database
 // at path and applies pending migrations.
 func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
-	registerFTS5.Do(func() { sqlite3.AutoExtension(fts5.Register) })
+	registerFTS5.Do(func() {
+		sqlite3.AutoExtension(registerSearchExtensions) // FTS5, and the functions of message search
+	})
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("creating data directory: %w", err)
 	}
@@ -86,7 +88,9 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 	for _, p := range []string{path + "-wal", path + "-shm"} {
 		_ = os.Chmod(p, 0o600)
 	}
-	r, err := sql.Open("sqlite3", sqliteDSN(path, true))
+	// Readers keep the search's prepared statements (closeSearchStmts
+	// finalizes them before the driver closes the connection).
+	r, err := driver.Open(sqliteDSN(path, true), nil, closeSearchStmts)
 	if err != nil {
 		w.Close()
 		return nil, err
@@ -200,9 +204,6 @@ const (
 	sqlInsertSum  = `INSERT INTO summaries(conv, level, text, is_active, sources, from_at, to_at, tokens, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
 	sqlFoldSums   = `UPDATE summaries SET is_active = 0 WHERE conv = ? AND is_active = 1 AND level = ? AND id IN (SELECT value FROM json_each(?))`
 	sqlSumRange   = `SELECT min(from_at), max(to_at) FROM summaries WHERE conv = ? AND id IN (SELECT value FROM json_each(?))`
-	sqlSearch     = `SELECT ` + msgColumns + `, f.rank FROM messages_fts f JOIN messages m ON m.id = f.rowid
-		WHERE messages_fts MATCH ? AND m.conv = ? AND (? = 0 OR m.is_active = 0)
-		ORDER BY f.rank, m.id DESC LIMIT ?`
 )
 
 // convID finds a conversation's row id; 0 when it does not exist.
@@ -682,40 +683,6 @@ func (s *SQLite) Status(ctx context.Context, key pipeline.Key) (Status, error) {
 		}
 	}
 	return st, rows.Err()
-}
-
-// Search implements Backend.
-func (s *SQLite) Search(ctx context.Context, key pipeline.Key, q Query) ([]Hit, error) {
-	match := ftsMatch(Terms(q.Text))
-	if match == "" {
-		return nil, nil
-	}
-	conv, err := convID(ctx, s.r, key)
-	if err != nil || conv == 0 {
-		return nil, err
-	}
-	limit := q.Limit
-	if limit <= 0 {
-		limit = 20
-	}
-	// The conversation is an indexed column: FTS5 intersects it with the
-	// terms, so other conversations' matches are never scored. The terms
-	// are kept to the text columns, or a search for "c1" would match every
-	// message of conversation 1 through its tag.
-	match = `conv_tag : "c` + strconv.FormatInt(conv, 10) + `" AND {text sender_name} : (` + match + `)`
-	rows, err := s.r.QueryContext(ctx, sqlSearch, match, conv, boolInt(q.ArchivedOnly), limit+len(q.Exclude))
-	if err != nil {
-		return nil, fmt.Errorf("searching %s: %w", key, err)
-	}
-	msgs, ranks, err := scanMessages(rows, key, true)
-	if err != nil {
-		return nil, fmt.Errorf("searching %s: %w", key, err)
-	}
-	hits := make([]Hit, len(msgs))
-	for i := range msgs {
-		hits[i] = Hit{Message: msgs[i], Score: -ranks[i]}
-	}
-	return budgetHits(hits, q), nil
 }
 
 // budgetHits drops excluded messages and applies the limit and token budget.

@@ -15,7 +15,9 @@ CREATE TABLE conversations (
     turns_since_summary INTEGER NOT NULL DEFAULT 0,
     last_summary_at     INTEGER NOT NULL DEFAULT 0,
     next_chunk          INTEGER NOT NULL DEFAULT 1,
-    created_at          INTEGER NOT NULL
+    created_at          INTEGER NOT NULL,
+    search_docs         INTEGER NOT NULL DEFAULT 0, -- messages (BM25's N), kept by the messages triggers
+    search_tokens       INTEGER NOT NULL DEFAULT 0  -- their length in tokens (N * avgdl)
 );
 CREATE INDEX conversations_owner ON conversations(owner);
 
@@ -31,8 +33,7 @@ CREATE TABLE messages (
     created_at  INTEGER NOT NULL,
     tokens      INTEGER NOT NULL DEFAULT 0,
     is_active   INTEGER NOT NULL DEFAULT 1,
-    chunk_id    INTEGER NOT NULL DEFAULT 0,
-    conv_tag    TEXT GENERATED ALWAYS AS ('c' || conv) VIRTUAL -- the conversation as a search term
+    chunk_id    INTEGER NOT NULL DEFAULT 0
 );
 CREATE UNIQUE INDEX messages_platform ON messages(conv, platform_id) WHERE platform_id <> '';
 CREATE INDEX messages_conv_active ON messages(conv, is_active, id);
@@ -40,30 +41,61 @@ CREATE INDEX messages_conv_chunk ON messages(conv, chunk_id);
 CREATE INDEX messages_created ON messages(created_at);
 CREATE INDEX messages_reply ON messages(conv, reply_to) WHERE reply_to <> '';
 
--- External content: the index holds terms, never a second copy of the text.
--- secure-delete removes every trace of a deleted row from the index (a purge
--- must leave nothing behind). conv_tag makes the conversation a term, so a
--- search intersects it with the query instead of scoring every conversation.
+-- Search (search index format recall-fts-2; see search_index.go). The index
+-- is contentless and holds per-conversation terms computed in Go by
+-- recall_fts (a deterministic function every connection registers): each
+-- term's doclist holds one conversation's messages, so a search never walks
+-- another conversation's rows. Its rowid is the message id times 2^24 plus the
+-- message's length in tokens. The triggers pass the terms on insert and replay
+-- them on delete; secure-delete removes every trace of a deleted row from the
+-- index (a purge must leave nothing behind). The conversation's message count
+-- and total length (BM25's N and avgdl) are kept with it.
 CREATE VIRTUAL TABLE messages_fts USING fts5(
-    text, sender_name, conv_tag,
-    content='messages', content_rowid='id', tokenize='porter unicode61'
+    text, sender, extra,
+    content='', columnsize=0, tokenize='ascii'
 );
 INSERT INTO messages_fts(messages_fts, rank) VALUES('secure-delete', 1);
-INSERT INTO messages_fts(messages_fts, rank) VALUES('rank', 'bm25(1.0, 0.5, 0.0)');
+-- Documents per term (row) and per term and document (instance).
+CREATE VIRTUAL TABLE messages_terms USING fts5vocab(messages_fts, 'row');
+CREATE VIRTUAL TABLE messages_term_docs USING fts5vocab(messages_fts, 'instance');
 
 CREATE TRIGGER messages_ai AFTER INSERT ON messages BEGIN
-    INSERT INTO messages_fts(rowid, text, sender_name, conv_tag)
-    VALUES (new.id, new.text, new.sender_name, new.conv_tag);
+    INSERT INTO messages_fts(rowid, text, sender, extra) VALUES (
+        recall_fts(new.conv, new.id, new.text, new.sender_name, 0),
+        recall_fts(new.conv, new.id, new.text, new.sender_name, 1),
+        recall_fts(new.conv, new.id, new.text, new.sender_name, 2),
+        recall_fts(new.conv, new.id, new.text, new.sender_name, 3));
+    UPDATE conversations SET search_docs = search_docs + 1,
+        search_tokens = search_tokens + recall_fts(new.conv, new.id, new.text, new.sender_name, 4)
+        WHERE id = new.conv;
 END;
 CREATE TRIGGER messages_ad AFTER DELETE ON messages BEGIN
-    INSERT INTO messages_fts(messages_fts, rowid, text, sender_name, conv_tag)
-    VALUES ('delete', old.id, old.text, old.sender_name, old.conv_tag);
+    INSERT INTO messages_fts(messages_fts, rowid, text, sender, extra) VALUES ('delete',
+        recall_fts(old.conv, old.id, old.text, old.sender_name, 0),
+        recall_fts(old.conv, old.id, old.text, old.sender_name, 1),
+        recall_fts(old.conv, old.id, old.text, old.sender_name, 2),
+        recall_fts(old.conv, old.id, old.text, old.sender_name, 3));
+    UPDATE conversations SET search_docs = search_docs - 1,
+        search_tokens = search_tokens - recall_fts(old.conv, old.id, old.text, old.sender_name, 4)
+        WHERE id = old.conv;
 END;
-CREATE TRIGGER messages_au AFTER UPDATE OF text, sender_name ON messages BEGIN
-    INSERT INTO messages_fts(messages_fts, rowid, text, sender_name, conv_tag)
-    VALUES ('delete', old.id, old.text, old.sender_name, old.conv_tag);
-    INSERT INTO messages_fts(rowid, text, sender_name, conv_tag)
-    VALUES (new.id, new.text, new.sender_name, new.conv_tag);
+CREATE TRIGGER messages_au AFTER UPDATE OF id, conv, text, sender_name ON messages BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, text, sender, extra) VALUES ('delete',
+        recall_fts(old.conv, old.id, old.text, old.sender_name, 0),
+        recall_fts(old.conv, old.id, old.text, old.sender_name, 1),
+        recall_fts(old.conv, old.id, old.text, old.sender_name, 2),
+        recall_fts(old.conv, old.id, old.text, old.sender_name, 3));
+    UPDATE conversations SET search_docs = search_docs - 1,
+        search_tokens = search_tokens - recall_fts(old.conv, old.id, old.text, old.sender_name, 4)
+        WHERE id = old.conv;
+    INSERT INTO messages_fts(rowid, text, sender, extra) VALUES (
+        recall_fts(new.conv, new.id, new.text, new.sender_name, 0),
+        recall_fts(new.conv, new.id, new.text, new.sender_name, 1),
+        recall_fts(new.conv, new.id, new.text, new.sender_name, 2),
+        recall_fts(new.conv, new.id, new.text, new.sender_name, 3));
+    UPDATE conversations SET search_docs = search_docs + 1,
+        search_tokens = search_tokens + recall_fts(new.conv, new.id, new.text, new.sender_name, 4)
+        WHERE id = new.conv;
 END;
 
 CREATE TABLE summaries (

@@ -1,0 +1,692 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ncruces/go-sqlite3"
+
+	"github.com/recallbot/recall/pipeline"
+)
+
+// searchTuning bounds the work of one SQLite search (see SQLite.Search).
+type searchTuning struct {
+	// exactUpTo: conversations with at most this many messages are ranked
+	// exactly, whatever the query.
+	exactUpTo int64
+	// commonDF: in a bigger conversation, a term whose doclists hold more
+	// entries than this is common.
+	commonDF int
+	// budget: at most this many doclist entries of rare terms are read in
+	// all; once they are spent, the remaining terms are common.
+	budget int
+	// window: common terms count in the conversation's newest window
+	// messages only.
+	window int
+}
+
+var defaultSearchTuning = searchTuning{exactUpTo: 5000, commonDF: 2000, budget: 4000, window: 1024}
+
+// exactSearchTuning never prunes (tests compare with it).
+var exactSearchTuning = searchTuning{exactUpTo: math.MaxInt64, commonDF: math.MaxInt32, budget: math.MaxInt32, window: math.MaxInt32}
+
+// searchTrace, when set (experiments), sees every finished search.
+var searchTrace func(*searchRun)
+
+// Search implements Backend.
+//
+// Ranking is BM25 as FTS5's bm25() defines it (k1 = 1.2, b = 0.75, the text
+// weighted 1.0 and the sender's name 0.5, Porter stemming; see
+// json_search.go) with the statistics of the conversation searched: N is its
+// number of messages, avgdl their mean length, a term's n the messages that
+// contain it. The JSON backend uses the same statistics, so both score alike.
+// Ties go to the most recent message; ArchivedOnly, Limit, TokenBudget and
+// Exclude apply as documented on Query.
+//
+// How: every term of the index belongs to one conversation (search_index.go),
+// so a term's doclist holds that conversation's messages that contain it and
+// a search never reads another conversation's rows. The index's rowid
+// carries each message's length, and which doclists a row is in (and how
+// often, for the few rows where it is more than once or in the sender's name)
+// give the term frequencies, so BM25 is computed in Go from doclists; only the
+// messages returned are read from the messages table.
+//
+// Pruning, the one approximation. In a conversation of more than exactUpTo
+// (5,000) messages, a query term is common when its doclists hold more than
+// commonDF (2,000) entries, when the rare terms before it (in query order)
+// have used up the budget of 6,000 entries, or when it is in more than
+// 2,000 / N of the messages of the window (below) and also in older ones. A
+// common term counts only in the window, the conversation's newest window
+// (1,024) archived messages and all messages as new: there exactly, in older
+// messages not at all (as if its doclist stopped there); and its n is
+// estimated as (window messages containing it) × N / (window messages).
+// Everything else is exact. So a query without common terms, and any query
+// in a conversation of at most 5,000 messages, returns exactly the full BM25
+// ranking; otherwise
+// the results are the BM25 ranking of that truncated index: a message older
+// than the window is found only through the query's rare terms, and scored
+// without the common ones (whose idf is low; recency breaks ties anyway).
+func (s *SQLite) Search(ctx context.Context, key pipeline.Key, q Query) ([]Hit, error) {
+	phrases := queryPhrases(q.Text)
+	if len(phrases) == 0 {
+		return nil, nil
+	}
+	conn, err := s.r.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("searching %s: %w", key, err)
+	}
+	defer conn.Close()
+	var hits []Hit
+	err = conn.Raw(func(dc any) error {
+		rc, ok := dc.(interface{ Raw() *sqlite3.Conn })
+		if !ok {
+			return fmt.Errorf("unexpected driver connection %T", dc)
+		}
+		c := rc.Raw()
+		old := c.SetInterrupt(ctx)
+		defer c.SetInterrupt(old)
+		// One read transaction: every statement sees the same data.
+		if err := c.Exec(`BEGIN`); err != nil {
+			return err
+		}
+		defer func() {
+			c.SetInterrupt(context.Background())
+			_ = c.Exec(`ROLLBACK`)
+		}()
+		sr := &searchRun{c: c, tune: s.searchTuning(), key: key, q: q}
+		defer sr.close()
+		var err error
+		hits, err = sr.run(phrases)
+		if searchTrace != nil {
+			searchTrace(sr)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("searching %s: %w", key, err)
+	}
+	return budgetHits(hits, q), nil
+}
+
+func (s *SQLite) searchTuning() searchTuning {
+	if s.tune != nil {
+		return *s.tune
+	}
+	return defaultSearchTuning
+}
+
+// searchPhrase is one distinct phrase of the query (its stems).
+type searchPhrase struct {
+	toks   []string
+	df     float64 // messages that contain it (estimated when common)
+	idf    float64
+	common bool
+	list   []posting // the messages that count, newest first
+}
+
+// posting is a message (its rowid) and a phrase's weighted frequency in it.
+type posting struct {
+	rowid int64
+	f     float64
+}
+
+type searchRun struct {
+	c     *sqlite3.Conn
+	tune  searchTuning
+	key   pipeline.Key
+	q     Query
+	stmts map[string]*sqlite3.Stmt
+
+	conv         int64
+	nDocs, nToks int64
+	avgdl        float64
+	prefix       string
+	ph           []*searchPhrase
+	slot         []int // query phrase -> ph index (-1: matches nothing)
+	used         int   // doclist entries of rare terms read
+	cutRowid     int64 // rowids from here on are the window's
+	winSize      int64 // messages in the window
+	candidates   int   // messages scored
+
+	// searchTrace only
+	tracePhase              string
+	traceDur                map[string]time.Duration
+	traceLookups, traceRows int
+}
+
+func (r *searchRun) phase(name string) {
+	if searchTrace != nil {
+		if r.traceDur == nil {
+			r.traceDur = map[string]time.Duration{}
+		}
+		r.tracePhase = name
+	}
+}
+
+// searchStmts caches a reader connection's prepared search statements.
+var searchStmts sync.Map // *sqlite3.Conn -> map[string]*sqlite3.Stmt
+
+// closeSearchStmts finalizes a connection's cached statements; the reader
+// pool calls it before closing a connection.
+func closeSearchStmts(c *sqlite3.Conn) error {
+	if v, ok := searchStmts.LoadAndDelete(c); ok {
+		for _, st := range v.(map[string]*sqlite3.Stmt) {
+			st.Close()
+		}
+	}
+	return nil
+}
+
+func (r *searchRun) close() {
+	for _, st := range r.stmts {
+		_ = st.Reset()
+	}
+}
+
+func (r *searchRun) stmt(query string) (*sqlite3.Stmt, error) {
+	if r.stmts == nil {
+		v, _ := searchStmts.LoadOrStore(r.c, map[string]*sqlite3.Stmt{})
+		r.stmts = v.(map[string]*sqlite3.Stmt) // a connection is used by one search at a time
+	}
+	if st, ok := r.stmts[query]; ok {
+		if err := st.Reset(); err != nil {
+			return nil, err
+		}
+		return st, st.ClearBindings()
+	}
+	st, _, err := r.c.PrepareFlags(query, sqlite3.PREPARE_PERSISTENT)
+	if err != nil {
+		return nil, err
+	}
+	r.stmts[query] = st
+	return st, nil
+}
+
+// each runs query with args, calling fn for every row.
+func (r *searchRun) each(query string, fn func(*sqlite3.Stmt) bool, args ...any) error {
+	if searchTrace != nil {
+		t0 := time.Now()
+		defer func() { r.traceDur[r.tracePhase] += time.Since(t0) }()
+		r.traceLookups++
+		inner := fn
+		fn = func(st *sqlite3.Stmt) bool { r.traceRows++; return inner(st) }
+	}
+	st, err := r.stmt(query)
+	if err != nil {
+		return err
+	}
+	for i, a := range args {
+		switch v := a.(type) {
+		case string:
+			err = st.BindText(i+1, v)
+		case int64:
+			err = st.BindInt64(i+1, v)
+		case int:
+			err = st.BindInt64(i+1, int64(v))
+		case *ftsRowSinkBuf:
+			err = st.BindPointer(i+1, v)
+		default:
+			err = fmt.Errorf("bad argument %T", a)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for st.Step() {
+		if !fn(st) {
+			return st.Reset()
+		}
+	}
+	return st.Err()
+}
+
+const (
+	sqlSearchConv = `SELECT id, search_docs, search_tokens FROM conversations WHERE key = ?1`
+	// The id of the conversation's ?3-th newest archived (?2 = 0) or active
+	// (?2 = 1) message, and how many of the others are at least as new.
+	sqlWindowCut   = `SELECT id FROM messages WHERE conv = ?1 AND is_active = ?2 ORDER BY id DESC LIMIT 1 OFFSET ?3 - 1`
+	sqlWindowCount = `SELECT count(*) FROM messages WHERE conv = ?1 AND is_active = ?2 AND id >= ?3`
+	// A doclist's rowids, newest first.
+	sqlTermRows = `SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?1 ORDER BY rowid DESC LIMIT ?2`
+	// A term's instances and whether they are in the sender's name.
+	sqlTermInst = `SELECT doc, col = 'sender' FROM messages_term_docs WHERE term = ?1 LIMIT ?2`
+	// Rows and their phrase instances (recall_tf), newest first.
+	sqlPhraseRows = `SELECT recall_tf(messages_fts, ?2) FROM messages_fts WHERE messages_fts MATCH ?1 ORDER BY rowid DESC LIMIT ?3`
+	// The same, in the window (newest first: FTS5 seeks a lower bound on
+	// rowids slowly in ascending order).
+	sqlWindowRows  = `SELECT rowid, recall_tf(messages_fts, ?2) FROM messages_fts WHERE messages_fts MATCH ?1 AND rowid >= ?3 ORDER BY rowid DESC`
+	sqlActiveIDs   = `SELECT id FROM messages WHERE conv = ?1 AND is_active = 1 LIMIT ?2`
+	sqlSearchFetch = `SELECT m.conv, ` + msgColumns + ` FROM messages m WHERE m.id = ?1`
+)
+
+// activeCap: ArchivedOnly reads the active messages' ids when there are at
+// most this many; otherwise each message is checked as it is read.
+const activeCap = 4096
+
+func (r *searchRun) run(phrases [][]string) ([]Hit, error) {
+	found := false
+	r.phase("conv")
+	if err := r.each(sqlSearchConv, func(st *sqlite3.Stmt) bool {
+		r.conv, r.nDocs, r.nToks, found = st.ColumnInt64(0), st.ColumnInt64(1), st.ColumnInt64(2), true
+		return true
+	}, r.key.String()); err != nil {
+		return nil, err
+	}
+	if !found || r.nDocs <= 0 {
+		return nil, nil
+	}
+	r.avgdl = float64(r.nToks) / float64(r.nDocs)
+	r.prefix = ftsConvPrefix(r.conv)
+
+	// Distinct phrases; a repeated one still counts once per repetition.
+	r.slot = make([]int, len(phrases))
+	seen := map[string]int{}
+	for i, p := range phrases {
+		if len(p) == 0 {
+			r.slot[i] = -1
+			continue
+		}
+		k := strings.Join(p, " ")
+		j, ok := seen[k]
+		if !ok {
+			j = len(r.ph)
+			seen[k] = j
+			r.ph = append(r.ph, &searchPhrase{toks: p})
+		}
+		r.slot[i] = j
+	}
+	if len(r.ph) == 0 {
+		return nil, nil
+	}
+	exact := r.nDocs <= r.tune.exactUpTo
+	r.cutRowid, r.winSize = math.MinInt64, r.nDocs
+	if !exact {
+		r.phase("window")
+		if err := r.findWindow(); err != nil {
+			return nil, err
+		}
+	}
+	var common []int
+	for pi, p := range r.ph {
+		limit := math.MaxInt32
+		if !exact {
+			limit = max(0, min(r.tune.commonDF, r.tune.budget-r.used))
+		}
+		var err error
+		if len(p.toks) == 1 {
+			r.phase("rare")
+			err = r.readTerm(pi, p, limit)
+		} else {
+			r.phase("phrase")
+			err = r.readPhrase(pi, p, limit)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if p.common {
+			common = append(common, pi)
+		}
+	}
+	if len(common) > 0 {
+		r.phase("common")
+		if err := r.readWindow(common); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range r.ph {
+		p.idf = bm25IDF(float64(r.nDocs), p.df)
+	}
+	r.phase("top")
+	return r.top()
+}
+
+// readTerm reads a single-token phrase's doclists whole when they hold at
+// most limit entries each (a rare term); otherwise it marks it common. A
+// term whose text doclist, extrapolated from the window to the whole
+// conversation, would hold more than commonDF entries is common too (its
+// doclist is read newest first, so this is known once it leaves the window).
+func (r *searchRun) readTerm(pi int, p *searchPhrase, limit int) error {
+	if limit <= 0 {
+		p.common = true
+		return nil
+	}
+	var text []int64
+	crossed := false
+	err := r.each(sqlTermRows, func(st *sqlite3.Stmt) bool {
+		rowid := st.ColumnInt64(0)
+		if !crossed && rowid < r.cutRowid {
+			// Its first message older than the window: how frequent is
+			// the term in the window?
+			crossed = true
+			if float64(len(text))*float64(r.nDocs) > float64(r.tune.commonDF)*float64(r.winSize) {
+				p.common = true
+				return false
+			}
+		}
+		text = append(text, rowid)
+		return true
+	}, matchTerm(ftsTerm(r.prefix, ftsKindText, p.toks[0])), limit+1)
+	if err != nil || p.common {
+		return err
+	}
+	if len(text) > limit {
+		p.common = true
+		return nil
+	}
+	type inst struct {
+		rowid  int64
+		sender bool
+	}
+	var rest []inst
+	err = r.each(sqlTermInst, func(st *sqlite3.Stmt) bool {
+		rest = append(rest, inst{st.ColumnInt64(0), st.ColumnInt(1) == 1})
+		return true
+	}, ftsTerm(r.prefix, ftsKindRest, p.toks[0]), limit+1)
+	if err != nil {
+		return err
+	}
+	if len(rest) > limit {
+		p.common = true
+		return nil
+	}
+	// The term's postings: its text doclist, plus the other occurrences.
+	more := map[int64]float64{}
+	for _, in := range rest {
+		if in.sender {
+			more[in.rowid] += 0.5
+		} else {
+			more[in.rowid]++ // another occurrence in the text
+		}
+	}
+	var only []int64 // in the sender's name only
+	for rowid := range more {
+		if _, ok := slices.BinarySearchFunc(text, rowid, cmpDesc); !ok {
+			only = append(only, rowid)
+		}
+	}
+	slices.SortFunc(only, cmpDesc)
+	p.list = make([]posting, 0, len(text)+len(only))
+	for i, j := 0, 0; i < len(text) || j < len(only); {
+		if j == len(only) || i < len(text) && text[i] > only[j] {
+			p.list = append(p.list, posting{text[i], 1 + more[text[i]]})
+			i++
+		} else {
+			p.list = append(p.list, posting{only[j], more[only[j]]})
+			j++
+		}
+	}
+	p.df = float64(len(p.list))
+	r.used += len(text) + len(rest)
+	return nil
+}
+
+func cmpDesc(a, b int64) int { return cmpInt64(b, a) }
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// phraseExpr is the MATCH expression of a phrase in the text (phrase 0) or
+// the sender's name (phrase 1).
+func (r *searchRun) phraseExpr(p *searchPhrase) string {
+	words := func(kind byte) string {
+		out := make([]string, len(p.toks))
+		for i, t := range p.toks {
+			out[i] = ftsTerm(r.prefix, kind, t)
+		}
+		return matchTerm(out...)
+	}
+	return words(ftsKindText) + ` OR sender : ` + words(ftsKindRest)
+}
+
+// phraseSink collects rows and their instances of the phrases of an
+// expression built by phraseExpr (phrase 2j: phrase j in the text; 2j+1: in
+// the sender's name).
+func phraseSink(n int, fn func(rowid int64, text, sender []int)) *ftsRowSinkBuf {
+	text, sender := make([]int, n), make([]int, n)
+	return &ftsRowSinkBuf{fn: func(rowid int64, insts []ftsInst) {
+		clear(text)
+		clear(sender)
+		for _, in := range insts {
+			switch j := in.phrase / 2; {
+			case j >= n:
+			case in.phrase%2 == 0:
+				text[j]++
+			case in.col == 1:
+				sender[j]++
+			}
+		}
+		fn(rowid, text, sender)
+	}}
+}
+
+// readPhrase reads a phrase of several tokens whole when at most limit rows
+// contain it; otherwise it marks it common.
+func (r *searchRun) readPhrase(pi int, p *searchPhrase, limit int) error {
+	if limit <= 0 {
+		p.common = true
+		return nil
+	}
+	var rows []posting
+	sink := phraseSink(1, func(rowid int64, text, sender []int) {
+		if f := float64(text[0]) + 0.5*float64(sender[0]); f > 0 {
+			rows = append(rows, posting{rowid, f})
+		}
+	})
+	if err := r.each(sqlPhraseRows, func(*sqlite3.Stmt) bool { return true }, r.phraseExpr(p), sink, limit+1); err != nil {
+		return err
+	}
+	if len(rows) > limit {
+		p.common = true
+		return nil
+	}
+	p.list, p.df = rows, float64(len(rows))
+	r.used += len(rows)
+	return nil
+}
+
+// findWindow finds the conversation's newest messages, at least window of
+// them: the rowids from cutRowid on, winSize messages. The window's oldest
+// message is the window-th newest archived one (or active one, if there are
+// fewer archived), so it holds exactly window of those and all the others
+// that are as new.
+func (r *searchRun) findWindow() error {
+	r.cutRowid, r.winSize = math.MinInt64, r.nDocs
+	if r.nDocs <= int64(r.tune.window) {
+		return nil
+	}
+	for _, kind := range []int{0, 1} {
+		found := false
+		var cut int64
+		if err := r.each(sqlWindowCut, func(st *sqlite3.Stmt) bool {
+			cut, found = st.ColumnInt64(0), true
+			return true
+		}, r.conv, kind, r.tune.window); err != nil {
+			return err
+		}
+		if !found {
+			continue
+		}
+		var others int64
+		if err := r.each(sqlWindowCount, func(st *sqlite3.Stmt) bool {
+			others = st.ColumnInt64(0)
+			return true
+		}, r.conv, 1-kind, cut); err != nil {
+			return err
+		}
+		r.cutRowid, r.winSize = cut<<ftsLenBits, int64(r.tune.window)+others
+		return nil
+	}
+	return nil
+}
+
+// readWindow reads the common phrases' rows in the window and estimates
+// how many messages contain each.
+func (r *searchRun) readWindow(common []int) error {
+	var expr []string
+	for _, pi := range common {
+		expr = append(expr, r.phraseExpr(r.ph[pi]))
+	}
+	sink := phraseSink(len(common), func(rowid int64, text, sender []int) {
+		for j, pi := range common {
+			if f := float64(text[j]) + 0.5*float64(sender[j]); f > 0 {
+				r.ph[pi].list = append(r.ph[pi].list, posting{rowid, f})
+			}
+		}
+	})
+	if err := r.each(sqlWindowRows, func(*sqlite3.Stmt) bool { return true }, strings.Join(expr, " OR "), sink, r.cutRowid); err != nil {
+		return err
+	}
+	for _, pi := range common {
+		p := r.ph[pi]
+		p.df = float64(len(p.list)) * float64(r.nDocs) / float64(r.winSize)
+	}
+	return nil
+}
+
+// beats reports whether (score, id) ranks above (s2, id2).
+func beats(score float64, id int64, s2 float64, id2 int64) bool {
+	return score > s2 || score == s2 && id > id2
+}
+
+// top scores the candidates (the messages in the phrases' postings) and
+// returns the best limit+len(Exclude).
+func (r *searchRun) top() ([]Hit, error) {
+	limit := r.q.Limit
+	if limit <= 0 {
+		limit = 20
+	}
+	want := limit + len(r.q.Exclude)
+	var active map[int64]bool
+	activeKnown := !r.q.ArchivedOnly
+	if r.q.ArchivedOnly {
+		ids := map[int64]bool{}
+		if err := r.each(sqlActiveIDs, func(st *sqlite3.Stmt) bool {
+			ids[st.ColumnInt64(0)] = true
+			return true
+		}, r.conv, activeCap+1); err != nil {
+			return nil, err
+		}
+		if len(ids) <= activeCap {
+			active, activeKnown = ids, true
+		}
+	}
+	type scored struct {
+		id    int64
+		score float64
+	}
+	better := func(a, b scored) int {
+		switch {
+		case beats(a.score, a.id, b.score, b.id):
+			return -1
+		case beats(b.score, b.id, a.score, a.id):
+			return 1
+		}
+		return 0
+	}
+	// Merge the postings, newest first, keeping the best want (all of them
+	// when whether a message is active is only known once it is read).
+	var best []scored
+	keep := func(c scored) {
+		switch {
+		case !activeKnown:
+			best = append(best, c) // sorted below
+		case len(best) < want || better(c, best[want-1]) < 0:
+			i, _ := slices.BinarySearchFunc(best, c, better)
+			best = slices.Insert(best, i, c)
+			if len(best) > want {
+				best = best[:want]
+			}
+		}
+	}
+	n := len(r.ph)
+	heads := make([]int, n)
+	f := make([]float64, n)
+	for {
+		found := false
+		var rowid int64
+		for pi, p := range r.ph {
+			if h := heads[pi]; h < len(p.list) && (!found || p.list[h].rowid > rowid) {
+				rowid, found = p.list[h].rowid, true
+			}
+		}
+		if !found {
+			break
+		}
+		for pi, p := range r.ph {
+			f[pi] = 0
+			if h := heads[pi]; h < len(p.list) && p.list[h].rowid == rowid {
+				f[pi] = p.list[h].f
+				heads[pi]++
+			}
+		}
+		r.candidates++
+		id := ftsRowidID(rowid)
+		if active[id] {
+			continue
+		}
+		D := float64(ftsRowidLen(rowid))
+		score := 0.0
+		for _, pi := range r.slot {
+			if pi >= 0 {
+				score += bm25Term(r.ph[pi].idf, f[pi], D, r.avgdl)
+			}
+		}
+		keep(scored{id, score})
+	}
+	if !activeKnown {
+		slices.SortFunc(best, better)
+	}
+	hits := make([]Hit, 0, min(want, len(best)))
+	for _, c := range best {
+		if len(hits) == want {
+			break
+		}
+		m, err := r.fetch(c.id)
+		if err != nil {
+			return nil, err
+		}
+		if m == nil || m.Active && !activeKnown {
+			continue
+		}
+		hits = append(hits, Hit{Message: *m, Score: c.score})
+	}
+	return hits, nil
+}
+
+// fetch reads a message of the conversation.
+func (r *searchRun) fetch(id int64) (*Message, error) {
+	var m *Message
+	err := r.each(sqlSearchFetch, func(st *sqlite3.Stmt) bool {
+		if st.ColumnInt64(0) != r.conv {
+			return true
+		}
+		m = &Message{Key: r.key}
+		m.ID = st.ColumnInt64(1)
+		m.Role = Role(st.ColumnText(2))
+		m.SenderID = st.ColumnText(3)
+		m.SenderName = st.ColumnText(4)
+		m.PlatformID = st.ColumnText(5)
+		m.ReplyTo = st.ColumnText(6)
+		m.Text = st.ColumnText(7)
+		m.Time = time.UnixMilli(st.ColumnInt64(8)).UTC()
+		m.Tokens = st.ColumnInt(9)
+		m.Active = st.ColumnInt(10) == 1
+		m.ChunkID = st.ColumnInt64(11)
+		return true
+	}, id)
+	return m, err
+}
+
+func matchTerm(terms ...string) string { return `"` + strings.Join(terms, " ") + `"` }
