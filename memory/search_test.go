@@ -128,7 +128,7 @@ func hitList(h []Hit) string {
 }
 
 // testTuning scales the default thresholds down to the fixture.
-var testTuning = searchTuning{exactUpTo: 1000, commonDF: 150, budget: 300, window: 200}
+var testTuning = searchTuning{exactUpTo: 1000, commonDF: 150, budget: 300, window: 200, denseFactor: 3}
 
 // TestSearchPruningMatchesExact: below the pruning thresholds the pruned
 // search returns exactly the full BM25 ranking (same messages, same order,
@@ -204,12 +204,8 @@ func queryable(s string) bool {
 
 // TestSearchPruningSemantics: with common terms, the pruned search returns
 // the BM25 ranking of the truncated index exactly as Search documents it,
-// recomputed here from the conversation's tokens: a term is common when it
-// has more doclist entries (messages with it in the text; occurrences in the
-// sender's name and repeats in the text) than commonDF or than what the rare
-// terms before it left of the budget; a common term counts only in the
-// conversation's newest window messages, and its n is (window messages with
-// it) × N / window.
+// recomputed here from the conversation's tokens (the rules are spelled out
+// on SQLite.Search).
 func TestSearchPruningSemantics(t *testing.T) {
 	f := newSearchFixture(t)
 	tune := testTuning
@@ -305,9 +301,10 @@ func TestSearchPruningSemantics(t *testing.T) {
 				tf[si][i] = float64(nt) + 0.5*float64(ns)
 				if nt > 0 {
 					textRows++
-					rest += nt - 1
 				}
-				rest += ns
+				if nt > 1 || ns > 0 {
+					rest++ // an entry of the other doclist
+				}
 				if nt+ns > 0 {
 					df++
 				}
@@ -316,28 +313,39 @@ func TestSearchPruningSemantics(t *testing.T) {
 			// The window: the newest tune.window archived messages
 			// and every message as new (here: the active ones).
 			W := N - (fxArchived - tune.window)
-			textInWindow, older := 0, false
-			for i := range f.ids {
+			var textIdx []int // messages with the stem in the text, newest first
+			for i := N - 1; i >= 0; i-- {
 				if count(f.text[i], s) > 0 {
-					if i >= N-W {
-						textInWindow++
-					} else {
-						older = true
-					}
+					textIdx = append(textIdx, i)
 				}
 			}
-			dense := older && float64(textInWindow)*float64(N) > float64(tune.commonDF)*float64(W)
-			if limit > 0 && !dense && textRows <= limit && rest <= limit {
+			textInWindow := 0
+			for _, i := range textIdx {
+				if i >= N-W {
+					textInWindow++
+				}
+			}
+			older := textInWindow < len(textIdx)
+			dense := textInWindow <= limit && older &&
+				float64(textInWindow)*float64(N) > float64(tune.denseFactor*tune.commonDF)*float64(W)
+			truncated := textRows > limit
+			window := limit == 0 || dense || truncated && textIdx[limit] >= N-W || rest > limit
+			if !window && !truncated {
 				used += textRows + rest
 				idf[si] = bm25IDF(float64(N), float64(df))
 				continue
 			}
 			anyCommon = true
+			// The messages the common term counts in.
+			from := N - W // the window
+			if !window {
+				from = textIdx[limit] // its newest limit+1 text messages
+			}
 			inWindow := 0
 			for i := range f.ids {
-				if i < N-W {
+				if i < from {
 					tf[si][i] = 0
-				} else if tf[si][i] > 0 {
+				} else if tf[si][i] > 0 && i >= N-W {
 					inWindow++
 				}
 			}
@@ -490,7 +498,10 @@ func TestSearchIndexTerms(t *testing.T) {
 	if _, err := s.Append(ctx, []Message{{Key: k, Role: RoleUser, SenderName: "Run Café", Text: "Running runs, RUN! Café", Time: cfT0}}); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT term, col, count(*) FROM messages_term_docs GROUP BY term, col ORDER BY term, col`)
+	if _, err := s.w.ExecContext(ctx, `CREATE VIRTUAL TABLE temp.terms USING fts5vocab(main, messages_fts, 'instance')`); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := s.w.QueryContext(ctx, `SELECT term, col, count(*) FROM temp.terms GROUP BY term, col ORDER BY term, col`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -508,6 +519,7 @@ func TestSearchIndexTerms(t *testing.T) {
 	if strings.Join(got, " ") != want {
 		t.Errorf("index terms %q, want %q", strings.Join(got, " "), want)
 	}
+	rows.Close()
 	var docs, toks int64
 	if err := s.r.QueryRowContext(ctx, `SELECT search_docs, search_tokens FROM conversations`).Scan(&docs, &toks); err != nil || docs != 1 || toks != 6 {
 		t.Errorf("conversation statistics %d %d %v", docs, toks, err)

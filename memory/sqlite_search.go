@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -25,15 +26,19 @@ type searchTuning struct {
 	// budget: at most this many doclist entries of rare terms are read in
 	// all; once they are spent, the remaining terms are common.
 	budget int
-	// window: common terms count in the conversation's newest window
-	// messages only.
+	// window: the conversation's newest window archived messages (and the
+	// newer active ones) estimate common terms' frequencies, and the
+	// densest common terms count in them only.
 	window int
+	// denseFactor: a term in more than denseFactor × commonDF / N of the
+	// window's messages (and in older ones too) is common in the window.
+	denseFactor int
 }
 
-var defaultSearchTuning = searchTuning{exactUpTo: 5000, commonDF: 2000, budget: 4000, window: 1024}
+var defaultSearchTuning = searchTuning{exactUpTo: 5000, commonDF: 1200, budget: 2500, window: 1024, denseFactor: 4}
 
 // exactSearchTuning never prunes (tests compare with it).
-var exactSearchTuning = searchTuning{exactUpTo: math.MaxInt64, commonDF: math.MaxInt32, budget: math.MaxInt32, window: math.MaxInt32}
+var exactSearchTuning = searchTuning{exactUpTo: math.MaxInt64, commonDF: math.MaxInt32, budget: math.MaxInt32, window: math.MaxInt32, denseFactor: 1}
 
 // searchTrace, when set (experiments), sees every finished search.
 var searchTrace func(*searchRun)
@@ -41,36 +46,53 @@ var searchTrace func(*searchRun)
 // Search implements Backend.
 //
 // Ranking is BM25 as FTS5's bm25() defines it (k1 = 1.2, b = 0.75, the text
-// weighted 1.0 and the sender's name 0.5, Porter stemming; see
-// json_search.go) with the statistics of the conversation searched: N is its
-// number of messages, avgdl their mean length, a term's n the messages that
-// contain it. The JSON backend uses the same statistics, so both score alike.
-// Ties go to the most recent message; ArchivedOnly, Limit, TokenBudget and
-// Exclude apply as documented on Query.
+// weighted 1.0 and the sender's name 0.5, Porter stemming, every query term a
+// phrase; see json_search.go) with the statistics of the conversation
+// searched: N is its number of messages, avgdl their mean length, a phrase's
+// n the messages that contain it. The JSON backend uses the same statistics,
+// so both backends score alike. Ties go to the most recent message;
+// ArchivedOnly, Limit, TokenBudget and Exclude apply as documented on Query.
 //
 // How: every term of the index belongs to one conversation (search_index.go),
-// so a term's doclist holds that conversation's messages that contain it and
-// a search never reads another conversation's rows. The index's rowid
-// carries each message's length, and which doclists a row is in (and how
-// often, for the few rows where it is more than once or in the sender's name)
-// give the term frequencies, so BM25 is computed in Go from doclists; only the
-// messages returned are read from the messages table.
+// so a doclist holds one conversation's messages and a search never reads
+// another conversation's rows. The index's rowids carry each message's
+// length, and which doclists a message is in (and how often, for the few
+// where a stem repeats or is in the sender's name) give its term
+// frequencies: BM25 is computed in Go from doclists, and only the messages
+// returned are read from the messages table.
 //
-// Pruning, the one approximation. In a conversation of more than exactUpTo
-// (5,000) messages, a query term is common when its doclists hold more than
-// commonDF (2,000) entries, when the rare terms before it (in query order)
-// have used up the budget of 6,000 entries, or when it is in more than
-// 2,000 / N of the messages of the window (below) and also in older ones. A
-// common term counts only in the window, the conversation's newest window
-// (1,024) archived messages and all messages as new: there exactly, in older
-// messages not at all (as if its doclist stopped there); and its n is
-// estimated as (window messages containing it) × N / (window messages).
-// Everything else is exact. So a query without common terms, and any query
-// in a conversation of at most 5,000 messages, returns exactly the full BM25
-// ranking; otherwise
-// the results are the BM25 ranking of that truncated index: a message older
-// than the window is found only through the query's rare terms, and scored
-// without the common ones (whose idf is low; recency breaks ties anyway).
+// Pruning, the one approximation, bounds the doclist entries read. In a
+// conversation of up to exactUpTo (5,000) messages nothing is pruned: the
+// results are exactly the full BM25 ranking. In a bigger one, the query's
+// distinct phrases are taken in query order, each rare (its doclists read
+// whole, counted exactly) or common (its doclists truncated: it counts in
+// some messages only, and its n is estimated). With limit = min(commonDF,
+// budget - used), commonDF being 1,200, budget 2,500 and used the doclist
+// entries read for the rare phrases before it, a single term is
+//
+//   - common in the window when limit is 0; or when it is in the text of
+//     messages older than the window (below) and of more than denseFactor ×
+//     commonDF × (window size) / N (4 × 1,200 × ... / N) of the window's, but
+//     at most limit; or when its other doclist (the messages with it in the
+//     sender's name or more than once in the text) has more than limit
+//     entries; or when its text doclist does and its limit+1 newest are all
+//     in the window;
+//   - else common in its newest text when its text doclist has more than
+//     limit entries: it counts in its limit+1 newest text messages, and in
+//     the messages at least as new with it in the sender's name;
+//   - else rare.
+//
+// A phrase of several tokens is common in the window when more than limit
+// messages contain it, rare otherwise. The window is the conversation's
+// newest window (1,024) archived messages and every message at least as new
+// as the oldest of them (counting active messages instead when there are
+// fewer archived ones). A common phrase counts, exactly, in the messages
+// said and in no other (as if its doclists ended there); its n is estimated
+// as (window messages containing it) × N / (window size). The results are
+// the exact BM25 ranking of that truncated index: a message older than where
+// a common term's doclist was cut is found only through the query's other
+// terms and scored without that one, whose idf is low (recency breaks ties
+// anyway). A query without common phrases is ranked exactly.
 func (s *SQLite) Search(ctx context.Context, key pipeline.Key, q Query) ([]Hit, error) {
 	phrases := queryPhrases(q.Text)
 	if len(phrases) == 0 {
@@ -98,7 +120,9 @@ func (s *SQLite) Search(ctx context.Context, key pipeline.Key, q Query) ([]Hit, 
 			c.SetInterrupt(context.Background())
 			_ = c.Exec(`ROLLBACK`)
 		}()
-		sr := &searchRun{c: c, tune: s.searchTuning(), key: key, q: q}
+		v, _ := searchConns.LoadOrStore(c, &searchConn{stmts: map[string]*sqlite3.Stmt{}})
+		sc := v.(*searchConn)
+		sr := &searchRun{c: c, tune: s.searchTuning(), key: key, q: q, sc: sc, posts: sc.posts[:0]}
 		defer sr.close()
 		var err error
 		hits, err = sr.run(phrases)
@@ -126,7 +150,10 @@ type searchPhrase struct {
 	df     float64 // messages that contain it (estimated when common)
 	idf    float64
 	common bool
+	recent bool      // common, and list holds its newest messages (not only the window's)
 	list   []posting // the messages that count, newest first
+	// postsAt: list is r.posts[postsAt:postsAt+len(list)] when >= 0
+	postsAt int
 }
 
 // posting is a message (its rowid) and a phrase's weighted frequency in it.
@@ -140,7 +167,8 @@ type searchRun struct {
 	tune  searchTuning
 	key   pipeline.Key
 	q     Query
-	stmts map[string]*sqlite3.Stmt
+	sc    *searchConn
+	posts []posting // backs the rare phrases' postings
 
 	conv         int64
 	nDocs, nToks int64
@@ -168,14 +196,23 @@ func (r *searchRun) phase(name string) {
 	}
 }
 
-// searchStmts caches a reader connection's prepared search statements.
-var searchStmts sync.Map // *sqlite3.Conn -> map[string]*sqlite3.Stmt
+// searchConn is what a reader connection keeps between searches: its
+// prepared statements and scratch buffers (a connection runs one search at a
+// time).
+type searchConn struct {
+	stmts map[string]*sqlite3.Stmt
+	rows  []int64
+	posts []posting
+}
 
-// closeSearchStmts finalizes a connection's cached statements; the reader
-// pool calls it before closing a connection.
+// searchConns holds the reader connections' searchConn.
+var searchConns sync.Map // *sqlite3.Conn -> *searchConn
+
+// closeSearchStmts finalizes a connection's statements; the reader pool
+// calls it before closing a connection.
 func closeSearchStmts(c *sqlite3.Conn) error {
-	if v, ok := searchStmts.LoadAndDelete(c); ok {
-		for _, st := range v.(map[string]*sqlite3.Stmt) {
+	if v, ok := searchConns.LoadAndDelete(c); ok {
+		for _, st := range v.(*searchConn).stmts {
 			st.Close()
 		}
 	}
@@ -183,17 +220,17 @@ func closeSearchStmts(c *sqlite3.Conn) error {
 }
 
 func (r *searchRun) close() {
-	for _, st := range r.stmts {
+	for _, st := range r.sc.stmts {
 		_ = st.Reset()
+	}
+	// Keep the largest buffers for the next search.
+	if cap(r.posts) > cap(r.sc.posts) {
+		r.sc.posts = r.posts[:0]
 	}
 }
 
 func (r *searchRun) stmt(query string) (*sqlite3.Stmt, error) {
-	if r.stmts == nil {
-		v, _ := searchStmts.LoadOrStore(r.c, map[string]*sqlite3.Stmt{})
-		r.stmts = v.(map[string]*sqlite3.Stmt) // a connection is used by one search at a time
-	}
-	if st, ok := r.stmts[query]; ok {
+	if st, ok := r.sc.stmts[query]; ok {
 		if err := st.Reset(); err != nil {
 			return nil, err
 		}
@@ -203,7 +240,7 @@ func (r *searchRun) stmt(query string) (*sqlite3.Stmt, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.stmts[query] = st
+	r.sc.stmts[query] = st
 	return st, nil
 }
 
@@ -249,19 +286,19 @@ const (
 	sqlSearchConv = `SELECT id, search_docs, search_tokens FROM conversations WHERE key = ?1`
 	// The id of the conversation's ?3-th newest archived (?2 = 0) or active
 	// (?2 = 1) message, and how many of the others are at least as new.
-	sqlWindowCut   = `SELECT id FROM messages WHERE conv = ?1 AND is_active = ?2 ORDER BY id DESC LIMIT 1 OFFSET ?3 - 1`
-	sqlWindowCount = `SELECT count(*) FROM messages WHERE conv = ?1 AND is_active = ?2 AND id >= ?3`
+	sqlWindowCut = `SELECT id, (SELECT count(*) FROM messages WHERE conv = ?1 AND is_active = 1 - ?2 AND id >= w.id)
+		FROM (SELECT id FROM messages WHERE conv = ?1 AND is_active = ?2 ORDER BY id DESC LIMIT 1 OFFSET ?3 - 1) w`
 	// A doclist's rowids, newest first.
-	sqlTermRows = `SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?1 ORDER BY rowid DESC LIMIT ?2`
-	// A term's instances and whether they are in the sender's name.
-	sqlTermInst = `SELECT doc, col = 'sender' FROM messages_term_docs WHERE term = ?1 LIMIT ?2`
+	sqlTermRows = `SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?1 ORDER BY rowid DESC`
+	// A doclist's rows and their instances (recall_tf).
+	sqlTermOther = `SELECT recall_tf(messages_fts, ?2) FROM messages_fts WHERE messages_fts MATCH ?1`
 	// Rows and their phrase instances (recall_tf), newest first.
-	sqlPhraseRows = `SELECT recall_tf(messages_fts, ?2) FROM messages_fts WHERE messages_fts MATCH ?1 ORDER BY rowid DESC LIMIT ?3`
+	sqlPhraseRows = `SELECT recall_tf(messages_fts, ?2) FROM messages_fts WHERE messages_fts MATCH ?1 ORDER BY rowid DESC`
 	// The same, in the window (newest first: FTS5 seeks a lower bound on
 	// rowids slowly in ascending order).
 	sqlWindowRows  = `SELECT rowid, recall_tf(messages_fts, ?2) FROM messages_fts WHERE messages_fts MATCH ?1 AND rowid >= ?3 ORDER BY rowid DESC`
 	sqlActiveIDs   = `SELECT id FROM messages WHERE conv = ?1 AND is_active = 1 LIMIT ?2`
-	sqlSearchFetch = `SELECT m.conv, ` + msgColumns + ` FROM messages m WHERE m.id = ?1`
+	sqlSearchFetch = `SELECT m.conv, ` + msgColumns + ` FROM messages m WHERE m.id IN (SELECT value FROM json_each(?1))`
 )
 
 // activeCap: ArchivedOnly reads the active messages' ids when there are at
@@ -296,7 +333,7 @@ func (r *searchRun) run(phrases [][]string) ([]Hit, error) {
 		if !ok {
 			j = len(r.ph)
 			seen[k] = j
-			r.ph = append(r.ph, &searchPhrase{toks: p})
+			r.ph = append(r.ph, &searchPhrase{toks: p, postsAt: -1})
 		}
 		r.slot[i] = j
 	}
@@ -328,7 +365,7 @@ func (r *searchRun) run(phrases [][]string) ([]Hit, error) {
 		if err != nil {
 			return nil, err
 		}
-		if p.common {
+		if p.common && !p.recent {
 			common = append(common, pi)
 		}
 	}
@@ -345,17 +382,19 @@ func (r *searchRun) run(phrases [][]string) ([]Hit, error) {
 	return r.top()
 }
 
-// readTerm reads a single-token phrase's doclists whole when they hold at
-// most limit entries each (a rare term); otherwise it marks it common. A
-// term whose text doclist, extrapolated from the window to the whole
-// conversation, would hold more than commonDF entries is common too (its
-// doclist is read newest first, so this is known once it leaves the window).
+// readTerm reads a single-token phrase's doclists: whole when each holds at
+// most limit entries (a rare term). Otherwise the term is common (see
+// Search): when its newest limit+1 text entries reach back past the window,
+// they (with its other entries as new) are its postings; else it counts in
+// the window only, read later by readWindow. The text doclist is read newest
+// first, so a term dense in the window is known as soon as it leaves it.
 func (r *searchRun) readTerm(pi int, p *searchPhrase, limit int) error {
 	if limit <= 0 {
 		p.common = true
 		return nil
 	}
-	var text []int64
+	text := r.sc.rows[:0]
+	defer func() { r.sc.rows = text[:0] }()
 	crossed := false
 	err := r.each(sqlTermRows, func(st *sqlite3.Stmt) bool {
 		rowid := st.ColumnInt64(0)
@@ -363,45 +402,49 @@ func (r *searchRun) readTerm(pi int, p *searchPhrase, limit int) error {
 			// Its first message older than the window: how frequent is
 			// the term in the window?
 			crossed = true
-			if float64(len(text))*float64(r.nDocs) > float64(r.tune.commonDF)*float64(r.winSize) {
+			if float64(len(text))*float64(r.nDocs) > float64(r.tune.denseFactor)*float64(r.tune.commonDF)*float64(r.winSize) {
 				p.common = true
 				return false
 			}
 		}
 		text = append(text, rowid)
-		return true
-	}, matchTerm(ftsTerm(r.prefix, ftsKindText, p.toks[0])), limit+1)
+		return len(text) <= limit
+	}, matchTerm(ftsTerm(r.prefix, ftsKindText, p.toks[0])))
 	if err != nil || p.common {
 		return err
 	}
-	if len(text) > limit {
+	// More than limit messages: common. Their newest limit+1 are read: when
+	// they reach back past the window, they are the term's doclist.
+	truncated := len(text) > limit
+	if truncated && text[len(text)-1] >= r.cutRowid {
 		p.common = true
 		return nil
 	}
-	type inst struct {
-		rowid  int64
-		sender bool
-	}
-	var rest []inst
-	err = r.each(sqlTermInst, func(st *sqlite3.Stmt) bool {
-		rest = append(rest, inst{st.ColumnInt64(0), st.ColumnInt(1) == 1})
-		return true
-	}, ftsTerm(r.prefix, ftsKindRest, p.toks[0]), limit+1)
+	// The other doclist: occurrences in the sender's name (column sender)
+	// and repeats in the text (column extra).
+	more := map[int64]float64{}
+	rest := 0
+	sink := &ftsRowSinkBuf{fn: func(rowid int64, insts []ftsInst) {
+		rest++
+		if truncated && rowid < text[len(text)-1] {
+			return
+		}
+		for _, in := range insts {
+			if in.col == 1 {
+				more[rowid] += 0.5
+			} else {
+				more[rowid]++ // another occurrence in the text
+			}
+		}
+	}}
+	err = r.each(sqlTermOther, func(*sqlite3.Stmt) bool { return rest <= limit },
+		matchTerm(ftsTerm(r.prefix, ftsKindRest, p.toks[0])), sink)
 	if err != nil {
 		return err
 	}
-	if len(rest) > limit {
+	if rest > limit {
 		p.common = true
 		return nil
-	}
-	// The term's postings: its text doclist, plus the other occurrences.
-	more := map[int64]float64{}
-	for _, in := range rest {
-		if in.sender {
-			more[in.rowid] += 0.5
-		} else {
-			more[in.rowid]++ // another occurrence in the text
-		}
 	}
 	var only []int64 // in the sender's name only
 	for rowid := range more {
@@ -410,18 +453,27 @@ func (r *searchRun) readTerm(pi int, p *searchPhrase, limit int) error {
 		}
 	}
 	slices.SortFunc(only, cmpDesc)
-	p.list = make([]posting, 0, len(text)+len(only))
+	start := len(r.posts)
 	for i, j := 0, 0; i < len(text) || j < len(only); {
 		if j == len(only) || i < len(text) && text[i] > only[j] {
-			p.list = append(p.list, posting{text[i], 1 + more[text[i]]})
+			r.posts = append(r.posts, posting{text[i], 1 + more[text[i]]})
 			i++
 		} else {
-			p.list = append(p.list, posting{only[j], more[only[j]]})
+			r.posts = append(r.posts, posting{only[j], more[only[j]]})
 			j++
 		}
 	}
+	// Lists point into r.posts; one that moved on growth is fixed in top.
+	p.list, p.postsAt = r.posts[start:], start
+	if truncated {
+		// Common, counting in these messages; n estimated from the window.
+		p.common, p.recent = true, true
+		inWindow := sort.Search(len(p.list), func(i int) bool { return p.list[i].rowid < r.cutRowid })
+		p.df = float64(inWindow) * float64(r.nDocs) / float64(r.winSize)
+		return nil
+	}
 	p.df = float64(len(p.list))
-	r.used += len(text) + len(rest)
+	r.used += len(text) + rest
 	return nil
 }
 
@@ -484,7 +536,7 @@ func (r *searchRun) readPhrase(pi int, p *searchPhrase, limit int) error {
 			rows = append(rows, posting{rowid, f})
 		}
 	})
-	if err := r.each(sqlPhraseRows, func(*sqlite3.Stmt) bool { return true }, r.phraseExpr(p), sink, limit+1); err != nil {
+	if err := r.each(sqlPhraseRows, func(*sqlite3.Stmt) bool { return len(rows) <= limit }, r.phraseExpr(p), sink); err != nil {
 		return err
 	}
 	if len(rows) > limit {
@@ -508,25 +560,17 @@ func (r *searchRun) findWindow() error {
 	}
 	for _, kind := range []int{0, 1} {
 		found := false
-		var cut int64
+		var cut, others int64
 		if err := r.each(sqlWindowCut, func(st *sqlite3.Stmt) bool {
-			cut, found = st.ColumnInt64(0), true
+			cut, others, found = st.ColumnInt64(0), st.ColumnInt64(1), true
 			return true
 		}, r.conv, kind, r.tune.window); err != nil {
 			return err
 		}
-		if !found {
-			continue
+		if found {
+			r.cutRowid, r.winSize = cut<<ftsLenBits, int64(r.tune.window)+others
+			return nil
 		}
-		var others int64
-		if err := r.each(sqlWindowCount, func(st *sqlite3.Stmt) bool {
-			others = st.ColumnInt64(0)
-			return true
-		}, r.conv, 1-kind, cut); err != nil {
-			return err
-		}
-		r.cutRowid, r.winSize = cut<<ftsLenBits, int64(r.tune.window)+others
-		return nil
 	}
 	return nil
 }
@@ -610,6 +654,11 @@ func (r *searchRun) top() ([]Hit, error) {
 			}
 		}
 	}
+	for _, p := range r.ph {
+		if p.postsAt >= 0 {
+			p.list = r.posts[p.postsAt : p.postsAt+len(p.list)]
+		}
+	}
 	n := len(r.ph)
 	heads := make([]int, n)
 	f := make([]float64, n)
@@ -649,30 +698,35 @@ func (r *searchRun) top() ([]Hit, error) {
 		slices.SortFunc(best, better)
 	}
 	hits := make([]Hit, 0, min(want, len(best)))
-	for _, c := range best {
-		if len(hits) == want {
-			break
+	for len(best) > 0 && len(hits) < want {
+		// Read the next ones in one statement.
+		batch := best[:min(len(best), want-len(hits))]
+		best = best[len(batch):]
+		ids := make([]int64, len(batch))
+		for i, c := range batch {
+			ids[i] = c.id
 		}
-		m, err := r.fetch(c.id)
+		msgs, err := r.fetch(ids)
 		if err != nil {
 			return nil, err
 		}
-		if m == nil || m.Active && !activeKnown {
-			continue
+		for _, c := range batch {
+			if m, ok := msgs[c.id]; ok && !(m.Active && !activeKnown) {
+				hits = append(hits, Hit{Message: *m, Score: c.score})
+			}
 		}
-		hits = append(hits, Hit{Message: *m, Score: c.score})
 	}
 	return hits, nil
 }
 
-// fetch reads a message of the conversation.
-func (r *searchRun) fetch(id int64) (*Message, error) {
-	var m *Message
+// fetch reads messages of the conversation.
+func (r *searchRun) fetch(ids []int64) (map[int64]*Message, error) {
+	out := make(map[int64]*Message, len(ids))
 	err := r.each(sqlSearchFetch, func(st *sqlite3.Stmt) bool {
 		if st.ColumnInt64(0) != r.conv {
 			return true
 		}
-		m = &Message{Key: r.key}
+		m := &Message{Key: r.key}
 		m.ID = st.ColumnInt64(1)
 		m.Role = Role(st.ColumnText(2))
 		m.SenderID = st.ColumnText(3)
@@ -684,9 +738,10 @@ func (r *searchRun) fetch(id int64) (*Message, error) {
 		m.Tokens = st.ColumnInt(9)
 		m.Active = st.ColumnInt(10) == 1
 		m.ChunkID = st.ColumnInt64(11)
+		out[m.ID] = m
 		return true
-	}, id)
-	return m, err
+	}, jsonIDs(ids))
+	return out, err
 }
 
 func matchTerm(terms ...string) string { return `"` + strings.Join(terms, " ") + `"` }

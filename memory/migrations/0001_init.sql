@@ -55,9 +55,6 @@ CREATE VIRTUAL TABLE messages_fts USING fts5(
     content='', columnsize=0, tokenize='ascii'
 );
 INSERT INTO messages_fts(messages_fts, rank) VALUES('secure-delete', 1);
--- Documents per term (row) and per term and document (instance).
-CREATE VIRTUAL TABLE messages_terms USING fts5vocab(messages_fts, 'row');
-CREATE VIRTUAL TABLE messages_term_docs USING fts5vocab(messages_fts, 'instance');
 
 CREATE TRIGGER messages_ai AFTER INSERT ON messages BEGIN
     INSERT INTO messages_fts(rowid, text, sender, extra) VALUES (
