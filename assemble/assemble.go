@@ -398,11 +398,22 @@ func tokensOf(ms []memory.Message) int {
 }
 
 func blockTokens(a *Assembler, notes []string, sums []memory.Summary, snips []Snippet) int {
-	block := memoryBlock(notes, sums, snips)
-	if block == "" {
+	lines := blockLines(notes, sums, snips)
+	if len(lines) == 0 {
 		return 0
 	}
-	return a.count.Count(block) + perMessage
+	// Line by line, so that the counts come from the counter's cache: the
+	// summaries' lines were counted on earlier turns, the snippets' when
+	// they were picked. Counters start a new piece of text after a line
+	// break, so this is the block's own count; tiktoken's pre-tokenizer
+	// may join a break to the punctuation before it, which makes this at
+	// most a token per line more than the block's exact count, never less
+	// (TestBlockTokensBound).
+	n := (len(lines) - 1) * a.count.Count("\n")
+	for _, l := range lines {
+		n += a.count.Count(l)
+	}
+	return n + perMessage
 }
 
 // keepWithin keeps items in order while they fit the budget.
@@ -431,28 +442,29 @@ func snippetLine(s Snippet) string {
 
 // memoryBlock renders the memory system message.
 func memoryBlock(notes []string, sums []memory.Summary, snips []Snippet) string {
-	var b strings.Builder
-	if len(notes) > 0 {
-		b.WriteString("## What you know about the user\n")
-		b.WriteString(strings.Join(notes, "\n"))
-		b.WriteString("\n\n")
-	}
-	if len(sums) > 0 {
-		b.WriteString("## Summaries of the earlier conversation\n")
-		for _, s := range sums {
-			b.WriteString(summaryLine(s))
-			b.WriteString("\n")
+	return strings.Join(blockLines(notes, sums, snips), "\n")
+}
+
+// blockLines returns the memory block's lines: a header per section, then
+// its items, an empty line between sections.
+func blockLines(notes []string, sums []memory.Summary, snips []Snippet) []string {
+	var lines []string
+	section := func(header string, n int, item func(int) string) {
+		if n == 0 {
+			return
 		}
-		b.WriteString("\n")
-	}
-	if len(snips) > 0 {
-		b.WriteString("## Excerpts from the archive that may be relevant\n")
-		for _, s := range snips {
-			b.WriteString(snippetLine(s))
-			b.WriteString("\n")
+		if len(lines) > 0 {
+			lines = append(lines, "")
+		}
+		lines = append(lines, header)
+		for i := range n {
+			lines = append(lines, item(i))
 		}
 	}
-	return strings.TrimSpace(b.String())
+	section("## What you know about the user", len(notes), func(i int) string { return notes[i] })
+	section("## Summaries of the earlier conversation", len(sums), func(i int) string { return summaryLine(sums[i]) })
+	section("## Excerpts from the archive that may be relevant", len(snips), func(i int) string { return snippetLine(snips[i]) })
+	return lines
 }
 
 // fit cuts text to at most max tokens (by halving on rune boundaries).

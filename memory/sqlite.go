@@ -198,12 +198,12 @@ const (
 	sqlLookup     = `SELECT EXISTS(SELECT 1 FROM messages WHERE conv = ? AND platform_id = ? AND platform_id <> ''), EXISTS(SELECT 1 FROM messages WHERE conv = ? AND reply_to = ? AND reply_to <> '' AND role = 'assistant')` // the <> '' terms let SQLite use the partial indexes
 	sqlArchive    = `UPDATE messages SET is_active = 0, chunk_id = ? WHERE conv = ? AND is_active = 1 AND id IN (SELECT value FROM json_each(?))`
 	sqlNextChunk  = `UPDATE conversations SET next_chunk = next_chunk + 1 WHERE id = ? RETURNING next_chunk - 1`
-	sqlRangeOfIDs = `SELECT min(created_at), max(created_at) FROM messages WHERE conv = ? AND id IN (SELECT value FROM json_each(?))`
+	sqlRangeOfIDs = `SELECT min(created_at), max(created_at) FROM messages WHERE +conv = ? AND id IN (SELECT value FROM json_each(?))`
 	sqlResetTurns = `UPDATE conversations SET turns_since_summary = max(0, turns_since_summary - ?), last_summary_at = ? WHERE id = ?`
 	sumColumns    = `id, level, text, is_active, sources, from_at, to_at, tokens, created_at`
 	sqlInsertSum  = `INSERT INTO summaries(conv, level, text, is_active, sources, from_at, to_at, tokens, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
 	sqlFoldSums   = `UPDATE summaries SET is_active = 0 WHERE conv = ? AND is_active = 1 AND level = ? AND id IN (SELECT value FROM json_each(?))`
-	sqlSumRange   = `SELECT min(from_at), max(to_at) FROM summaries WHERE conv = ? AND id IN (SELECT value FROM json_each(?))`
+	sqlSumRange   = `SELECT min(from_at), max(to_at) FROM summaries WHERE +conv = ? AND id IN (SELECT value FROM json_each(?))`
 )
 
 // convID finds a conversation's row id; 0 when it does not exist.

@@ -17,7 +17,6 @@ import (
 // Store is what summarization reads and writes.
 type Store interface {
 	Active(ctx context.Context, key pipeline.Key) ([]memory.Message, error)
-	Status(ctx context.Context, key pipeline.Key) (memory.Status, error)
 	TurnsSinceSummary(ctx context.Context, key pipeline.Key) (int, error)
 	Summaries(ctx context.Context, key pipeline.Key, activeOnly bool) ([]memory.Summary, error)
 	Archive(ctx context.Context, key pipeline.Key, ids []int64, s memory.Summary, turnsSeen int) (memory.Summary, error)
@@ -174,7 +173,8 @@ func (s *Summarizer) run(ctx context.Context, key pipeline.Key) (Result, error) 
 	if err := s.store.Flush(ctx); err != nil {
 		return res, err
 	}
-	st, err := s.store.Status(ctx, key)
+	// The counter alone: Status would count the whole conversation.
+	turns, err := s.store.TurnsSinceSummary(ctx, key)
 	if err != nil {
 		return res, err
 	}
@@ -195,7 +195,7 @@ func (s *Summarizer) run(ctx context.Context, key pipeline.Key) (Result, error) 
 	for i, m := range chunk {
 		ids[i] = m.ID
 	}
-	sum, err := s.store.Archive(ctx, key, ids, memory.Summary{Text: text, Tokens: s.count.Count(text)}, st.TurnsSinceSummary)
+	sum, err := s.store.Archive(ctx, key, ids, memory.Summary{Text: text, Tokens: s.count.Count(text)}, turns)
 	if err != nil {
 		return res, fmt.Errorf("archiving %d messages of %s: %w", len(chunk), key, err)
 	}

@@ -1,0 +1,78 @@
+package assemble
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/recallbot/recall/llm"
+	"github.com/recallbot/recall/memory"
+)
+
+// TestBlockTokensBound: the memory block, counted line by line with the
+// real tokenizer, is never under its exact count (the budget holds) and at
+// most a token per line over it.
+func TestBlockTokensBound(t *testing.T) {
+	count := llm.NewCounter("gpt-4o-mini")
+	a := &Assembler{count: count}
+	r := rand.New(rand.NewPCG(1, 2))
+	words := []string{"the", "Café", "moving", "João", "42", "1999", "x.", "end.", "path/", "/usr/bin", "(note)", "naïve",
+		"日本語", "emoji🙂", "'s", "don't", "--", "...", "?", "!", "\t", "  ", "URL:", "https://example.com/a?b=c", "[x]", "#", "*bold*", "`code`"}
+	text := func(n int) string {
+		var b strings.Builder
+		for i := range n {
+			if i > 0 && r.IntN(4) > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(words[r.IntN(len(words))])
+		}
+		return b.String()
+	}
+	t0 := time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)
+	for round := range 300 {
+		var notes []string
+		var sums []memory.Summary
+		var snips []Snippet
+		for range r.IntN(4) {
+			notes = append(notes, "- "+text(1+r.IntN(12)))
+		}
+		for i := range r.IntN(5) {
+			sums = append(sums, memory.Summary{Level: 1 + r.IntN(3), From: t0, To: t0.Add(time.Duration(i) * time.Hour), Text: text(1 + r.IntN(40))})
+		}
+		for range r.IntN(6) {
+			snips = append(snips, Snippet{Role: memory.RoleUser, Time: t0, Text: text(1 + r.IntN(30))})
+		}
+		block := memoryBlock(notes, sums, snips)
+		got := blockTokens(a, notes, sums, snips)
+		if block == "" {
+			if got != 0 {
+				t.Fatalf("round %d: empty block counted %d", round, got)
+			}
+			continue
+		}
+		exact := count.Count(block) + perMessage
+		lines := strings.Count(block, "\n") + 1
+		if got < exact || got > exact+lines {
+			t.Fatalf("round %d: block counted %d, exact %d (%d lines)\n%s", round, got, exact, lines, block)
+		}
+	}
+}
+
+// TestBlockTokensExactForWordCounters: with a counter that does not count
+// line breaks (the estimate for other models is per character), the block's
+// count is exact.
+func TestBlockTokensExactForWordCounters(t *testing.T) {
+	count := wordCounter{}
+	a := &Assembler{count: count}
+	notes := []string{"- likes tea", "- lives in Porto"}
+	sums := []memory.Summary{{Level: 1, Text: "talked about the trip"}}
+	snips := []Snippet{{Role: memory.RoleAssistant, Text: "the train leaves at nine"}}
+	if got, want := blockTokens(a, notes, sums, snips), count.Count(memoryBlock(notes, sums, snips))+perMessage; got != want {
+		t.Errorf("block counted %d, want %d", got, want)
+	}
+}
+
+type wordCounter struct{}
+
+func (wordCounter) Count(s string) int { return len(strings.Fields(s)) }
