@@ -344,6 +344,43 @@ func TestStreamEditFailureStillDelivers(t *testing.T) {
 	}
 }
 
+// When Telegram cannot parse the final formatted edit, the message is
+// edited into the plain text of the reply instead; still one message.
+func TestStreamFinalEditFallsBackToPlain(t *testing.T) {
+	api := newFakeAPI(t)
+	step := make(chan struct{})
+	newStack(t, api, stackOptions{stream: true, streamEvery: testEvery, llm: paced(step, "Some", " **bold**", " words")})
+	api.setHook(func(c *fakeCall) *fakeErr {
+		if c.Method == "editMessageText" && c.Fields["parse_mode"] == "HTML" {
+			return &fakeErr{Code: 400, Description: "Bad Request: can't parse entities: unsupported start tag"}
+		}
+		return nil
+	})
+	forum := groupChat(-100500, true)
+	topicMessage(api, forum, "go")
+	step <- struct{}{}
+	first := waitCall(api, "the first text", isCall("sendMessage", forum.ID, "Some"))
+	close(step)
+	api.wait("a plain edit after the refused formatted one", func(calls []fakeCall) bool {
+		refused := false
+		for _, c := range filterCalls(calls, "editMessageText") {
+			switch {
+			case c.Fields["parse_mode"] == "HTML":
+				refused = true
+			case refused && c.Fields["text"] == "Some bold words" && (c.Err == nil || strings.Contains(c.Err.Description, "not modified")):
+				return true
+			}
+		}
+		return false
+	})
+	if got := api.shownText(forum.ID, first.MsgID); got != "Some bold words" {
+		t.Errorf("the message shows %q", got)
+	}
+	if n := len(api.sent(forum.ID)); n != 1 {
+		t.Errorf("%d messages, want 1", n)
+	}
+}
+
 // A streamed reply longer than one message ends as valid parts: the
 // streamed message becomes the first, the others follow in the topic.
 func TestStreamLongReplySplits(t *testing.T) {
