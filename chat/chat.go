@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,6 +27,13 @@ type Store interface {
 // Model answers chats.
 type Model interface {
 	Chat(ctx context.Context, msgs []llm.Message) (llm.Reply, error)
+}
+
+// StreamModel is a Model that can also stream its answer (llm.Client).
+// onDelta is called in the caller's goroutine with each new piece of text;
+// a stream broken after some text returns *llm.StreamError with the text.
+type StreamModel interface {
+	Stream(ctx context.Context, msgs []llm.Message, onDelta func(text string)) (llm.Reply, error)
 }
 
 // Assembler builds the prompt.
@@ -127,11 +135,22 @@ func (r *Responder) Handle(ctx context.Context, t *pipeline.Turn) error {
 	if err != nil {
 		return r.fail(ctx, t, "storage", err, "Sorry, I couldn't load our conversation from storage. Please try again in a moment.")
 	}
-	stopTyping := r.typing(ctx, t)
-	reply, err := r.model.Chat(ctx, prompt.Messages)
-	stopTyping()
+	var (
+		reply   llm.Reply
+		send    = t.Out.Send // delivers the final reply (or the failure message)
+		cut     bool         // the stream broke after the user saw some of it
+		sm, isM = r.model.(StreamModel)
+		st, isS = t.Out.(pipeline.Streamer)
+	)
+	if isM && isS {
+		reply, send, cut, err = r.stream(ctx, t, sm, st, prompt.Messages)
+	} else {
+		stopTyping := r.typing(ctx, t)
+		reply, err = r.model.Chat(ctx, prompt.Messages)
+		stopTyping()
+	}
 	if err != nil {
-		return r.fail(ctx, t, "llm_error", err, llm.UserMessage(err))
+		return r.failTo(ctx, t, send, "llm_error", err, llm.UserMessage(err))
 	}
 	r.recordUsage(ctx, t, prompt, reply)
 	answer := memory.Message{
@@ -150,12 +169,16 @@ func (r *Responder) Handle(ctx context.Context, t *pipeline.Turn) error {
 	if err != nil {
 		log.Error("storing the reply before sending it", "err", err)
 	}
-	if _, err := t.Out.Send(ctx, pipeline.Outbound{Key: in.Key, Text: reply.Text, ReplyTo: in.MessageID}); err != nil {
+	if _, err := send(ctx, pipeline.Outbound{Key: in.Key, Text: reply.Text, ReplyTo: in.MessageID}); err != nil {
 		r.observe(in.Key.Channel, "send_error", start, reply)
 		return fmt.Errorf("sending the reply: %w", err)
 	}
 	if err != nil {
 		r.warnStorage(ctx, t, true)
+	}
+	if cut {
+		r.observe(in.Key.Channel, "llm_error", start, reply)
+		return nil // a partial answer teaches no facts; the user was told
 	}
 	r.observe(in.Key.Channel, "ok", start, reply)
 	if settings.MemoryEnabled && r.sum != nil {
@@ -195,10 +218,47 @@ func (r *Responder) Prompt(ctx context.Context, key pipeline.Key, text string) (
 	return r.asm.Build(ctx, r.request(pipeline.Inbound{Key: key, Text: text}, st))
 }
 
+// stream asks the model for a streamed answer, shown by st as it grows. The
+// typing indicator runs until the first text. send finishes the stream: it
+// delivers the final reply, or the failure message. When the stream broke
+// after the user saw some text, the reply is that text with a note saying
+// it was cut off (cut): it is stored and delivered like any reply, so what
+// the user read is in the history, and the message is not answered again
+// after a restart.
+func (r *Responder) stream(ctx context.Context, t *pipeline.Turn, sm StreamModel, st pipeline.Streamer, msgs []llm.Message) (
+	reply llm.Reply, send func(context.Context, pipeline.Outbound) (string, error), cut bool, err error) {
+	s := st.Stream(ctx, t.In.Key, t.In.MessageID)
+	tctx, cancelTyping := context.WithCancel(ctx)
+	defer cancelTyping()
+	stopTyping := r.typing(tctx, t)
+	first := true
+	reply, err = sm.Stream(ctx, msgs, func(d string) {
+		if first {
+			first = false
+			cancelTyping() // the text itself shows the bot is answering
+		}
+		s.Append(d)
+	})
+	stopTyping()
+	var se *llm.StreamError
+	if errors.As(err, &se) && strings.TrimSpace(se.Partial) != "" {
+		t.Logger().Error("the streamed answer broke off; keeping what was shown", "err", err, "partial_bytes", len(se.Partial))
+		reply.Text = se.Partial + "\n\n⚠️ " + llm.UserMessage(err)
+		return reply, s.Finish, true, nil
+	}
+	return reply, s.Finish, false, err
+}
+
 func (r *Responder) fail(ctx context.Context, t *pipeline.Turn, outcome string, err error, userText string) error {
+	return r.failTo(ctx, t, t.Out.Send, outcome, err, userText)
+}
+
+// failTo logs a failed turn and tells the user through send.
+func (r *Responder) failTo(ctx context.Context, t *pipeline.Turn, send func(context.Context, pipeline.Outbound) (string, error),
+	outcome string, err error, userText string) error {
 	t.Logger().Error("turn failed", "outcome", outcome, "err", err)
 	r.observe(t.In.Key.Channel, outcome, time.Now(), llm.Reply{})
-	if _, serr := t.Out.Send(ctx, pipeline.Outbound{Key: t.In.Key, Text: userText, Plain: true, ReplyTo: t.In.MessageID}); serr != nil {
+	if _, serr := send(ctx, pipeline.Outbound{Key: t.In.Key, Text: userText, Plain: true, ReplyTo: t.In.MessageID}); serr != nil {
 		return errors.Join(err, serr)
 	}
 	return err

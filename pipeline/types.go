@@ -88,6 +88,32 @@ type Editor interface {
 	Edit(ctx context.Context, key Key, id, text string) error
 }
 
+// Streamer shows a reply while the model is still writing it. A Sender that
+// is not a Streamer gets the whole reply by Send once it is complete.
+type Streamer interface {
+	// Stream starts a reply in the conversation key, answering the message
+	// replyTo ("" for none). Nothing is shown before the first Append. ctx
+	// bounds the showing; Finish must be called exactly once, even when
+	// nothing was appended, to end the Stream.
+	Stream(ctx context.Context, key Key, replyTo string) Stream
+}
+
+// Stream is one reply shown as it grows. Append and Finish are called from
+// one goroutine.
+type Stream interface {
+	// Append adds text (Markdown) to the reply. It never waits for the
+	// network: the adapter shows the text so far at its own pace, as plain
+	// text, and a failure to show it only stops the showing (Finish still
+	// delivers the reply).
+	Append(text string)
+	// Finish replaces whatever was shown with out (its Key and ReplyTo are
+	// those given to Stream), rendered and split like Send, and returns the
+	// id of the last message. When the shown message cannot be replaced,
+	// out is sent as new messages, so the reply is never lost. Nothing is
+	// shown after Finish returns.
+	Finish(ctx context.Context, out Outbound) (id string, err error)
+}
+
 // FileSender sends a document with an optional caption.
 type FileSender interface {
 	SendFile(ctx context.Context, key Key, f File, caption string) error

@@ -117,15 +117,24 @@ func New(opts Options, submit SubmitFunc, accept AcceptFunc) (*Adapter, error) {
 		opts: opts, api: api, poller: &poller, submit: submit, accept: accept, log: log, data: data,
 		retryBase: 500 * time.Millisecond, retryMax: 30 * time.Second, callTimeout: 10 * time.Second,
 	}
-	a.out = &sender{api: api, log: log, data: data, rateWait: 2 * time.Minute, sendTimeout: 30 * time.Second, fileTimeout: 5 * time.Minute}
+	a.out = &sender{api: api, log: log, data: data, rateWait: 2 * time.Minute, sendTimeout: 30 * time.Second, fileTimeout: 5 * time.Minute,
+		streamEvery: DefaultStreamEvery}
+	a.out.drafts.Store(true)
+	a.out.draftSeq.Store(time.Now().Unix() % 1_000_000 * 1000) // drafts of a restarted bot get new ids
 	return a, nil
 }
 
 // Sender is where answers go: pass it with every message submitted to the
 // pipeline (Run does), including messages resubmitted at start. It
 // implements pipeline.Sender, Typer, Chooser, Editor and FileSender, and
-// works before Run is called.
-func (a *Adapter) Sender() pipeline.Sender { return a.out }
+// pipeline.Streamer when Options.Stream is set; it works before Run is
+// called.
+func (a *Adapter) Sender() pipeline.Sender {
+	if a.opts.Stream {
+		return streamSender{a.out}
+	}
+	return a.out
+}
 
 // Run connects to Telegram (getMe, retried while the network is down),
 // registers the command menu, and receives updates until ctx ends: by long
@@ -150,9 +159,6 @@ func (a *Adapter) Run(ctx context.Context) error {
 		mode = "webhook"
 	}
 	a.log.Info("connected to Telegram", "bot", "@"+me.Username, "bot_id", me.ID, "mode", mode)
-	if a.opts.Stream {
-		a.log.Warn("telegram.stream is not supported yet; replies are sent whole")
-	}
 	if len(a.opts.Commands) > 0 {
 		a.bg.Go(func() { a.setCommands(ctx) })
 	}

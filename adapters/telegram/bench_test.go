@@ -3,10 +3,12 @@ package telegram
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/recallbot/recall/llm/llmtest"
 	"github.com/recallbot/recall/pipeline"
 )
 
@@ -82,4 +84,67 @@ func (s *countingSender) Send(context.Context, pipeline.Outbound) (string, error
 		close(s.done)
 	}
 	return "", nil
+}
+
+// BenchmarkStreamLatency measures, side by side, when the user sees text of
+// a reply the model writes slowly (20 pieces, 20ms apart; 400ms for the
+// whole answer when not streamed), in a forum topic: with telegram.stream the first text (sendMessage) and the final
+// formatted edit, at the real pace of one update a second; without it the
+// one message. Also the Bot API calls that change the chat per reply.
+// Each iteration is one message in each mode.
+func BenchmarkStreamLatency(b *testing.B) {
+	pieces := make([]string, 20)
+	for i := range pieces {
+		pieces[i] = " word" + strconv.Itoa(i)
+	}
+	slow := func(r llmtest.Request) llmtest.Response {
+		resp := llmtest.Response{Pieces: pieces, Text: strings.Join(pieces, ""), PieceDelay: 20 * time.Millisecond}
+		if !r.Stream {
+			resp.Delay = time.Duration(len(pieces)) * resp.PieceDelay // the same model, answering whole
+		}
+		return resp
+	}
+	forum := groupChat(-100500, true)
+	// run sends b.N messages and returns the mean time to the first
+	// update, to the last one, and the updates per reply.
+	run := func(stream bool) (first, last time.Duration, updates float64) {
+		api := newFakeAPI(b)
+		st := newStack(b, api, stackOptions{stream: stream, llm: slow, quiet: true})
+		defer func() { st.stop(); st.cancel = nil }()
+		isUpdate := func(c fakeCall) bool {
+			return c.Err == nil && c.ChatID() == forum.ID && (c.Method == "sendMessage" || c.Method == "editMessageText")
+		}
+		for range b.N {
+			n0 := len(api.callsOf())
+			sent := time.Now()
+			topicMessage(api, forum, "write slowly")
+			calls := api.wait("the reply", func(calls []fakeCall) bool {
+				for _, c := range calls[n0:] {
+					if isUpdate(c) && (!stream || c.Fields["parse_mode"] == "HTML") {
+						return true
+					}
+				}
+				return false
+			})
+			var mine []fakeCall
+			for _, c := range calls[n0:] {
+				if isUpdate(c) {
+					mine = append(mine, c)
+				}
+			}
+			first += mine[0].At.Sub(sent)
+			last += mine[len(mine)-1].At.Sub(sent)
+			updates += float64(len(mine))
+		}
+		n := time.Duration(b.N)
+		return first / n, last / n, updates / float64(b.N)
+	}
+	b.ResetTimer()
+	sFirst, sLast, sCalls := run(true)
+	_, wLast, wCalls := run(false)
+	b.ReportMetric(float64(sFirst.Milliseconds()), "stream_first_text_ms")
+	b.ReportMetric(float64(sLast.Milliseconds()), "stream_final_ms")
+	b.ReportMetric(sCalls, "stream_updates/reply")
+	b.ReportMetric(float64(wLast.Milliseconds()), "whole_reply_ms")
+	b.ReportMetric(wCalls, "whole_updates/reply")
 }

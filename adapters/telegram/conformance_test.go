@@ -3,6 +3,7 @@ package telegram
 import (
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/go-telegram/bot/models"
 
@@ -12,24 +13,29 @@ import (
 // TestConformance runs the suite every chat adapter passes.
 func TestConformance(t *testing.T) { adaptertest.Run(t, tgHarness{}) }
 
+// TestConformanceStreaming runs it with telegram.stream on: a message counts
+// with the text it shows in the end (after its edits).
+func TestConformanceStreaming(t *testing.T) { adaptertest.Run(t, tgHarness{stream: true}) }
+
 // tgHarness runs the full stack on the fake Bot API, polling: user 0 is
 // telegram:111, user 1 telegram:222, the group is a plain supergroup.
-type tgHarness struct{}
+type tgHarness struct{ stream bool }
 
 var tgUsers = []int64{111, 222}
 
 const tgGroup = -100800
 
-func (tgHarness) Start(t *testing.T) adaptertest.Bot {
+func (h tgHarness) Start(t *testing.T) adaptertest.Bot {
 	api := newFakeAPI(t)
-	newStack(t, api, stackOptions{})
-	return &tgBot{t: t, api: api, ids: map[string]int{}}
+	newStack(t, api, stackOptions{stream: h.stream, streamEvery: 10 * time.Millisecond})
+	return &tgBot{t: t, api: api, ids: map[string]int{}, stream: h.stream}
 }
 
 type tgBot struct {
-	t   *testing.T
-	api *fakeAPI
-	ids map[string]int // adaptertest message id → Telegram message id
+	t      *testing.T
+	api    *fakeAPI
+	ids    map[string]int // adaptertest message id → Telegram message id
+	stream bool           // messages count with their final text
 }
 
 func (b *tgBot) chat(user int, group bool) models.Chat {
@@ -71,7 +77,7 @@ func (b *tgBot) WaitSent(what string, match func(adaptertest.Sent) bool) adapter
 	b.t.Helper()
 	var got adaptertest.Sent
 	b.api.wait(what, func(calls []fakeCall) bool {
-		for _, s := range sentOf(calls) {
+		for _, s := range b.sentOf(calls) {
 			if match(s) {
 				got = s
 				return true
@@ -82,11 +88,12 @@ func (b *tgBot) WaitSent(what string, match func(adaptertest.Sent) bool) adapter
 	return got
 }
 
-func (b *tgBot) Sent() []adaptertest.Sent { return sentOf(b.api.callsOf()) }
+func (b *tgBot) Sent() []adaptertest.Sent { return b.sentOf(b.api.callsOf()) }
 
 // sentOf is the messages delivered by calls: successful sendMessage
-// calls, and sendDocument calls by their caption.
-func sentOf(calls []fakeCall) []adaptertest.Sent {
+// calls (with the text they show now when streaming), and sendDocument
+// calls by their caption.
+func (b *tgBot) sentOf(calls []fakeCall) []adaptertest.Sent {
 	var out []adaptertest.Sent
 	for _, c := range calls {
 		if c.Err != nil {
@@ -95,7 +102,11 @@ func sentOf(calls []fakeCall) []adaptertest.Sent {
 		chat := strconv.FormatInt(c.ChatID(), 10)
 		switch c.Method {
 		case "sendMessage":
-			out = append(out, adaptertest.Sent{Chat: chat, Text: c.Fields["text"]})
+			text := c.Fields["text"]
+			if b.stream {
+				text = b.api.shownText(c.ChatID(), c.MsgID)
+			}
+			out = append(out, adaptertest.Sent{Chat: chat, Text: text})
 		case "sendDocument":
 			out = append(out, adaptertest.Sent{Chat: chat, Text: c.Fields["caption"]})
 		}

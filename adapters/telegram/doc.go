@@ -64,7 +64,21 @@
 //   - 429 on a send waits retry_after and tries again, at most 2 minutes in
 //     total per Send; 403 (blocked, removed from the group) is logged at info
 //     and returned as ErrBlocked. Typing never retries and never blocks.
-//   - Streaming (Options.Stream) is not implemented: replies are sent whole.
+//   - Streaming (Options.Stream; the Sender is then a pipeline.Streamer):
+//     the reply is shown while the model writes it, as plain text (half
+//     written Markdown is not rendered), at most one update per second
+//     counted from the end of the previous one, deltas coalesced, an
+//     unchanged text not sent again. In a private chat it is a draft
+//     (sendMessageDraft) and Finish sends the formatted reply as a message;
+//     when Telegram refuses drafts (400) the adapter stops trying them and
+//     streams by edits. Elsewhere the first text is sent as a message (in
+//     the topic, replying to the user's message) and edited as the text
+//     grows; Finish edits it into the first formatted part and sends the
+//     other parts after it. "message is not modified" is ignored; a 429
+//     skips updates until retry_after, and the final edit waits it out; a
+//     failed edit or send stops the showing and Finish sends the reply as
+//     new messages, so nothing is lost. Updates never block the model's
+//     stream: one goroutine per stream shows the text; Finish stops it.
 //
 // # Goroutines
 //

@@ -244,6 +244,13 @@ func (f *fakeAPI) waitSent(chat int64, n int) []fakeCall {
 	return f.sent(chat)
 }
 
+// shownText is the text message id shows now in chat (after its edits).
+func (f *fakeAPI) shownText(chat int64, id int) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.texts[[2]int64{chat, int64(id)}]
+}
+
 // confirmedID is the highest update id confirmed by a getUpdates offset.
 func (f *fakeAPI) confirmedID() int64 {
 	f.mu.Lock()
@@ -392,6 +399,18 @@ func (f *fakeAPI) handleLocked(c *fakeCall) (any, *fakeErr) {
 			msg.MessageThreadID, msg.IsTopicMessage = th, true
 		}
 		return msg, nil
+	case "sendMessageDraft":
+		chat, _ := strconv.ParseInt(c.Fields["chat_id"], 10, 64)
+		if chat <= 0 {
+			return nil, &fakeErr{Code: 400, Description: "Bad Request: TEXTDRAFT_PEER_INVALID"}
+		}
+		if id, err := strconv.ParseInt(c.Fields["draft_id"], 10, 64); err != nil || id == 0 {
+			return nil, &fakeErr{Code: 400, Description: "Bad Request: draft_id must be non-zero"}
+		}
+		if e := checkText(c.Fields["text"], c.Fields["parse_mode"]); e != nil {
+			return nil, e
+		}
+		return true, nil
 	case "editMessageText":
 		chat, _ := strconv.ParseInt(c.Fields["chat_id"], 10, 64)
 		id, _ := strconv.Atoi(c.Fields["message_id"])

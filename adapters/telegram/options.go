@@ -25,8 +25,10 @@ type Options struct {
 	Webhook Webhook
 	// GroupsReply is GroupsReplyMention (default) or GroupsReplyAlways.
 	GroupsReply string
-	// Stream asks for replies streamed by editing a message. Not supported
-	// yet: replies are sent whole (a warning is logged at start).
+	// Stream shows replies while the model writes them (the Sender is then
+	// a pipeline.Streamer): as a draft in private chats while Telegram
+	// accepts drafts, else as a message edited at most once a second, in
+	// plain text, until it is edited into the formatted reply.
 	Stream bool
 	// HTTPClient makes the API calls (default: a client without timeout;
 	// every call has its own deadline). Its Timeout is ignored for

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-telegram/bot"
@@ -33,6 +34,11 @@ type sender struct {
 	rateWait    time.Duration // most time one Send waits for 429s in total
 	sendTimeout time.Duration // bound on each API call
 	fileTimeout time.Duration // bound on each upload
+
+	// Streaming (streamSender).
+	streamEvery time.Duration // least time between two updates of a streamed reply
+	drafts      atomic.Bool   // try sendMessageDraft in private chats
+	draftSeq    atomic.Int64  // the last draft id used
 }
 
 var (
@@ -79,9 +85,19 @@ type outgoing struct {
 // Send sends out, split into as many messages as needed; the id is the last
 // message's. ReplyTo applies to the first message, the buttons to the last.
 func (s *sender) Send(ctx context.Context, out pipeline.Outbound) (string, error) {
+	o, out, parts, err := s.prepare(out)
+	if err != nil || len(parts) == 0 {
+		return "", err // nothing to send: Telegram refuses empty messages
+	}
+	return s.sendParts(ctx, o, out, parts, 0)
+}
+
+// prepare finds out's chat and renders it into message parts (HTML, or plain
+// text when out.Plain, which it may set).
+func (s *sender) prepare(out pipeline.Outbound) (*outgoing, pipeline.Outbound, []string, error) {
 	chat, thread, err := target(out.Key)
 	if err != nil {
-		return "", err
+		return nil, out, nil, err
 	}
 	o := &outgoing{chat: chat, thread: thread}
 	if n, err := strconv.Atoi(out.ReplyTo); err == nil && n > 0 {
@@ -96,25 +112,23 @@ func (s *sender) Send(ctx context.Context, out pipeline.Outbound) (string, error
 	} else {
 		parts = format.Split(format.Render(out.Text), format.Limit)
 	}
-	if len(parts) == 0 {
-		if o.markup == nil {
-			return "", nil // nothing to send: Telegram refuses empty messages
-		}
+	if len(parts) == 0 && o.markup != nil {
 		parts, out.Plain = []string{"Please choose:"}, true
 	}
+	return o, out, parts, nil
+}
+
+// sendParts sends parts[from:] of out as new messages and returns the last
+// one's id. A part Telegram cannot parse is sent again as plain text.
+func (s *sender) sendParts(ctx context.Context, o *outgoing, out pipeline.Outbound, parts []string, from int) (string, error) {
 	var id string
-	for i, p := range parts {
+	for i := from; i < len(parts); i++ {
+		p := parts[i]
 		first, last := i == 0, i == len(parts)-1
 		mid, err := s.sendPart(ctx, o, p, !out.Plain, first, last)
 		if err != nil && !out.Plain && isParseError(err) {
 			s.log.Warn("Telegram could not parse the formatted text; sending it as plain text", "key", out.Key, "part", i+1, "err", err)
-			var plain string
-			if len(parts) == 1 {
-				plain = format.Plain(out.Text)
-			} else {
-				plain = htmlText(p) // this part only: the parts before it were delivered
-			}
-			mid, err = s.sendPlain(ctx, o, plain, first, last)
+			mid, err = s.sendPlain(ctx, o, plainOf(out.Text, parts, i), first, last)
 		}
 		if err != nil {
 			return id, s.sendError(out.Key, err)
@@ -122,6 +136,16 @@ func (s *sender) Send(ctx context.Context, out pipeline.Outbound) (string, error
 		id = mid
 	}
 	return id, nil
+}
+
+// plainOf is the plain text to send instead of parts[i] of Markdown md:
+// the whole message as plain text when it is one part, else that part's own
+// text (the parts before it were delivered).
+func plainOf(md string, parts []string, i int) string {
+	if len(parts) == 1 {
+		return format.Plain(md)
+	}
+	return htmlText(parts[i])
 }
 
 // sendPlain sends text as plain messages.

@@ -35,6 +35,11 @@ type stackOptions struct {
 	accept func(ctx context.Context, in pipeline.Inbound, next AcceptFunc) error
 	// quiet logs at warning level and above only (benchmarks).
 	quiet bool
+	// stream turns on telegram.stream; streamEvery replaces the 1s between
+	// updates, typingEvery the responder's typing refresh.
+	stream      bool
+	streamEvery time.Duration
+	typingEvery time.Duration
 }
 
 func (s *stack) logLevel() slog.Level {
@@ -100,6 +105,13 @@ type chain struct {
 // llmURL, as cmd/bot/wire.go does.
 func buildChain(t testing.TB, dir, llmURL string, allowed []string, log *slog.Logger) *chain {
 	t.Helper()
+	return buildChainWith(t, dir, llmURL, allowed, log, chat.Options{})
+}
+
+// buildChainWith is buildChain with the responder's options (its system
+// prompt and log are set here).
+func buildChainWith(t testing.TB, dir, llmURL string, allowed []string, log *slog.Logger, copts chat.Options) *chain {
+	t.Helper()
 	ctx := context.Background()
 	defaults := memory.Settings{MemoryEnabled: true, Storage: memory.StorageSQLite, Threshold: 10}
 	store, err := memory.Open(ctx, memory.Options{Dir: dir, Defaults: defaults, Logger: log})
@@ -110,7 +122,8 @@ func buildChain(t testing.TB, dir, llmURL string, allowed []string, log *slog.Lo
 	model := llm.New(llm.Options{BaseURL: llmURL, Model: "test-model", MaxRetries: -1, Timeout: 10 * time.Second})
 	asm := assemble.New(store, counter, assemble.DefaultBudget)
 	sum := summary.New(store, model, counter, summary.Policy{}, log)
-	resp := chat.New(store, model, asm, sum, counter, chat.Options{SystemPrompt: "You are Recall.", Log: log})
+	copts.SystemPrompt, copts.Log = "You are Recall.", log
+	resp := chat.New(store, model, asm, sum, counter, copts)
 	cmds := commands.New(store, sum, resp, commands.Options{BotName: fakeBotName, Defaults: defaults, Log: log})
 	access := pipeline.NewAccess(false, allowed)
 	handler := pipeline.Chain(resp, access.Middleware(), pipeline.Dedupe(store, log), cmds.Middleware())
@@ -141,7 +154,7 @@ func (s *stack) start() {
 	t.Helper()
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(s.logs, &slog.HandlerOptions{Level: s.logLevel()}))
-	c := buildChain(t, s.dir, s.llm.URL, s.opts.allowed, log)
+	c := buildChainWith(t, s.dir, s.llm.URL, s.opts.allowed, log, chat.Options{TypingEvery: s.opts.typingEvery})
 	store, resp, sum, disp, cmds, access, intake := c.store, c.resp, c.sum, c.disp, c.cmds, c.access, c.intake
 
 	var submit SubmitFunc = disp.Submit
@@ -158,7 +171,7 @@ func (s *stack) start() {
 	}
 	opts := Options{
 		Token: fakeToken, APIURL: s.api.URL, GroupsReply: s.opts.groupsReply, Log: log,
-		Commands: menu, PollTimeout: 2 * time.Second, Allowed: access.Allowed,
+		Commands: menu, PollTimeout: 2 * time.Second, Allowed: access.Allowed, Stream: s.opts.stream,
 	}
 	if s.opts.webhook != nil {
 		opts.Webhook = *s.opts.webhook
@@ -168,6 +181,9 @@ func (s *stack) start() {
 		t.Fatalf("New: %v", err)
 	}
 	ad.retryBase, ad.retryMax = 10*time.Millisecond, 200*time.Millisecond
+	if s.opts.streamEvery > 0 {
+		ad.out.streamEvery = s.opts.streamEvery
+	}
 	listening := make(chan string, 1)
 	ad.listening = listening
 

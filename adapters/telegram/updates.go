@@ -114,7 +114,7 @@ func (a *Adapter) dispatch(bg context.Context, it item) error {
 	if q := it.u.CallbackQuery; q != nil {
 		a.bg.Go(func() { a.answerCallback(bg, q.ID) })
 	}
-	err := a.submit(it.in, a.out)
+	err := a.submit(it.in, a.Sender())
 	switch {
 	case err == nil:
 		return nil

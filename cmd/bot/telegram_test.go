@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -179,4 +180,33 @@ func writeTG(w http.ResponseWriter, code int, result any) {
 		return
 	}
 	_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "result": result})
+}
+
+// telegram.stream reaches the adapter and the responder: the model is asked
+// to stream, and the reply arrives whole in the end.
+func TestTelegramStreamSetting(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(strconv.FormatBool(stream), func(t *testing.T) {
+			tg := newFakeTelegram(t)
+			model := newFakeLLM(t)
+			env := telegramEnv(t, tg, model.URL, "RECALL_TELEGRAM_STREAM="+strconv.FormatBool(stream))
+			bot := env.startDaemon(t)
+			bot.waitLog("running", 30*time.Second)
+			tg.sendText(42, "hello stream")
+			if _, ok := tg.waitSent("echo: hello stream", 30*time.Second); !ok {
+				t.Fatalf("no reply:\n%s", bot.output())
+			}
+			reqs := model.chatRequests()
+			if len(reqs) != 1 || reqs[0].Stream != stream {
+				t.Errorf("chat requests %+v, want one with stream=%v", reqs, stream)
+			}
+			if strings.Contains(bot.output(), "not supported") {
+				t.Errorf("a warning about streaming was logged:\n%s", bot.output())
+			}
+			bot.signal(syscall.SIGTERM)
+			if code := bot.wait(30 * time.Second); code != 0 {
+				t.Fatalf("exit code %d:\n%s", code, bot.output())
+			}
+		})
+	}
 }

@@ -54,6 +54,16 @@ type Response struct {
 	// StreamCut, for stream requests, sends about half of Text and then
 	// drops the connection without finishing the stream.
 	StreamCut bool
+	// PieceDelay, for stream requests, waits this long before each piece
+	// of text (a model that writes slowly).
+	PieceDelay time.Duration
+	// Step, for stream requests, is received from before each piece of
+	// text is sent, so a test releases the stream piece by piece. A closed
+	// Step releases the rest at once.
+	Step <-chan struct{}
+	// Pieces, for stream requests, are the deltas to stream instead of Text
+	// cut into words (Text is then ignored).
+	Pieces []string
 	// Usage to report.
 	PromptTokens, CompletionTokens int
 }
@@ -251,7 +261,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	u := usage{resp.PromptTokens, resp.CompletionTokens, resp.PromptTokens + resp.CompletionTokens}
 	if req.Stream {
 		includeUsage := wr.StreamOptions != nil && wr.StreamOptions.IncludeUsage
-		s.stream(w, id, model, resp, u, includeUsage)
+		s.stream(w, r, id, model, resp, u, includeUsage)
 		return
 	}
 	if resp.Garbage {
@@ -268,7 +278,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) stream(w http.ResponseWriter, id, model string, resp Response, u usage, includeUsage bool) {
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, id, model string, resp Response, u usage, includeUsage bool) {
 	fl, _ := w.(http.Flusher)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -293,10 +303,41 @@ func (s *Server) stream(w http.ResponseWriter, id, model string, resp Response, 
 		_, _ = fmt.Fprintf(w, "data: {\"id\":\"%s\",\"choices\":[{\"delta\":<html>\n\n", id)
 		return
 	}
-	pieces := splitPieces(resp.Text)
+	pieces := resp.Pieces
+	if pieces == nil {
+		pieces = splitPieces(resp.Text)
+	}
+	// pace waits before a piece as the response asks; false when the
+	// client went away or the server is closing.
+	pace := func() bool {
+		if resp.Step != nil {
+			select {
+			case <-resp.Step:
+			case <-r.Context().Done():
+				return false
+			case <-s.done:
+				return false
+			}
+		}
+		if resp.PieceDelay > 0 {
+			t := time.NewTimer(resp.PieceDelay)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-r.Context().Done():
+				return false
+			case <-s.done:
+				return false
+			}
+		}
+		return true
+	}
 	if resp.StreamCut {
 		half := (len(pieces) + 1) / 2
 		for _, p := range pieces[:half] {
+			if !pace() {
+				return
+			}
 			send(delta(message{Content: p}, nil))
 		}
 		// Abort: the server drops the connection mid-response, so the
@@ -304,6 +345,9 @@ func (s *Server) stream(w http.ResponseWriter, id, model string, resp Response, 
 		panic(http.ErrAbortHandler)
 	}
 	for _, p := range pieces {
+		if !pace() {
+			return
+		}
 		send(delta(message{Content: p}, nil))
 	}
 	stop := "stop"

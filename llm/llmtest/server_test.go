@@ -220,3 +220,54 @@ func TestHangAndDelayEndWhenClientLeaves(t *testing.T) {
 	}
 	// t.Cleanup closing the server must not block on the handlers.
 }
+
+// A stream paced by Step sends one piece per receive: the client sees each
+// piece only after the test released it.
+func TestStreamStep(t *testing.T) {
+	step := make(chan struct{})
+	srv := llmtest.NewServer(t, func(llmtest.Request) llmtest.Response {
+		return llmtest.Response{Pieces: []string{"one", " two", " three"}, Step: step}
+	})
+	c := llm.New(llm.Options{BaseURL: srv.URL, Model: "m", MaxRetries: -1})
+	deltas := make(chan string, 10)
+	done := make(chan error, 1)
+	go func() {
+		rep, err := c.Stream(t.Context(), []llm.Message{{Role: llm.RoleUser, Content: "hi"}}, func(d string) { deltas <- d })
+		if err == nil && rep.Text != "one two three" {
+			err = errors.New("text " + rep.Text)
+		}
+		done <- err
+	}()
+	for _, want := range []string{"one", " two", " three"} {
+		select {
+		case d := <-deltas:
+			t.Fatalf("delta %q arrived before it was released", d)
+		case <-time.After(20 * time.Millisecond):
+		}
+		step <- struct{}{}
+		if got := <-deltas; got != want {
+			t.Fatalf("delta %q, want %q", got, want)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// PieceDelay spaces the pieces of a stream.
+func TestStreamPieceDelay(t *testing.T) {
+	srv := llmtest.NewServer(t, func(llmtest.Request) llmtest.Response {
+		return llmtest.Response{Text: "a b c", PieceDelay: 30 * time.Millisecond}
+	})
+	c := llm.New(llm.Options{BaseURL: srv.URL, Model: "m", MaxRetries: -1})
+	var at []time.Time
+	rep, err := c.Stream(t.Context(), []llm.Message{{Role: llm.RoleUser, Content: "hi"}}, func(string) { at = append(at, time.Now()) })
+	if err != nil || rep.Text != "a b c" || len(at) != 3 {
+		t.Fatalf("Stream = %q, %v, %d deltas", rep.Text, err, len(at))
+	}
+	for i := 1; i < len(at); i++ {
+		if gap := at[i].Sub(at[i-1]); gap < 25*time.Millisecond {
+			t.Errorf("gap %d = %s, want about 30ms", i, gap)
+		}
+	}
+}
