@@ -282,7 +282,11 @@ func (r *Responder) warnStorage(ctx context.Context, t *pipeline.Turn, force boo
 		return
 	}
 	since := st.Since
-	if w, ok := r.warned[key]; ok && w.Equal(since) {
+	if w, ok := r.warned[key]; ok && (w.Equal(since) || w.IsZero()) {
+		// Warned already in this outage: a forced warning (a reply
+		// that could not be stored in time) may come before the writer
+		// reports failing.
+		r.warned[key] = since
 		r.mu.Unlock()
 		return
 	}
