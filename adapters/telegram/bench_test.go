@@ -30,9 +30,9 @@ func BenchmarkTelegramThroughput(b *testing.B) {
 	start := time.Now()
 	for i := range b.N {
 		u := int64(1000 + i%chats)
-		api.sendText(privateChat(u), u, "message "+strconv.Itoa(i))
+		api.SendText(privateChat(u), u, "message "+strconv.Itoa(i))
 	}
-	if !api.waitDelivered(b.N, 5*time.Minute) {
+	if !api.WaitDelivered(b.N, 5*time.Minute) {
 		b.Fatal("not every message was answered")
 	}
 	viaAdapter := time.Since(start)

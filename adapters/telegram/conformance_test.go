@@ -50,7 +50,7 @@ func (b *tgBot) Deliver(m adaptertest.Message) {
 	if m.Group && m.Mention {
 		text = "@" + fakeBotName + " " + text
 	}
-	msg := b.api.textMessage(chat, tgUsers[m.User], text)
+	msg := b.api.TextMessage(chat, tgUsers[m.User], text)
 	if id, ok := b.ids[m.ID]; ok {
 		msg.ID = id
 	} else {
@@ -59,8 +59,8 @@ func (b *tgBot) Deliver(m adaptertest.Message) {
 	if m.Group && m.Mention {
 		msg.Entities = []models.MessageEntity{mention()}
 	}
-	upd := b.api.push(models.Update{Message: msg})
-	b.api.wait("the adapter to take message "+m.ID, func([]fakeCall) bool { return b.api.confirmedID() >= upd })
+	upd := b.api.Push(models.Update{Message: msg})
+	b.api.Wait("the adapter to take message "+m.ID, func([]fakeCall) bool { return b.api.ConfirmedID() >= upd })
 }
 
 func (b *tgBot) Chat(user int, group bool) string {
@@ -70,7 +70,7 @@ func (b *tgBot) Chat(user int, group bool) string {
 func (b *tgBot) WaitSent(what string, match func(adaptertest.Sent) bool) adaptertest.Sent {
 	b.t.Helper()
 	var got adaptertest.Sent
-	b.api.wait(what, func(calls []fakeCall) bool {
+	b.api.Wait(what, func(calls []fakeCall) bool {
 		for _, s := range sentOf(calls) {
 			if match(s) {
 				got = s
@@ -82,7 +82,7 @@ func (b *tgBot) WaitSent(what string, match func(adaptertest.Sent) bool) adapter
 	return got
 }
 
-func (b *tgBot) Sent() []adaptertest.Sent { return sentOf(b.api.callsOf()) }
+func (b *tgBot) Sent() []adaptertest.Sent { return sentOf(b.api.Calls()) }
 
 // sentOf is the messages delivered by calls: successful sendMessage
 // calls, and sendDocument calls by their caption.

@@ -86,7 +86,7 @@ func (b *bare) next(t *testing.T) pipeline.Inbound {
 func TestBadToken(t *testing.T) {
 	for _, code := range []int{401, 404} {
 		api := newFakeAPI(t)
-		api.setHook(func(c *fakeCall) *fakeErr {
+		api.SetHook(func(c *fakeCall) *fakeErr {
 			if code == 404 {
 				return &fakeErr{Code: 404, Description: "Not Found"}
 			}
@@ -112,7 +112,7 @@ func TestBadToken(t *testing.T) {
 func TestRetriesWhileTelegramIsDown(t *testing.T) {
 	api := newFakeAPI(t)
 	var getMe, polls atomic.Int32
-	api.setHook(func(c *fakeCall) *fakeErr {
+	api.SetHook(func(c *fakeCall) *fakeErr {
 		switch c.Method {
 		case "getMe":
 			switch getMe.Add(1) {
@@ -138,7 +138,7 @@ func TestRetriesWhileTelegramIsDown(t *testing.T) {
 	b := newBare(t, api, Options{})
 	start := time.Now()
 	b.run()
-	m := api.sendText(privateChat(111), 111, "anyone?")
+	m := api.SendText(privateChat(111), 111, "anyone?")
 	in := b.next(t)
 	if in.MessageID != itoa(m) || in.Text != "anyone?" {
 		t.Fatalf("got %+v", in)
@@ -161,7 +161,7 @@ func TestPollingOrderAndConfirmation(t *testing.T) {
 	b := newBare(t, api, Options{})
 	var ids []int
 	for i := range 150 { // more than one batch
-		ids = append(ids, api.sendText(privateChat(int64(111+i%3)), int64(111+i%3), "m"+itoa(i)))
+		ids = append(ids, api.SendText(privateChat(int64(111+i%3)), int64(111+i%3), "m"+itoa(i)))
 	}
 	b.run()
 	for i := range 150 {
@@ -170,9 +170,9 @@ func TestPollingOrderAndConfirmation(t *testing.T) {
 			t.Fatalf("message %d = %+v", i, in)
 		}
 	}
-	last := api.nextIDForTest()
-	api.wait("the last update to be confirmed", func([]fakeCall) bool { return api.confirmedID() >= last })
-	polls := api.callsOf("getUpdates")
+	last := api.LastUpdateID()
+	api.Wait("the last update to be confirmed", func([]fakeCall) bool { return api.ConfirmedID() >= last })
+	polls := api.Calls("getUpdates")
 	p := polls[len(polls)-1]
 	if p.Fields["allowed_updates"] != `["message","edited_message","callback_query"]` || p.Fields["timeout"] != "1" {
 		t.Errorf("getUpdates fields = %v", p.Fields)
@@ -191,21 +191,21 @@ func TestButtonsWithLongData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sent := api.sent(111)[0]
+	sent := api.Sent(111)[0]
 	kb := sent.Keyboard()
 	if len(kb) != 2 || len(kb[0][0].CallbackData) > 64 || kb[1][0].CallbackData != "no" {
 		t.Fatalf("keyboard = %+v", kb)
 	}
 	b.run()
-	me := api.meUser()
-	api.push(models.Update{CallbackQuery: &models.CallbackQuery{ID: "q9", From: models.User{ID: 111}, Data: kb[0][0].CallbackData,
+	me := api.Me()
+	api.Push(models.Update{CallbackQuery: &models.CallbackQuery{ID: "q9", From: models.User{ID: 111}, Data: kb[0][0].CallbackData,
 		Message: models.MaybeInaccessibleMessage{Message: &models.Message{ID: sent.MsgID, Date: 1, Chat: privateChat(111), From: &me,
 			ReplyMarkup: &models.InlineKeyboardMarkup{InlineKeyboard: kb}}}}})
 	in := b.next(t)
 	if in.Choice != long || in.Text != "Yes, delete" || in.MessageID != "cb:q9" {
 		t.Fatalf("press = %+v", in)
 	}
-	api.wait("answerCallbackQuery", func(calls []fakeCall) bool { return len(filterCalls(calls, "answerCallbackQuery")) == 1 })
+	api.Wait("answerCallbackQuery", func(calls []fakeCall) bool { return len(filterCalls(calls, "answerCallbackQuery")) == 1 })
 }
 
 // Edit, typing in a topic, and files.
@@ -227,7 +227,7 @@ func TestEditTypingAndFiles(t *testing.T) {
 	if err := ed.Edit(ctx, topic, id, "**final**"); err != nil {
 		t.Errorf("an edit that changes nothing: %v", err)
 	}
-	edits := api.callsOf("editMessageText")
+	edits := api.Calls("editMessageText")
 	if edits[0].Fields["text"] != "<b>final</b>" || edits[0].Fields["parse_mode"] != "HTML" || edits[0].Fields["message_id"] != id {
 		t.Errorf("edit = %v", edits[0].Fields)
 	}
@@ -235,7 +235,7 @@ func TestEditTypingAndFiles(t *testing.T) {
 	if err := s.(pipeline.Typer).Typing(ctx, topic); err != nil {
 		t.Fatal(err)
 	}
-	act := api.callsOf("sendChatAction")[0]
+	act := api.Calls("sendChatAction")[0]
 	if act.Fields["action"] != "typing" || act.Fields["message_thread_id"] != "77" || act.Fields["chat_id"] != "-100500" {
 		t.Errorf("sendChatAction = %v", act.Fields)
 	}
@@ -244,7 +244,7 @@ func TestEditTypingAndFiles(t *testing.T) {
 	if err := s.(pipeline.FileSender).SendFile(ctx, topic, f, "Your **export**"); err != nil {
 		t.Fatal(err)
 	}
-	doc := api.callsOf("sendDocument")[0]
+	doc := api.Calls("sendDocument")[0]
 	if doc.Files["document"].Name != "export.json" || string(doc.Files["document"].Data) != `{"a":1}` ||
 		doc.Fields["caption"] != "Your export" || doc.Fields["message_thread_id"] != "77" {
 		t.Errorf("sendDocument = %v %v", doc.Fields, doc.Files)
@@ -262,7 +262,7 @@ func TestEditTypingAndFiles(t *testing.T) {
 func TestParseErrorInOnePart(t *testing.T) {
 	api := newFakeAPI(t)
 	var n atomic.Int32
-	api.setHook(func(c *fakeCall) *fakeErr {
+	api.SetHook(func(c *fakeCall) *fakeErr {
 		if c.Method == "sendMessage" && c.Fields["parse_mode"] == "HTML" && n.Add(1) == 2 {
 			return &fakeErr{Code: 400, Description: "Bad Request: can't parse entities: unexpected end tag"}
 		}
@@ -276,7 +276,7 @@ func TestParseErrorInOnePart(t *testing.T) {
 	if _, err := b.ad.Sender().Send(context.Background(), pipeline.Outbound{Key: key(111, ""), Text: md.String()}); err != nil {
 		t.Fatal(err)
 	}
-	sent := api.sent(111)
+	sent := api.Sent(111)
 	if len(sent) < 3 {
 		t.Fatalf("%d parts", len(sent))
 	}
@@ -298,7 +298,7 @@ func TestParseErrorInOnePart(t *testing.T) {
 // A 429 longer than the wait budget, or a cancelled ctx, ends the send.
 func TestRateLimitBudget(t *testing.T) {
 	api := newFakeAPI(t)
-	api.setHook(func(c *fakeCall) *fakeErr {
+	api.SetHook(func(c *fakeCall) *fakeErr {
 		if c.Method == "sendMessage" {
 			return &fakeErr{Code: 429, Description: "Too Many Requests: retry after 30", RetryAfter: 30}
 		}
@@ -314,7 +314,7 @@ func TestRateLimitBudget(t *testing.T) {
 	b.ad.out.rateWait = time.Hour
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
-		api.until(func(calls []fakeCall) bool { return len(filterCalls(calls, "sendMessage")) >= 2 })
+		api.Until(func(calls []fakeCall) bool { return len(filterCalls(calls, "sendMessage")) >= 2 })
 		cancel()
 	}()
 	if _, err := b.ad.Sender().Send(ctx, pipeline.Outbound{Key: key(111, ""), Text: "hi"}); !errors.Is(err, context.Canceled) {
