@@ -527,7 +527,6 @@ func TestCrashNoLossNoDouble(t *testing.T) {
 	})
 }
 
-
 // A message that cannot be stored stays unconfirmed and is retried; it is
 // handed to the pipeline once, after it was stored.
 func TestAcceptFailureIsRetriedWithoutConfirming(t *testing.T) {
