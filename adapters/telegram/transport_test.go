@@ -3,7 +3,10 @@ package telegram
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,6 +15,7 @@ import (
 
 	"github.com/go-telegram/bot/models"
 
+	"github.com/recallbot/recall/adapters/telegram/telegramtest"
 	"github.com/recallbot/recall/pipeline"
 )
 
@@ -319,6 +323,73 @@ func TestRateLimitBudget(t *testing.T) {
 	}()
 	if _, err := b.ad.Sender().Send(ctx, pipeline.Outbound{Key: key(111, ""), Text: "hi"}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Send with a cancelled ctx = %v", err)
+	}
+}
+
+// A send that fails transiently — a 5xx answer (JSON or an HTML page from
+// the front end), a dropped connection, no answer before the client's
+// timeout — is sent again, and delivered once; a 4xx is not retried.
+func TestTransientSendFailuresAreRetried(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		fail      fakeErr
+		n         int64
+		delivered int
+	}{
+		{"502 twice", fakeErr{Code: 502, Description: "Bad Gateway"}, 2, 1},
+		{"500", fakeErr{Code: 500, Description: "Internal Server Error"}, 1, 1},
+		{"dropped connection", fakeErr{Code: dropConnection}, 1, 1},
+		{"no answer before the timeout", fakeErr{Code: telegramtest.Hang}, 1, 1},
+		{"502 for good", fakeErr{Code: 502, Description: "Bad Gateway"}, 100, 0},
+		{"400 is not retried", fakeErr{Code: 400, Description: "Bad Request: chat not found"}, 1, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			api := newFakeAPI(t)
+			var hits atomic.Int64
+			api.SetHook(func(c *fakeCall) *fakeErr {
+				if c.Method == "sendMessage" && hits.Add(1) <= tt.n {
+					return &tt.fail
+				}
+				return nil
+			})
+			b := newBare(t, api, Options{HTTPClient: &http.Client{Timeout: 200 * time.Millisecond}})
+			b.ad.out.retryBase, b.ad.out.retryMax = time.Millisecond, 5*time.Millisecond
+			_, err := b.ad.Sender().Send(context.Background(), pipeline.Outbound{Key: key(111, ""), Text: "hi"})
+			if got := len(api.Sent(111)); got != tt.delivered {
+				t.Fatalf("delivered %d times, want %d (Send: %v)", got, tt.delivered, err)
+			}
+			if (err == nil) != (tt.delivered == 1) {
+				t.Fatalf("Send = %v with %d delivered", err, tt.delivered)
+			}
+			attempts := len(api.Calls("sendMessage"))
+			switch {
+			case tt.fail.Code == 400 && attempts != 1:
+				t.Errorf("a 400 was sent %d times, want once", attempts)
+			case tt.n == 100 && attempts != 4:
+				t.Errorf("a lasting 502 was tried %d times, want 4 (3 retries)", attempts)
+			}
+		})
+	}
+	// An HTML error page, as Telegram's front end answers when the Bot API
+	// is down: the library cannot decode it; the status still tells.
+	var hits atomic.Int64
+	html := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusBadGateway)
+		fmt.Fprint(w, "<html><body><h1>502 Bad Gateway</h1></body></html>")
+	}))
+	defer html.Close()
+	ad, err := New(Options{Token: fakeToken, APIURL: html.URL}, func(pipeline.Inbound, pipeline.Sender) error { return nil }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ad.out.retryBase, ad.out.retryMax = time.Millisecond, 5*time.Millisecond
+	if _, err := ad.Sender().Send(context.Background(), pipeline.Outbound{Key: key(111, ""), Text: "hi"}); err == nil || !strings.Contains(err.Error(), "502") {
+		t.Errorf("Send to an HTML 502 = %v, want an error naming 502", err)
+	}
+	if n := hits.Load(); n != 4 {
+		t.Errorf("an HTML 502 was tried %d times, want 4", n)
 	}
 }
 
