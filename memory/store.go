@@ -24,6 +24,10 @@ type Options struct {
 	RetryBase   time.Duration
 	RetryMax    time.Duration
 	Logger      *slog.Logger
+	// VFS names a registered SQLite VFS (github.com/ncruces/go-sqlite3/vfs)
+	// to open recall.db through; "" is the operating system's. Tests use it
+	// to inject storage faults.
+	VFS string
 }
 
 // Store is what the rest of Recall uses: it routes each owner to its backend
@@ -58,7 +62,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating data directory %s: %w", opts.Dir, err)
 	}
-	sq, err := OpenSQLite(ctx, filepath.Join(opts.Dir, "recall.db"))
+	sq, err := openSQLite(ctx, filepath.Join(opts.Dir, "recall.db"), opts.VFS)
 	if err != nil {
 		return nil, err
 	}
