@@ -586,7 +586,10 @@ func (s *Store) RunRetention(ctx context.Context, maxAge, interval time.Duration
 
 // Unanswered returns user messages of a channel stored since the given time
 // that no assistant message answers: messages that reached the bot before it
-// stopped (or crashed) and still wait for their reply. Oldest first.
+// stopped (or crashed) and still wait for their reply. Oldest first. A
+// message followed by an answered one in its conversation is not listed:
+// turns run in order, so its turn ran and failed (the user was told, and
+// wrote again); answering it after a restart would answer it twice.
 func (s *Store) Unanswered(ctx context.Context, channel string, since time.Time) ([]Message, error) {
 	if err := s.Flush(ctx); err != nil {
 		return nil, err
@@ -618,8 +621,15 @@ func (s *Store) Unanswered(ctx context.Context, channel string, since time.Time)
 					answered[m.ReplyTo] = true
 				}
 			}
-			for _, m := range c.Messages {
-				if m.Role == RoleUser && m.PlatformID != "" && !answered[m.PlatformID] && !m.Time.Before(since) {
+			// The newest answered user message: those before it were handled.
+			last := -1
+			for i, m := range c.Messages {
+				if m.Role == RoleUser && m.PlatformID != "" && answered[m.PlatformID] {
+					last = i
+				}
+			}
+			for i, m := range c.Messages {
+				if i > last && m.Role == RoleUser && m.PlatformID != "" && !answered[m.PlatformID] && !m.Time.Before(since) {
 					m.Key = key
 					out = append(out, m)
 				}
