@@ -220,7 +220,10 @@ func mergePending(stored, pending []Message) []Message {
 	out := stored
 	for _, m := range pending {
 		if m.PlatformID != "" && seen[m.PlatformID] {
-			continue
+			continue // stored, or queued twice (accepted on arrival, then by the turn)
+		}
+		if m.PlatformID != "" {
+			seen[m.PlatformID] = true
 		}
 		out = append(out, m)
 	}
