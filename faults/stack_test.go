@@ -27,15 +27,17 @@ import (
 	"github.com/recallbot/recall/summary"
 )
 
-// Timing of the stack: short, so that every fault is over in about a
-// second, and with the same shape as production (several LLM attempts,
-// backoff, a client timeout on Bot API calls).
+// Timing of the stack: the shape of production (several LLM attempts,
+// backoff, a client timeout on Bot API calls), short enough that each fault
+// is over in a few seconds, long enough that a loaded machine (-race, two
+// cores) does not turn a slow answer into a timeout — a timed-out sendMessage
+// is sent again, and one that was only slow would then show twice.
 const (
-	llmTimeout   = 300 * time.Millisecond // each LLM attempt
-	llmRetries   = 2                      // attempts after the first
-	botTimeout   = 400 * time.Millisecond // each Bot API call (http.Client.Timeout)
-	storeTimeout = 2 * time.Second        // how long a reply waits to be durable before it is sent anyway
-	intakeWait   = 300 * time.Millisecond // how long an update waits to be durable before the intake looks whether storage fails
+	llmTimeout   = time.Second             // each LLM attempt
+	llmRetries   = 2                       // attempts after the first
+	botTimeout   = 1500 * time.Millisecond // each Bot API call (http.Client.Timeout)
+	storeTimeout = 2 * time.Second         // how long a reply waits to be durable before it is sent anyway
+	intakeWait   = 300 * time.Millisecond  // how long an update waits to be durable before the intake looks whether storage fails
 )
 
 // vfsSeq names each test's faulty disk.
