@@ -163,9 +163,15 @@ func (r *Responder) Handle(ctx context.Context, t *pipeline.Turn) error {
 	// The reply is durable before the user sees it: after a crash every
 	// answer the user read is in the store, and a redelivered message is
 	// recognized as answered.
-	sctx, cancel := context.WithTimeout(ctx, r.opts.StoreTimeout)
-	err = r.store.Append(sctx, answer)
-	cancel()
+	// While storage fails, waiting would only hold the reply back: it is
+	// queued and lands once storage recovers (the user was warned).
+	if r.store.WriteStats().Failing != nil {
+		err = r.store.Enqueue(answer)
+	} else {
+		sctx, cancel := context.WithTimeout(ctx, r.opts.StoreTimeout)
+		err = r.store.Append(sctx, answer)
+		cancel()
+	}
 	if err != nil {
 		log.Error("storing the reply before sending it", "err", err)
 	}

@@ -14,12 +14,21 @@ import (
 // update that reached the bot survives a crash. Only what the chat would
 // store anyway is stored: messages from allowed users, addressed to the bot,
 // that are not commands.
+//
+// While storage fails (read-only or full disk) the channel is not held up:
+// the message waits in the write queue, lands once storage recovers, and is
+// answered meanwhile — as durable as every other write of the outage.
 type Intake struct {
 	Store interface {
 		Append(ctx context.Context, msgs ...memory.Message) error
+		Enqueue(msgs ...memory.Message) error
+		WriteStats() memory.WriteStats
 	}
 	Allowed func(userID string) bool
 	Counter llm.Counter
+	// Wait is how long Accept waits for the message to be committed before
+	// it looks whether storage is failing (default 2s).
+	Wait time.Duration
 }
 
 // Accept stores in (idempotently) when it will be answered by the LLM.
@@ -30,7 +39,21 @@ func (i *Intake) Accept(ctx context.Context, in pipeline.Inbound) error {
 	if i.Allowed != nil && !i.Allowed(in.UserID()) {
 		return nil
 	}
-	return i.Store.Append(ctx, UserMessage(in, i.Counter))
+	m := UserMessage(in, i.Counter)
+	if i.Store.WriteStats().Failing != nil {
+		return i.Store.Enqueue(m) // fails only when the queue is full
+	}
+	wait := i.Wait
+	if wait <= 0 {
+		wait = 2 * time.Second
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	err := i.Store.Append(wctx, m)
+	if err != nil && ctx.Err() == nil && wctx.Err() != nil && i.Store.WriteStats().Failing != nil {
+		return nil // storage started failing: the message stays queued
+	}
+	return err
 }
 
 // UserMessage is how an inbound message is stored.

@@ -42,8 +42,11 @@ var _ Backend = (*SQLite)(nil)
 
 // sqliteDSN builds the connection string. Any _pragma drops the driver's
 // default busy timeout, so it is always set explicitly.
-func sqliteDSN(path string, readOnly bool) string {
+func sqliteDSN(path string, readOnly bool, vfs string) string {
 	q := url.Values{}
+	if vfs != "" {
+		q.Set("vfs", vfs)
+	}
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "journal_mode(wal)")
 	q.Add("_pragma", "synchronous(normal)")
@@ -60,6 +63,12 @@ func sqliteDSN(path string, readOnly bool) string {
 // OpenSQLite opens (creating if needed, 0600 in a 0700 directory) the database
 // at path and applies pending migrations.
 func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
+	return openSQLite(ctx, path, "")
+}
+
+// openSQLite is OpenSQLite through the named SQLite VFS ("" is the
+// operating system's).
+func openSQLite(ctx context.Context, path, vfs string) (*SQLite, error) {
 	registerFTS5.Do(func() {
 		sqlite3.AutoExtension(registerSearchExtensions) // FTS5, and the functions of message search
 	})
@@ -72,7 +81,7 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 		return nil, fmt.Errorf("opening database %s: %w", path, err)
 	}
 	f.Close()
-	w, err := sql.Open("sqlite3", sqliteDSN(path, false))
+	w, err := sql.Open("sqlite3", sqliteDSN(path, false, vfs))
 	if err != nil {
 		return nil, fmt.Errorf("opening database %s: %w", path, err)
 	}
@@ -90,7 +99,7 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 	}
 	// Readers keep the search's prepared statements (closeSearchStmts
 	// finalizes them before the driver closes the connection).
-	r, err := driver.Open(sqliteDSN(path, true), nil, closeSearchStmts)
+	r, err := driver.Open(sqliteDSN(path, true, vfs), nil, closeSearchStmts)
 	if err != nil {
 		w.Close()
 		return nil, err
@@ -900,9 +909,12 @@ func (s *SQLite) Facts(ctx context.Context, owner, text string, limit int) ([]Fa
 const sqlUnanswered = `SELECT c.key, ` + msgColumns + ` FROM messages m JOIN conversations c ON c.id = m.conv
 	WHERE c.key >= ? AND c.key < ? AND m.role = 'user' AND m.platform_id <> '' AND m.created_at >= ?
 	AND NOT EXISTS (SELECT 1 FROM messages a WHERE a.conv = m.conv AND a.reply_to = m.platform_id AND a.reply_to <> '' AND a.role = 'assistant')
+	AND NOT EXISTS (SELECT 1 FROM messages u JOIN messages a ON a.conv = u.conv AND a.reply_to = u.platform_id AND a.reply_to <> '' AND a.role = 'assistant'
+		WHERE u.conv = m.conv AND u.id > m.id AND u.role = 'user' AND u.platform_id <> '')
 	ORDER BY m.created_at, m.id`
 
-// unanswered lists a channel's user messages since a time that have no reply.
+// unanswered lists a channel's user messages since a time that have no reply
+// and no later message of their conversation answered (see Store.Unanswered).
 func (s *SQLite) unanswered(ctx context.Context, channel string, since time.Time) ([]Message, error) {
 	rows, err := s.r.QueryContext(ctx, sqlUnanswered, channel+":", channel+";", since.UnixMilli())
 	if err != nil {

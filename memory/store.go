@@ -24,6 +24,10 @@ type Options struct {
 	RetryBase   time.Duration
 	RetryMax    time.Duration
 	Logger      *slog.Logger
+	// VFS names a registered SQLite VFS (github.com/ncruces/go-sqlite3/vfs)
+	// to open recall.db through; "" is the operating system's. Tests use it
+	// to inject storage faults.
+	VFS string
 }
 
 // Store is what the rest of Recall uses: it routes each owner to its backend
@@ -58,7 +62,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating data directory %s: %w", opts.Dir, err)
 	}
-	sq, err := OpenSQLite(ctx, filepath.Join(opts.Dir, "recall.db"))
+	sq, err := openSQLite(ctx, filepath.Join(opts.Dir, "recall.db"), opts.VFS)
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +220,10 @@ func mergePending(stored, pending []Message) []Message {
 	out := stored
 	for _, m := range pending {
 		if m.PlatformID != "" && seen[m.PlatformID] {
-			continue
+			continue // stored, or queued twice (accepted on arrival, then by the turn)
+		}
+		if m.PlatformID != "" {
+			seen[m.PlatformID] = true
 		}
 		out = append(out, m)
 	}
@@ -582,7 +589,10 @@ func (s *Store) RunRetention(ctx context.Context, maxAge, interval time.Duration
 
 // Unanswered returns user messages of a channel stored since the given time
 // that no assistant message answers: messages that reached the bot before it
-// stopped (or crashed) and still wait for their reply. Oldest first.
+// stopped (or crashed) and still wait for their reply. Oldest first. A
+// message followed by an answered one in its conversation is not listed:
+// turns run in order, so its turn ran and failed (the user was told, and
+// wrote again); answering it after a restart would answer it twice.
 func (s *Store) Unanswered(ctx context.Context, channel string, since time.Time) ([]Message, error) {
 	if err := s.Flush(ctx); err != nil {
 		return nil, err
@@ -614,8 +624,15 @@ func (s *Store) Unanswered(ctx context.Context, channel string, since time.Time)
 					answered[m.ReplyTo] = true
 				}
 			}
-			for _, m := range c.Messages {
-				if m.Role == RoleUser && m.PlatformID != "" && !answered[m.PlatformID] && !m.Time.Before(since) {
+			// The newest answered user message: those before it were handled.
+			last := -1
+			for i, m := range c.Messages {
+				if m.Role == RoleUser && m.PlatformID != "" && answered[m.PlatformID] {
+					last = i
+				}
+			}
+			for i, m := range c.Messages {
+				if i > last && m.Role == RoleUser && m.PlatformID != "" && !answered[m.PlatformID] && !m.Time.Before(since) {
 					m.Key = key
 					out = append(out, m)
 				}

@@ -314,6 +314,7 @@ func TestUnanswered(t *testing.T) {
 	tg := pipeline.Key{Channel: "telegram", Chat: "1"}
 	wa := pipeline.Key{Channel: "whatsapp", Chat: "2@s.whatsapp.net"}
 	js := pipeline.Key{Channel: "telegram", Chat: "3"}
+	tg2 := pipeline.Key{Channel: "telegram", Chat: "4"}
 	must(t, s.PutSettings(ctx, Settings{Owner: js.Owner(), Storage: StorageJSON, Threshold: 10}))
 	now := func(ms []Message) []Message {
 		for i := range ms {
@@ -323,8 +324,14 @@ func TestUnanswered(t *testing.T) {
 	}
 	must(t, s.Append(ctx, now(exchange(tg, 1, "answered", "yes"))...))
 	must(t, s.Append(ctx, now(exchange(tg, 2, "waiting for a reply", "")[:1])...))
+	// A message whose turn failed (the user was told) followed by one that
+	// was answered: it was handled, and is not answered again at start.
+	for _, k := range []pipeline.Key{tg2, js} {
+		must(t, s.Append(ctx, now(exchange(k, 5, "the model failed on this one", "")[:1])...))
+		must(t, s.Append(ctx, now(exchange(k, 6, "so I asked again", "answered"))...))
+	}
 	must(t, s.Append(ctx, now(exchange(wa, 3, "other channel", "")[:1])...))
-	must(t, s.Append(ctx, now(exchange(js, 4, "json waiting", "")[:1])...))
+	must(t, s.Append(ctx, now(exchange(js, 7, "json waiting", "")[:1])...))
 	old := exchange(tg, 0, "too old", "")[:1]
 	old[0].PlatformID, old[0].Time = "old", time.Now().Add(-48*time.Hour)
 	must(t, s.Append(ctx, old...))

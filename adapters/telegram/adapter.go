@@ -103,10 +103,16 @@ func New(opts Options, submit SubmitFunc, accept AcceptFunc) (*Adapter, error) {
 	}
 	poller := *client
 	poller.Timeout = 0 // each getUpdates call has its own deadline
+	caller := *client  // the library's: 5xx answers become recognizable errors
+	next := caller.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	caller.Transport = serverErrors{next}
 	api, err := bot.New(opts.Token,
 		bot.WithServerURL(opts.APIURL),
 		bot.WithSkipGetMe(), // Run calls getMe itself, retrying while the network is down
-		bot.WithHTTPClient(opts.PollTimeout, client),
+		bot.WithHTTPClient(opts.PollTimeout, &caller),
 		bot.WithErrorsHandler(func(err error) { log.Warn("telegram library error", "err", err) }),
 	)
 	if err != nil {
@@ -118,7 +124,7 @@ func New(opts Options, submit SubmitFunc, accept AcceptFunc) (*Adapter, error) {
 		retryBase: 500 * time.Millisecond, retryMax: 30 * time.Second, callTimeout: 10 * time.Second,
 	}
 	a.out = &sender{api: api, log: log, data: data, rateWait: 2 * time.Minute, sendTimeout: 30 * time.Second, fileTimeout: 5 * time.Minute,
-		streamEvery: DefaultStreamEvery}
+		streamEvery: DefaultStreamEvery, retries: 3, retryBase: 500 * time.Millisecond, retryMax: 5 * time.Second}
 	a.out.drafts.Store(true)
 	a.out.draftSeq.Store(time.Now().Unix() % 1_000_000 * 1000) // drafts of a restarted bot get new ids
 	return a, nil

@@ -55,26 +55,26 @@ func TestPrivateConversationSurvivesRestart(t *testing.T) {
 	st := newStack(t, api, stackOptions{})
 	user := privateChat(111)
 
-	m1 := api.sendText(user, 111, "My name is Ada.")
-	got := api.waitSent(111, 1)
+	m1 := api.SendText(user, 111, "My name is Ada.")
+	got := api.WaitSent(111, 1)
 	if got[0].Fields["text"] != "echo: My name is Ada." || got[0].ReplyTo() != m1 || got[0].Fields["parse_mode"] != "HTML" {
 		t.Fatalf("first reply = %v", got[0].Fields)
 	}
-	api.sendText(user, 111, "I like green tea.")
-	api.waitSent(111, 2)
+	api.SendText(user, 111, "I like green tea.")
+	api.WaitSent(111, 2)
 
 	// The command menu was registered and polling deleted the webhook.
-	if cmds := api.callsOf("setMyCommands"); len(cmds) == 0 || !strings.Contains(cmds[0].Fields["commands"], `"summary"`) {
+	if cmds := api.Calls("setMyCommands"); len(cmds) == 0 || !strings.Contains(cmds[0].Fields["commands"], `"summary"`) {
 		t.Errorf("setMyCommands calls = %v", cmds)
 	}
-	if len(api.callsOf("deleteWebhook")) == 0 {
+	if len(api.Calls("deleteWebhook")) == 0 {
 		t.Error("deleteWebhook was not called at start")
 	}
 
 	st.restart()
 
-	m3 := api.sendText(user, 111, "What do I like to drink?")
-	got = api.waitSent(111, 3)
+	m3 := api.SendText(user, 111, "What do I like to drink?")
+	got = api.WaitSent(111, 3)
 	if got[2].ReplyTo() != m3 {
 		t.Fatalf("third reply = %v", got[2].Fields)
 	}
@@ -84,10 +84,10 @@ func TestPrivateConversationSurvivesRestart(t *testing.T) {
 			t.Errorf("the prompt after the restart lacks %q: %v", want, prompt)
 		}
 	}
-	if n := len(api.sent(111)); n != 3 {
+	if n := len(api.Sent(111)); n != 3 {
 		t.Errorf("%d replies, want 3 (one per message)", n)
 	}
-	if len(api.callsOf("sendChatAction")) == 0 {
+	if len(api.Calls("sendChatAction")) == 0 {
 		t.Error("no typing indicator was sent")
 	}
 }
@@ -100,23 +100,23 @@ func TestSummaryThroughButtons(t *testing.T) {
 	st := newStack(t, api, stackOptions{})
 	user := privateChat(111)
 
-	api.sendText(user, 111, "/summary")
-	q := api.waitSent(111, 1)[0]
+	api.SendText(user, 111, "/summary")
+	q := api.WaitSent(111, 1)[0]
 	kb := q.Keyboard()
 	if len(kb) != 3 || kb[0][0].CallbackData != "sqlite" || kb[1][0].CallbackData != "json" || kb[1][0].Text != "JSON file" {
 		t.Fatalf("keyboard = %+v (text %q)", kb, q.Fields["text"])
 	}
 
 	// Press "JSON file" on the bot's message.
-	me := api.meUser()
-	api.push(models.Update{CallbackQuery: &models.CallbackQuery{
+	me := api.Me()
+	api.Push(models.Update{CallbackQuery: &models.CallbackQuery{
 		ID: "cbq-1", From: models.User{ID: 111, FirstName: "Ada"}, Data: "json",
 		Message: models.MaybeInaccessibleMessage{Type: models.MaybeInaccessibleMessageTypeMessage, Message: &models.Message{
 			ID: q.MsgID, Date: int(time.Now().Unix()), Chat: user, From: &me, Text: q.Fields["text"],
 			ReplyMarkup: &models.InlineKeyboardMarkup{InlineKeyboard: kb},
 		}},
 	}})
-	api.wait("answerCallbackQuery", func(calls []fakeCall) bool {
+	api.Wait("answerCallbackQuery", func(calls []fakeCall) bool {
 		for _, c := range filterCalls(calls, "answerCallbackQuery") {
 			if c.Fields["callback_query_id"] == "cbq-1" {
 				return true
@@ -124,12 +124,12 @@ func TestSummaryThroughButtons(t *testing.T) {
 		}
 		return false
 	})
-	step2 := api.waitSent(111, 2)[1]
+	step2 := api.WaitSent(111, 2)[1]
 	if !strings.Contains(step2.Fields["text"], "Step 2 of 2") || !strings.Contains(step2.Fields["text"], "JSON file") {
 		t.Fatalf("step 2 = %q", step2.Fields["text"])
 	}
-	api.sendText(user, 111, "15")
-	done := api.waitSent(111, 3)[2]
+	api.SendText(user, 111, "15")
+	done := api.WaitSent(111, 3)[2]
 	if !strings.Contains(done.Fields["text"], "configured") {
 		t.Fatalf("last answer = %q", done.Fields["text"])
 	}
@@ -152,20 +152,20 @@ func TestForumTopicKeptApart(t *testing.T) {
 	st := newStack(t, api, stackOptions{})
 	forum := groupChat(-100500, true)
 
-	inTopic := api.textMessage(forum, 111, "@"+fakeBotName+" the topic secret is blue")
+	inTopic := api.TextMessage(forum, 111, "@"+fakeBotName+" the topic secret is blue")
 	inTopic.Entities = []models.MessageEntity{mention()}
 	inTopic.IsTopicMessage, inTopic.MessageThreadID = true, 77
 	inTopic.ReplyToMessage = &models.Message{ID: 77, Chat: forum, Date: 1, ForumTopicCreated: &models.ForumTopicCreated{Name: "Secrets"}}
-	api.push(models.Update{Message: inTopic})
-	r1 := api.waitSent(forum.ID, 1)[0]
+	api.Push(models.Update{Message: inTopic})
+	r1 := api.WaitSent(forum.ID, 1)[0]
 	if r1.Fields["message_thread_id"] != "77" || r1.ReplyTo() != inTopic.ID || r1.Fields["text"] != "echo: the topic secret is blue" {
 		t.Fatalf("topic reply = %v", r1.Fields)
 	}
 
-	inMain := api.textMessage(forum, 111, "@"+fakeBotName+" what is the topic secret?")
+	inMain := api.TextMessage(forum, 111, "@"+fakeBotName+" what is the topic secret?")
 	inMain.Entities = []models.MessageEntity{mention()}
-	api.push(models.Update{Message: inMain})
-	r2 := api.waitSent(forum.ID, 2)[1]
+	api.Push(models.Update{Message: inMain})
+	r2 := api.WaitSent(forum.ID, 2)[1]
 	if _, ok := r2.Fields["message_thread_id"]; ok || r2.ReplyTo() != inMain.ID {
 		t.Fatalf("main chat reply = %v", r2.Fields)
 	}
@@ -190,49 +190,49 @@ func TestGroupMentionGating(t *testing.T) {
 	st := newStack(t, api, stackOptions{})
 	group := groupChat(-100600, false)
 
-	chatter := api.sendText(group, 111, "hello everyone")
+	chatter := api.SendText(group, 111, "hello everyone")
 
-	ment := api.textMessage(group, 111, "@"+fakeBotName+", what time is it?")
+	ment := api.TextMessage(group, 111, "@"+fakeBotName+", what time is it?")
 	ment.Entities = []models.MessageEntity{mention()}
-	api.push(models.Update{Message: ment})
-	r := api.waitSent(group.ID, 1)
+	api.Push(models.Update{Message: ment})
+	r := api.WaitSent(group.ID, 1)
 	if r[0].ReplyTo() != ment.ID || r[0].Fields["text"] != "echo: what time is it?" {
 		t.Fatalf("reply to the mention = %v", r[0].Fields)
 	}
 	// The unaddressed message came first in the same conversation: had it
 	// been answered, that answer would be here already.
-	if n := repliesTo(api.callsOf(), group.ID, chatter); n != 0 {
+	if n := repliesTo(api.Calls(), group.ID, chatter); n != 0 {
 		t.Errorf("the unaddressed message got %d replies", n)
 	}
 	if stored, _ := st.lookup(key(group.ID, ""), chatter); stored {
 		t.Error("the unaddressed message was stored")
 	}
 
-	reply := api.textMessage(group, 111, "and tomorrow?")
-	me := api.meUser()
+	reply := api.TextMessage(group, 111, "and tomorrow?")
+	me := api.Me()
 	reply.ReplyToMessage = &models.Message{ID: r[0].MsgID, Chat: group, Date: 1, From: &me, Text: r[0].Fields["text"]}
-	api.push(models.Update{Message: reply})
-	r = api.waitSent(group.ID, 2)
+	api.Push(models.Update{Message: reply})
+	r = api.WaitSent(group.ID, 2)
 	if r[1].ReplyTo() != reply.ID || r[1].Fields["text"] != "echo: and tomorrow?" {
 		t.Fatalf("reply to the reply = %v", r[1].Fields)
 	}
 
 	// Another bot's command is not ours; ours is.
-	other := api.sendText(group, 111, "/help@OtherBot")
-	ours := api.sendText(group, 111, "/help@"+fakeBotName)
-	r = api.waitSent(group.ID, 3)
+	other := api.SendText(group, 111, "/help@OtherBot")
+	ours := api.SendText(group, 111, "/help@"+fakeBotName)
+	r = api.WaitSent(group.ID, 3)
 	if r[2].ReplyTo() != ours || !strings.Contains(r[2].Fields["text"], "/summary") {
 		t.Fatalf("reply to /help@%s = %v", fakeBotName, r[2].Fields)
 	}
-	if n := repliesTo(api.callsOf(), group.ID, other); n != 0 {
+	if n := repliesTo(api.Calls(), group.ID, other); n != 0 {
 		t.Errorf("/help@OtherBot got %d replies", n)
 	}
 
 	st.stop()
 	st.opts.groupsReply = GroupsReplyAlways
 	st.start()
-	plain := api.sendText(group, 111, "nobody asked you")
-	r = api.waitSent(group.ID, 4)
+	plain := api.SendText(group, 111, "nobody asked you")
+	r = api.WaitSent(group.ID, 4)
 	if r[3].ReplyTo() != plain || r[3].Fields["text"] != "echo: nobody asked you" {
 		t.Fatalf("with groups.reply=always = %v", r[3].Fields)
 	}
@@ -253,12 +253,12 @@ func TestLongReplySplit(t *testing.T) {
 		return llmtest.Echo("echo: ")(r)
 	}})
 	user := privateChat(111)
-	m := api.sendText(user, 111, "long please")
-	ping := api.sendText(user, 111, "ping")
-	api.wait("the reply to ping", func(calls []fakeCall) bool { return repliesTo(calls, 111, ping) == 1 })
+	m := api.SendText(user, 111, "long please")
+	ping := api.SendText(user, 111, "ping")
+	api.Wait("the reply to ping", func(calls []fakeCall) bool { return repliesTo(calls, 111, ping) == 1 })
 
 	var parts []fakeCall
-	for _, c := range api.callsOf("sendMessage") {
+	for _, c := range api.Calls("sendMessage") {
 		if c.ChatID() == 111 && c.ReplyTo() != ping {
 			parts = append(parts, c)
 		}
@@ -300,7 +300,7 @@ func TestLongReplySplit(t *testing.T) {
 // text.
 func TestParseErrorFallsBackToPlainText(t *testing.T) {
 	api := newFakeAPI(t)
-	api.setHook(func(c *fakeCall) *fakeErr {
+	api.SetHook(func(c *fakeCall) *fakeErr {
 		if c.Method == "sendMessage" && c.Fields["parse_mode"] == "HTML" {
 			return &fakeErr{Code: 400, Description: "Bad Request: can't parse entities: Unsupported start tag \"x\" at byte offset 0"}
 		}
@@ -309,8 +309,8 @@ func TestParseErrorFallsBackToPlainText(t *testing.T) {
 	newStack(t, api, stackOptions{llm: func(llmtest.Request) llmtest.Response {
 		return llmtest.Response{Text: "**Hello** _there_, see [the docs](https://example.com)."}
 	}})
-	m := api.sendText(privateChat(111), 111, "hi")
-	got := api.waitSent(111, 1)[0]
+	m := api.SendText(privateChat(111), 111, "hi")
+	got := api.WaitSent(111, 1)[0]
 	if _, ok := got.Fields["parse_mode"]; ok || got.ReplyTo() != m {
 		t.Fatalf("fallback = %v", got.Fields)
 	}
@@ -324,18 +324,18 @@ func TestParseErrorFallsBackToPlainText(t *testing.T) {
 func TestRateLimitedSendIsRetried(t *testing.T) {
 	api := newFakeAPI(t)
 	var limited atomic.Bool
-	api.setHook(func(c *fakeCall) *fakeErr {
+	api.SetHook(func(c *fakeCall) *fakeErr {
 		if c.Method == "sendMessage" && limited.CompareAndSwap(false, true) {
 			return &fakeErr{Code: 429, Description: "Too Many Requests: retry after 1", RetryAfter: 1}
 		}
 		return nil
 	})
 	newStack(t, api, stackOptions{})
-	m := api.sendText(privateChat(111), 111, "hello")
-	ping := api.sendText(privateChat(111), 111, "ping")
-	api.wait("the second reply", func(calls []fakeCall) bool { return repliesTo(calls, 111, ping) == 1 })
+	m := api.SendText(privateChat(111), 111, "hello")
+	ping := api.SendText(privateChat(111), 111, "ping")
+	api.Wait("the second reply", func(calls []fakeCall) bool { return repliesTo(calls, 111, ping) == 1 })
 
-	calls := api.callsOf("sendMessage")
+	calls := api.Calls("sendMessage")
 	if calls[0].Err == nil || calls[0].Err.Code != 429 {
 		t.Fatalf("first sendMessage = %+v, want the scripted 429", calls[0])
 	}
@@ -356,7 +356,7 @@ func TestRateLimitedSendIsRetried(t *testing.T) {
 func TestWebhookSecret(t *testing.T) {
 	api := newFakeAPI(t)
 	st := newStack(t, api, stackOptions{webhook: &Webhook{URL: "https://bot.example.com/tg/hook", Listen: "127.0.0.1:0", Secret: "s3cret_token"}})
-	hook := api.wait("setWebhook", func(calls []fakeCall) bool { return len(filterCalls(calls, "setWebhook")) > 0 })
+	hook := api.Wait("setWebhook", func(calls []fakeCall) bool { return len(filterCalls(calls, "setWebhook")) > 0 })
 	set := filterCalls(hook, "setWebhook")[0]
 	if set.Fields["url"] != "https://bot.example.com/tg/hook" || set.Fields["secret_token"] != "s3cret_token" || set.Fields["drop_pending_updates"] != "" {
 		t.Fatalf("setWebhook = %v", set.Fields)
@@ -392,7 +392,7 @@ func TestWebhookSecret(t *testing.T) {
 	if code := post("s3cret_token", update(4, 12, "hello hook")); code != http.StatusOK {
 		t.Errorf("right secret: %d, want 200", code)
 	}
-	got := api.waitSent(111, 1)
+	got := api.WaitSent(111, 1)
 	if len(got) != 1 || got[0].Fields["text"] != "echo: hello hook" || got[0].ReplyTo() != 12 {
 		t.Fatalf("replies = %v", got)
 	}
@@ -404,7 +404,7 @@ func TestWebhookSecret(t *testing.T) {
 	if n := len(st.llm.Requests()); n != 1 {
 		t.Errorf("%d LLM calls, want 1", n)
 	}
-	if n := len(api.callsOf("getUpdates")); n != 0 {
+	if n := len(api.Calls("getUpdates")); n != 0 {
 		t.Errorf("%d getUpdates calls in webhook mode", n)
 	}
 	req, _ := http.NewRequest(http.MethodGet, url, nil)
@@ -446,7 +446,7 @@ func TestWebhookAcceptFailureIs500(t *testing.T) {
 	if code := post(); code != http.StatusOK {
 		t.Fatalf("redelivery: %d, want 200", code)
 	}
-	if got := api.waitSent(111, 1); len(got) != 1 {
+	if got := api.WaitSent(111, 1); len(got) != 1 {
 		t.Fatalf("replies = %v", got)
 	}
 }
@@ -458,9 +458,9 @@ func TestCrashNoLossNoDouble(t *testing.T) {
 	t.Run("unconfirmed batch redelivered", func(t *testing.T) {
 		api := newFakeAPI(t)
 		user := privateChat(111)
-		m1 := api.sendText(user, 111, "first")
-		m2 := api.sendText(user, 111, "second")
-		u2 := api.confirmedID() // 0: nothing confirmed yet
+		m1 := api.SendText(user, 111, "first")
+		m2 := api.SendText(user, 111, "second")
+		u2 := api.ConfirmedID() // 0: nothing confirmed yet
 		crashNow, crashed := make(chan struct{}), make(chan struct{})
 		var restarted atomic.Bool
 		st := newStack(t, api, stackOptions{submit: func(in pipeline.Inbound, out pipeline.Sender, next SubmitFunc) error {
@@ -469,7 +469,7 @@ func TestCrashNoLossNoDouble(t *testing.T) {
 			}
 			// "second" is accepted (stored) but never reaches the pipeline:
 			// the process dies here, after "first" was answered.
-			api.until(func(calls []fakeCall) bool { return repliesTo(calls, 111, m1) == 1 })
+			api.Until(func(calls []fakeCall) bool { return repliesTo(calls, 111, m1) == 1 })
 			close(crashNow)
 			<-crashed
 			return nil
@@ -482,21 +482,21 @@ func TestCrashNoLossNoDouble(t *testing.T) {
 		}
 		st.runErr <- nil // for stop
 		restarted.Store(true)
-		if c := api.confirmedID(); c != u2 {
+		if c := api.ConfirmedID(); c != u2 {
 			t.Fatalf("updates confirmed up to %d before they were all handled", c)
 		}
 		if stored, answered := st.lookup(key(111, ""), m2); !stored || answered {
 			t.Fatalf("second: stored=%v answered=%v, want stored and unanswered", stored, answered)
 		}
 		st.restart()
-		m3 := api.sendText(user, 111, "third")
-		calls := api.wait("the reply to third", func(calls []fakeCall) bool { return repliesTo(calls, 111, m3) == 1 })
+		m3 := api.SendText(user, 111, "third")
+		calls := api.Wait("the reply to third", func(calls []fakeCall) bool { return repliesTo(calls, 111, m3) == 1 })
 		for _, m := range []int{m1, m2} {
 			if n := repliesTo(calls, 111, m); n != 1 {
 				t.Errorf("message %d answered %d times, want once", m, n)
 			}
 		}
-		if n := len(api.sent(111)); n != 3 {
+		if n := len(api.Sent(111)); n != 3 {
 			t.Errorf("%d replies, want 3", n)
 		}
 	})
@@ -514,24 +514,17 @@ func TestCrashNoLossNoDouble(t *testing.T) {
 			}
 			return next(in, out)
 		}})
-		api.sendText(user, 111, "lost in flight")
+		api.SendText(user, 111, "lost in flight")
 		m := <-dropped
-		upd := api.nextIDForTest()
-		api.wait("the update to be confirmed", func([]fakeCall) bool { return api.confirmedID() >= upd })
+		upd := api.LastUpdateID()
+		api.Wait("the update to be confirmed", func([]fakeCall) bool { return api.ConfirmedID() >= upd })
 		drop.Store(false)
 		st.restart()
-		calls := api.wait("the pending reply", func(calls []fakeCall) bool { return repliesTo(calls, 111, m) == 1 })
-		if got := api.sent(111); len(got) != 1 || got[0].Fields["text"] != "echo: lost in flight" {
+		calls := api.Wait("the pending reply", func(calls []fakeCall) bool { return repliesTo(calls, 111, m) == 1 })
+		if got := api.Sent(111); len(got) != 1 || got[0].Fields["text"] != "echo: lost in flight" {
 			t.Fatalf("replies = %v", calls)
 		}
 	})
-}
-
-// nextIDForTest is the id of the newest update pushed.
-func (f *fakeAPI) nextIDForTest() int64 {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.nextID
 }
 
 // A message that cannot be stored stays unconfirmed and is retried; it is
@@ -545,14 +538,14 @@ func TestAcceptFailureIsRetriedWithoutConfirming(t *testing.T) {
 	st := newStack(t, api, stackOptions{accept: func(ctx context.Context, in pipeline.Inbound, next AcceptFunc) error {
 		if failures.Add(-1) >= 0 {
 			mu.Lock()
-			confirmedWhileFailing = append(confirmedWhileFailing, api.confirmedID())
+			confirmedWhileFailing = append(confirmedWhileFailing, api.ConfirmedID())
 			mu.Unlock()
 			return errors.New("database is locked")
 		}
 		return next(ctx, in)
 	}})
-	m := api.sendText(privateChat(111), 111, "store me")
-	api.waitSent(111, 1)
+	m := api.SendText(privateChat(111), 111, "store me")
+	api.WaitSent(111, 1)
 	mu.Lock()
 	defer mu.Unlock()
 	for _, c := range confirmedWhileFailing {
@@ -563,7 +556,7 @@ func TestAcceptFailureIsRetriedWithoutConfirming(t *testing.T) {
 	if stored, answered := st.lookup(key(111, ""), m); !stored || !answered {
 		t.Errorf("stored=%v answered=%v", stored, answered)
 	}
-	if n := len(api.sent(111)); n != 1 {
+	if n := len(api.Sent(111)); n != 1 {
 		t.Errorf("%d replies, want 1", n)
 	}
 }
@@ -574,10 +567,10 @@ func TestMediaInPrivateChat(t *testing.T) {
 	api := newFakeAPI(t)
 	st := newStack(t, api, stackOptions{})
 	user := privateChat(111)
-	sticker := &models.Message{ID: api.msgID(111), Date: int(time.Now().Unix()), Chat: user,
+	sticker := &models.Message{ID: api.MsgID(111), Date: int(time.Now().Unix()), Chat: user,
 		From: &models.User{ID: 111, FirstName: "Ada"}, Sticker: &models.Sticker{FileID: "stk"}}
-	api.push(models.Update{Message: sticker})
-	got := api.waitSent(111, 1)[0]
+	api.Push(models.Update{Message: sticker})
+	got := api.WaitSent(111, 1)[0]
 	if got.Fields["text"] != TextOnlyReply || got.ReplyTo() != sticker.ID || got.Fields["parse_mode"] != "" {
 		t.Fatalf("answer to a sticker = %v", got.Fields)
 	}
@@ -586,17 +579,17 @@ func TestMediaInPrivateChat(t *testing.T) {
 	}
 
 	group := groupChat(-100700, false)
-	photo := &models.Message{ID: api.msgID(group.ID), Date: int(time.Now().Unix()), Chat: group,
+	photo := &models.Message{ID: api.MsgID(group.ID), Date: int(time.Now().Unix()), Chat: group,
 		From: &models.User{ID: 111, FirstName: "Ada"}, Photo: []models.PhotoSize{{FileID: "p"}}}
-	api.push(models.Update{Message: photo})
+	api.Push(models.Update{Message: photo})
 
-	captioned := &models.Message{ID: api.msgID(111), Date: int(time.Now().Unix()), Chat: user,
+	captioned := &models.Message{ID: api.MsgID(111), Date: int(time.Now().Unix()), Chat: user,
 		From: &models.User{ID: 111, FirstName: "Ada"}, Photo: []models.PhotoSize{{FileID: "p"}}, Caption: "what is this?"}
-	api.push(models.Update{Message: captioned})
-	if got := api.waitSent(111, 2); got[1].Fields["text"] != "echo: what is this?" {
+	api.Push(models.Update{Message: captioned})
+	if got := api.WaitSent(111, 2); got[1].Fields["text"] != "echo: what is this?" {
 		t.Fatalf("answer to a captioned photo = %v", got[1].Fields)
 	}
-	if n := len(api.sent(group.ID)); n != 0 {
+	if n := len(api.Sent(group.ID)); n != 0 {
 		t.Errorf("a photo in a group got %d answers", n)
 	}
 	if n := len(st.llm.Requests()); n != 1 {
@@ -608,7 +601,7 @@ func TestMediaInPrivateChat(t *testing.T) {
 // and the bot goes on serving others.
 func TestBlockedUserIsQuiet(t *testing.T) {
 	api := newFakeAPI(t)
-	api.setHook(func(c *fakeCall) *fakeErr {
+	api.SetHook(func(c *fakeCall) *fakeErr {
 		if c.Method == "sendMessage" && c.ChatID() == 222 {
 			return &fakeErr{Code: 403, Description: "Forbidden: bot was blocked by the user"}
 		}
@@ -619,8 +612,8 @@ func TestBlockedUserIsQuiet(t *testing.T) {
 	if !errors.Is(err, ErrBlocked) {
 		t.Fatalf("Send to a blocked user: %v, want ErrBlocked", err)
 	}
-	api.sendText(privateChat(222), 222, "hello?")
-	api.wait("the attempt to answer 222", func(calls []fakeCall) bool {
+	api.SendText(privateChat(222), 222, "hello?")
+	api.Wait("the attempt to answer 222", func(calls []fakeCall) bool {
 		n := 0
 		for _, c := range filterCalls(calls, "sendMessage") {
 			if c.ChatID() == 222 {
@@ -629,8 +622,8 @@ func TestBlockedUserIsQuiet(t *testing.T) {
 		}
 		return n >= 2
 	})
-	api.sendText(privateChat(111), 111, "still there?")
-	api.waitSent(111, 1)
+	api.SendText(privateChat(111), 111, "still there?")
+	api.WaitSent(111, 1)
 	logs := st.logs.String()
 	if !strings.Contains(logs, "level=INFO msg=\"cannot send: the user blocked the bot") {
 		t.Errorf("no info log for the blocked user:\n%s", logs)

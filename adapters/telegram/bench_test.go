@@ -32,9 +32,9 @@ func BenchmarkTelegramThroughput(b *testing.B) {
 	start := time.Now()
 	for i := range b.N {
 		u := int64(1000 + i%chats)
-		api.sendText(privateChat(u), u, "message "+strconv.Itoa(i))
+		api.SendText(privateChat(u), u, "message "+strconv.Itoa(i))
 	}
-	if !api.waitDelivered(b.N, 5*time.Minute) {
+	if !api.WaitDelivered(b.N, 5*time.Minute) {
 		b.Fatal("not every message was answered")
 	}
 	viaAdapter := time.Since(start)
@@ -115,10 +115,10 @@ func BenchmarkStreamLatency(b *testing.B) {
 			return c.Err == nil && c.ChatID() == forum.ID && (c.Method == "sendMessage" || c.Method == "editMessageText")
 		}
 		for range b.N {
-			n0 := len(api.callsOf())
+			n0 := len(api.Calls())
 			sent := time.Now()
 			topicMessage(api, forum, "write slowly")
-			calls := api.wait("the reply", func(calls []fakeCall) bool {
+			calls := api.Wait("the reply", func(calls []fakeCall) bool {
 				for _, c := range calls[n0:] {
 					if isUpdate(c) && (!stream || c.Fields["parse_mode"] == "HTML") {
 						return true

@@ -56,7 +56,7 @@ func (b *tgBot) Deliver(m adaptertest.Message) {
 	if m.Group && m.Mention {
 		text = "@" + fakeBotName + " " + text
 	}
-	msg := b.api.textMessage(chat, tgUsers[m.User], text)
+	msg := b.api.TextMessage(chat, tgUsers[m.User], text)
 	if id, ok := b.ids[m.ID]; ok {
 		msg.ID = id
 	} else {
@@ -65,8 +65,8 @@ func (b *tgBot) Deliver(m adaptertest.Message) {
 	if m.Group && m.Mention {
 		msg.Entities = []models.MessageEntity{mention()}
 	}
-	upd := b.api.push(models.Update{Message: msg})
-	b.api.wait("the adapter to take message "+m.ID, func([]fakeCall) bool { return b.api.confirmedID() >= upd })
+	upd := b.api.Push(models.Update{Message: msg})
+	b.api.Wait("the adapter to take message "+m.ID, func([]fakeCall) bool { return b.api.ConfirmedID() >= upd })
 }
 
 func (b *tgBot) Chat(user int, group bool) string {
@@ -76,7 +76,7 @@ func (b *tgBot) Chat(user int, group bool) string {
 func (b *tgBot) WaitSent(what string, match func(adaptertest.Sent) bool) adaptertest.Sent {
 	b.t.Helper()
 	var got adaptertest.Sent
-	b.api.wait(what, func(calls []fakeCall) bool {
+	b.api.Wait(what, func(calls []fakeCall) bool {
 		for _, s := range b.sentOf(calls) {
 			if match(s) {
 				got = s
@@ -88,7 +88,7 @@ func (b *tgBot) WaitSent(what string, match func(adaptertest.Sent) bool) adapter
 	return got
 }
 
-func (b *tgBot) Sent() []adaptertest.Sent { return b.sentOf(b.api.callsOf()) }
+func (b *tgBot) Sent() []adaptertest.Sent { return b.sentOf(b.api.Calls()) }
 
 // sentOf is the messages delivered by calls: successful sendMessage
 // calls (with the text they show now when streaming), and sendDocument
@@ -104,7 +104,7 @@ func (b *tgBot) sentOf(calls []fakeCall) []adaptertest.Sent {
 		case "sendMessage":
 			text := c.Fields["text"]
 			if b.stream {
-				text = b.api.shownText(c.ChatID(), c.MsgID)
+				text = b.api.ShownText(c.ChatID(), c.MsgID)
 			}
 			out = append(out, adaptertest.Sent{Chat: chat, Text: text})
 		case "sendDocument":

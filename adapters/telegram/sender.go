@@ -8,7 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"html"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +22,7 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	"github.com/recallbot/recall/adapters/telegram/format"
+	"github.com/recallbot/recall/backoff"
 	"github.com/recallbot/recall/pipeline"
 )
 
@@ -32,6 +36,9 @@ type sender struct {
 	log         *slog.Logger
 	data        *callbackData
 	rateWait    time.Duration // most time one Send waits for 429s in total
+	retries     int           // retries of a call after a transient failure
+	retryBase   time.Duration // backoff between those retries
+	retryMax    time.Duration
 	sendTimeout time.Duration // bound on each API call
 	fileTimeout time.Duration // bound on each upload
 
@@ -190,26 +197,72 @@ func (s *sender) sendPart(ctx context.Context, o *outgoing, text string, rich, f
 }
 
 // call runs fn with a deadline, waiting out 429 answers (retry_after) as
-// long as the total wait stays within the budget.
+// long as the total wait stays within the budget, and retrying failures that
+// are likely transient (a 5xx answer, a broken connection, no answer within
+// the deadline) up to s.retries times with backoff. A call that timed out may
+// have reached Telegram: retrying it risks a duplicate message, not retrying
+// it loses one, and a reply the user never sees is the worse of the two.
 func (s *sender) call(ctx context.Context, waited *time.Duration, timeout time.Duration, fn func(ctx context.Context) error) error {
-	for {
+	for attempt := 0; ; attempt++ {
 		cctx, cancel := context.WithTimeout(ctx, timeout)
 		err := fn(cctx)
 		cancel()
-		var tm *bot.TooManyRequestsError
-		if !errors.As(err, &tm) {
+		if err == nil || ctx.Err() != nil {
 			return err
 		}
-		wait := time.Duration(max(tm.RetryAfter, 1)) * time.Second
-		if *waited+wait > s.rateWait {
-			return fmt.Errorf("rate limited by Telegram for longer than %s: %w", s.rateWait, err)
+		var tm *bot.TooManyRequestsError
+		if errors.As(err, &tm) {
+			wait := time.Duration(max(tm.RetryAfter, 1)) * time.Second
+			if *waited+wait > s.rateWait {
+				return fmt.Errorf("rate limited by Telegram for longer than %s: %w", s.rateWait, err)
+			}
+			*waited += wait
+			s.log.Info("rate limited by Telegram, waiting", "retry_after", wait)
+			if !sleep(ctx, wait) {
+				return ctx.Err()
+			}
+			continue
 		}
-		*waited += wait
-		s.log.Info("rate limited by Telegram, waiting", "retry_after", wait)
+		if !transient(err) || attempt >= s.retries {
+			return err
+		}
+		wait := backoff.Delay(s.retryBase, s.retryMax, attempt)
+		s.log.Warn("Telegram call failed, retrying", "retry_in", wait.Round(time.Millisecond), "err", err)
 		if !sleep(ctx, wait) {
 			return ctx.Err()
 		}
 	}
+}
+
+// transient reports a failure worth retrying: the Bot API answered 5xx,
+// the connection broke, or no answer came in time.
+func transient(err error) bool {
+	var se *serverError
+	var ue *url.Error
+	return errors.As(err, &se) || errors.As(err, &ue) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// serverError is a 5xx answer of the Bot API (often an HTML page from its
+// front end, which the library cannot decode). serverErrors turns it into a
+// transport error so that it can be recognized.
+type serverError struct {
+	Code   int
+	Status string
+}
+
+func (e *serverError) Error() string { return "the Bot API answered " + e.Status }
+
+// serverErrors makes 5xx answers errors of the round trip.
+type serverErrors struct{ next http.RoundTripper }
+
+func (t serverErrors) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	if err != nil || resp.StatusCode < 500 {
+		return resp, err
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	return nil, &serverError{Code: resp.StatusCode, Status: resp.Status}
 }
 
 // sendError wraps a failed send; a 403 becomes ErrBlocked, logged at info.

@@ -35,18 +35,17 @@ func paced(step <-chan struct{}, pieces ...string) llmtest.Handler {
 
 // topicMessage queues a message mentioning the bot in topic 77 of forum.
 func topicMessage(api *fakeAPI, forum models.Chat, text string) *models.Message {
-	m := api.textMessage(forum, 111, "@"+fakeBotName+" "+text)
+	m := api.TextMessage(forum, 111, "@"+fakeBotName+" "+text)
 	m.Entities = []models.MessageEntity{mention()}
 	m.IsTopicMessage, m.MessageThreadID = true, 77
 	m.ReplyToMessage = &models.Message{ID: 77, Chat: forum, Date: 1, ForumTopicCreated: &models.ForumTopicCreated{Name: "Topic"}}
-	api.push(models.Update{Message: m})
+	api.Push(models.Update{Message: m})
 	return m
 }
 
 // waitCall waits for a call matching ok and returns the first one.
 func waitCall(api *fakeAPI, what string, ok func(c fakeCall) bool) fakeCall {
-	api.t.Helper()
-	calls := api.wait(what, func(calls []fakeCall) bool {
+	calls := api.Wait(what, func(calls []fakeCall) bool {
 		for _, c := range calls {
 			if ok(c) {
 				return true
@@ -127,7 +126,7 @@ func TestStreamGrowsByEditsInTopic(t *testing.T) {
 	full := strings.Join(pieces, "")
 
 	var storedFirst atomic.Int32 // 1: stored before the final edit, 2: not
-	api.setHook(func(c *fakeCall) *fakeErr {
+	api.SetHook(func(c *fakeCall) *fakeErr {
 		if c.Method == "editMessageText" && c.Fields["parse_mode"] == "HTML" {
 			if msgs, err := st.store.Recent(context.Background(), k, 0, 0); err == nil && len(msgs) > 0 && msgs[len(msgs)-1].Text == full {
 				storedFirst.CompareAndSwap(0, 1)
@@ -145,7 +144,7 @@ func TestStreamGrowsByEditsInTopic(t *testing.T) {
 	if first.Fields["text"] != "Hello" || first.Fields["parse_mode"] != "" || first.Fields["message_thread_id"] != "77" || first.ReplyTo() != in.ID {
 		t.Fatalf("first message = %v", first.Fields)
 	}
-	typing := len(api.callsOf("sendChatAction"))
+	typing := len(api.Calls("sendChatAction"))
 	step <- struct{}{}
 	waitCall(api, "the first edit", isCall("editMessageText", forum.ID, "Hello there,"))
 	step <- struct{}{}
@@ -158,7 +157,7 @@ func TestStreamGrowsByEditsInTopic(t *testing.T) {
 	if final.Fields["text"] != "Hello there, this is <b>bold</b> and done." || final.Fields["message_id"] != itoa(first.MsgID) {
 		t.Errorf("final edit = %v", final.Fields)
 	}
-	if got := api.shownText(forum.ID, first.MsgID); got != final.Fields["text"] {
+	if got := api.ShownText(forum.ID, first.MsgID); got != final.Fields["text"] {
 		t.Errorf("the message shows %q", got)
 	}
 	if got := st.storedReply(k); got != full {
@@ -167,7 +166,7 @@ func TestStreamGrowsByEditsInTopic(t *testing.T) {
 	if storedFirst.Load() != 1 {
 		t.Error("the reply was not stored before the final edit")
 	}
-	calls := api.callsOf()
+	calls := api.Calls()
 	if n := len(updates(calls, forum.ID, "sendMessage")); n != 1 {
 		t.Errorf("%d messages sent, want 1 (the streamed one)", n)
 	}
@@ -180,13 +179,13 @@ func TestStreamGrowsByEditsInTopic(t *testing.T) {
 	}
 	// One indicator may have been in flight at the first text; a running
 	// one (every 10ms) would have sent many more.
-	if extra := len(api.callsOf("sendChatAction")) - typing; extra > 1 {
+	if extra := len(api.Calls("sendChatAction")) - typing; extra > 1 {
 		t.Errorf("%d typing indicators after the first text", extra)
 	}
 	if reqs := st.llm.Requests(); len(reqs) != 1 || !reqs[0].Stream {
 		t.Errorf("LLM requests = %+v, want one streamed", reqs)
 	}
-	if len(api.callsOf("sendMessageDraft")) != 0 {
+	if len(api.Calls("sendMessageDraft")) != 0 {
 		t.Error("drafts used in a group")
 	}
 }
@@ -199,13 +198,13 @@ func TestStreamDraftsInPrivateChat(t *testing.T) {
 	st := newStack(t, api, stackOptions{stream: true, streamEvery: testEvery, llm: paced(step, "One", " two", " *three*")})
 	user := privateChat(111)
 
-	m := api.sendText(user, 111, "count")
+	m := api.SendText(user, 111, "count")
 	step <- struct{}{}
 	d1 := waitCall(api, "the first draft", isCall("sendMessageDraft", 111, "One"))
 	step <- struct{}{}
 	d2 := waitCall(api, "the second draft", isCall("sendMessageDraft", 111, "One two"))
 	close(step)
-	got := api.waitSent(111, 1)[0]
+	got := api.WaitSent(111, 1)[0]
 
 	if got.Fields["text"] != "One two <i>three</i>" || got.Fields["parse_mode"] != "HTML" || got.ReplyTo() != m {
 		t.Errorf("reply = %v", got.Fields)
@@ -213,7 +212,7 @@ func TestStreamDraftsInPrivateChat(t *testing.T) {
 	if d1.Fields["draft_id"] == "" || d1.Fields["draft_id"] == "0" || d1.Fields["draft_id"] != d2.Fields["draft_id"] {
 		t.Errorf("draft ids %q and %q: want one non-zero id per reply", d1.Fields["draft_id"], d2.Fields["draft_id"])
 	}
-	calls := api.callsOf()
+	calls := api.Calls()
 	checkPace(t, updates(calls, 111, "sendMessageDraft"), testEvery)
 	if n := len(filterCalls(calls, "editMessageText")); n != 0 {
 		t.Errorf("%d edits, want none", n)
@@ -231,7 +230,7 @@ func TestStreamDraftsRefusedFallsBackToEdits(t *testing.T) {
 	newStack(t, api, stackOptions{stream: true, streamEvery: testEvery, llm: func(r llmtest.Request) llmtest.Response {
 		return paced(steps[(r.N-1)%2], "Alpha", " *beta*", " gamma")(r)
 	}})
-	api.setHook(func(c *fakeCall) *fakeErr {
+	api.SetHook(func(c *fakeCall) *fakeErr {
 		if c.Method == "sendMessageDraft" {
 			return &fakeErr{Code: 400, Description: "Bad Request: method is available only for bots with forum topic mode enabled"}
 		}
@@ -239,7 +238,7 @@ func TestStreamDraftsRefusedFallsBackToEdits(t *testing.T) {
 	})
 	user := privateChat(111)
 
-	api.sendText(user, 111, "first")
+	api.SendText(user, 111, "first")
 	steps[0] <- struct{}{}
 	first := waitCall(api, "the first text as a message", isCall("sendMessage", 111, "Alpha"))
 	close(steps[0])
@@ -248,13 +247,13 @@ func TestStreamDraftsRefusedFallsBackToEdits(t *testing.T) {
 		t.Errorf("final edit = %v", final.Fields)
 	}
 
-	api.sendText(user, 111, "second")
+	api.SendText(user, 111, "second")
 	steps[1] <- struct{}{}
 	waitCall(api, "the second reply's first text", func(c fakeCall) bool {
 		return isCall("sendMessage", 111, "Alpha")(c) && c.MsgID != first.MsgID
 	})
 	close(steps[1])
-	api.wait("the second final edit", func(calls []fakeCall) bool {
+	api.Wait("the second final edit", func(calls []fakeCall) bool {
 		n := 0
 		for _, c := range calls {
 			if isFinalEdit(111)(c) {
@@ -263,10 +262,10 @@ func TestStreamDraftsRefusedFallsBackToEdits(t *testing.T) {
 		}
 		return n == 2
 	})
-	if n := len(api.callsOf("sendMessageDraft")); n != 1 {
+	if n := len(api.Calls("sendMessageDraft")); n != 1 {
 		t.Errorf("%d draft attempts, want 1 (refused drafts are not tried again)", n)
 	}
-	if n := len(api.sent(111)); n != 2 {
+	if n := len(api.Sent(111)); n != 2 {
 		t.Errorf("%d messages, want 2", n)
 	}
 }
@@ -294,8 +293,8 @@ func TestStreamBrokenKeepsShownTextWithNote(t *testing.T) {
 	if final.Fields["message_id"] != itoa(first.MsgID) || final.Fields["text"] != format.Render(want) {
 		t.Errorf("final edit = %v, want the text shown and %q", final.Fields, note)
 	}
-	if n := len(api.sent(forum.ID)); n != 1 {
-		t.Errorf("%d messages, want 1: %s", n, dumpCalls(api.callsOf()))
+	if n := len(api.Sent(forum.ID)); n != 1 {
+		t.Errorf("%d messages, want 1: %s", n, dumpCalls(api.Calls()))
 	}
 	if got := st.storedReply(k); got != want {
 		t.Errorf("stored reply = %q, want %q", got, want)
@@ -319,7 +318,7 @@ func TestStreamEditFailureStillDelivers(t *testing.T) {
 			api := newFakeAPI(t)
 			step := make(chan struct{})
 			st := newStack(t, api, stackOptions{stream: true, streamEvery: testEvery, llm: paced(step, "Keep", " **all**", " of it")})
-			api.setHook(func(c *fakeCall) *fakeErr {
+			api.SetHook(func(c *fakeCall) *fakeErr {
 				if c.Method == "editMessageText" && tc.fail(c) {
 					return &fakeErr{Code: 400, Description: "Bad Request: message to edit not found"}
 				}
@@ -330,9 +329,9 @@ func TestStreamEditFailureStillDelivers(t *testing.T) {
 			step <- struct{}{}
 			waitCall(api, "the first text", isCall("sendMessage", forum.ID, "Keep"))
 			step <- struct{}{}
-			api.wait("an edit", func(calls []fakeCall) bool { return len(filterCalls(calls, "editMessageText")) > 0 })
+			api.Wait("an edit", func(calls []fakeCall) bool { return len(filterCalls(calls, "editMessageText")) > 0 })
 			close(step)
-			got := api.waitSent(forum.ID, 2)[1]
+			got := api.WaitSent(forum.ID, 2)[1]
 			if got.Fields["text"] != "Keep <b>all</b> of it" || got.Fields["parse_mode"] != "HTML" ||
 				got.Fields["message_thread_id"] != "77" || got.ReplyTo() != in.ID {
 				t.Errorf("reply = %v", got.Fields)
@@ -350,7 +349,7 @@ func TestStreamFinalEditFallsBackToPlain(t *testing.T) {
 	api := newFakeAPI(t)
 	step := make(chan struct{})
 	newStack(t, api, stackOptions{stream: true, streamEvery: testEvery, llm: paced(step, "Some", " **bold**", " words")})
-	api.setHook(func(c *fakeCall) *fakeErr {
+	api.SetHook(func(c *fakeCall) *fakeErr {
 		if c.Method == "editMessageText" && c.Fields["parse_mode"] == "HTML" {
 			return &fakeErr{Code: 400, Description: "Bad Request: can't parse entities: unsupported start tag"}
 		}
@@ -361,7 +360,7 @@ func TestStreamFinalEditFallsBackToPlain(t *testing.T) {
 	step <- struct{}{}
 	first := waitCall(api, "the first text", isCall("sendMessage", forum.ID, "Some"))
 	close(step)
-	api.wait("a plain edit after the refused formatted one", func(calls []fakeCall) bool {
+	api.Wait("a plain edit after the refused formatted one", func(calls []fakeCall) bool {
 		refused := false
 		for _, c := range filterCalls(calls, "editMessageText") {
 			switch {
@@ -373,10 +372,10 @@ func TestStreamFinalEditFallsBackToPlain(t *testing.T) {
 		}
 		return false
 	})
-	if got := api.shownText(forum.ID, first.MsgID); got != "Some bold words" {
+	if got := api.ShownText(forum.ID, first.MsgID); got != "Some bold words" {
 		t.Errorf("the message shows %q", got)
 	}
-	if n := len(api.sent(forum.ID)); n != 1 {
+	if n := len(api.Sent(forum.ID)); n != 1 {
 		t.Errorf("%d messages, want 1", n)
 	}
 }
@@ -402,20 +401,20 @@ func TestStreamLongReplySplits(t *testing.T) {
 	first := waitCall(api, "the first text", isCall("sendMessage", forum.ID, "Start."))
 	close(step)
 	waitCall(api, "the final edit", isFinalEdit(forum.ID))
-	sent := api.waitSent(forum.ID, 2)
+	sent := api.WaitSent(forum.ID, 2)
 
 	want := format.Split(format.Render(full), format.Limit)
 	if len(want) != 2 || len(sent) != 2 {
 		t.Fatalf("%d messages sent, %d parts expected (want 2 of each)", len(sent), len(want))
 	}
-	if got := api.shownText(forum.ID, first.MsgID); got != want[0] {
+	if got := api.ShownText(forum.ID, first.MsgID); got != want[0] {
 		t.Errorf("the streamed message shows %.80q…, want the first part", got)
 	}
 	if sent[1].Fields["text"] != want[1] || sent[1].Fields["parse_mode"] != "HTML" || sent[1].Fields["message_thread_id"] != "77" {
 		t.Errorf("second part = %.80q… %v", sent[1].Fields["text"], sent[1].Fields["message_thread_id"])
 	}
 	var shown []string
-	for _, p := range []string{api.shownText(forum.ID, first.MsgID), sent[1].Fields["text"]} {
+	for _, p := range []string{api.ShownText(forum.ID, first.MsgID), sent[1].Fields["text"]} {
 		text, err := parseHTML(p)
 		if err != nil {
 			t.Fatal(err)
@@ -437,7 +436,7 @@ func TestStreamRateLimitedEdits(t *testing.T) {
 	step := make(chan struct{})
 	newStack(t, api, stackOptions{stream: true, streamEvery: 20 * time.Millisecond, llm: paced(step, "a1", " b2", " c3", " d4", " **e5**")})
 	var plain429, final429 atomic.Bool
-	api.setHook(func(c *fakeCall) *fakeErr {
+	api.SetHook(func(c *fakeCall) *fakeErr {
 		if c.Method != "editMessageText" {
 			return nil
 		}
@@ -462,13 +461,13 @@ func TestStreamRateLimitedEdits(t *testing.T) {
 	if final.Fields["text"] != "a1 b2 c3 d4 <b>e5</b>" {
 		t.Errorf("final edit = %v", final.Fields)
 	}
-	edits := filterCalls(api.callsOf(), "editMessageText")
+	edits := filterCalls(api.Calls(), "editMessageText")
 	for _, c := range edits {
 		if c.At.After(limited.At) && c.At.Sub(limited.At) < time.Second {
 			t.Errorf("an edit %s after a 429 with retry_after 1s: %v", c.At.Sub(limited.At), c.Fields)
 		}
 	}
-	if n := len(api.sent(forum.ID)); n != 1 {
+	if n := len(api.Sent(forum.ID)); n != 1 {
 		t.Errorf("%d messages, want 1", n)
 	}
 }
@@ -485,12 +484,12 @@ func TestStreamOffSendsWhole(t *testing.T) {
 	}
 	forum := groupChat(-100500, true)
 	in := topicMessage(api, forum, "hi")
-	got := api.waitSent(forum.ID, 1)[0]
+	got := api.WaitSent(forum.ID, 1)[0]
 	if got.Fields["text"] != "Plain <b>old</b> way" || got.Fields["parse_mode"] != "HTML" || got.ReplyTo() != in.ID {
 		t.Errorf("reply = %v", got.Fields)
 	}
 	st.stop()
-	if n := len(api.callsOf("editMessageText", "sendMessageDraft")); n != 0 {
+	if n := len(api.Calls("editMessageText", "sendMessageDraft")); n != 0 {
 		t.Errorf("%d edits or drafts with streaming off", n)
 	}
 	if reqs := st.llm.Requests(); len(reqs) != 1 || reqs[0].Stream {

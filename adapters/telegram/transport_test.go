@@ -3,7 +3,10 @@ package telegram
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,6 +15,7 @@ import (
 
 	"github.com/go-telegram/bot/models"
 
+	"github.com/recallbot/recall/adapters/telegram/telegramtest"
 	"github.com/recallbot/recall/pipeline"
 )
 
@@ -86,7 +90,7 @@ func (b *bare) next(t *testing.T) pipeline.Inbound {
 func TestBadToken(t *testing.T) {
 	for _, code := range []int{401, 404} {
 		api := newFakeAPI(t)
-		api.setHook(func(c *fakeCall) *fakeErr {
+		api.SetHook(func(c *fakeCall) *fakeErr {
 			if code == 404 {
 				return &fakeErr{Code: 404, Description: "Not Found"}
 			}
@@ -112,7 +116,7 @@ func TestBadToken(t *testing.T) {
 func TestRetriesWhileTelegramIsDown(t *testing.T) {
 	api := newFakeAPI(t)
 	var getMe, polls atomic.Int32
-	api.setHook(func(c *fakeCall) *fakeErr {
+	api.SetHook(func(c *fakeCall) *fakeErr {
 		switch c.Method {
 		case "getMe":
 			switch getMe.Add(1) {
@@ -138,7 +142,7 @@ func TestRetriesWhileTelegramIsDown(t *testing.T) {
 	b := newBare(t, api, Options{})
 	start := time.Now()
 	b.run()
-	m := api.sendText(privateChat(111), 111, "anyone?")
+	m := api.SendText(privateChat(111), 111, "anyone?")
 	in := b.next(t)
 	if in.MessageID != itoa(m) || in.Text != "anyone?" {
 		t.Fatalf("got %+v", in)
@@ -161,7 +165,7 @@ func TestPollingOrderAndConfirmation(t *testing.T) {
 	b := newBare(t, api, Options{})
 	var ids []int
 	for i := range 150 { // more than one batch
-		ids = append(ids, api.sendText(privateChat(int64(111+i%3)), int64(111+i%3), "m"+itoa(i)))
+		ids = append(ids, api.SendText(privateChat(int64(111+i%3)), int64(111+i%3), "m"+itoa(i)))
 	}
 	b.run()
 	for i := range 150 {
@@ -170,9 +174,9 @@ func TestPollingOrderAndConfirmation(t *testing.T) {
 			t.Fatalf("message %d = %+v", i, in)
 		}
 	}
-	last := api.nextIDForTest()
-	api.wait("the last update to be confirmed", func([]fakeCall) bool { return api.confirmedID() >= last })
-	polls := api.callsOf("getUpdates")
+	last := api.LastUpdateID()
+	api.Wait("the last update to be confirmed", func([]fakeCall) bool { return api.ConfirmedID() >= last })
+	polls := api.Calls("getUpdates")
 	p := polls[len(polls)-1]
 	if p.Fields["allowed_updates"] != `["message","edited_message","callback_query"]` || p.Fields["timeout"] != "1" {
 		t.Errorf("getUpdates fields = %v", p.Fields)
@@ -191,21 +195,21 @@ func TestButtonsWithLongData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sent := api.sent(111)[0]
+	sent := api.Sent(111)[0]
 	kb := sent.Keyboard()
 	if len(kb) != 2 || len(kb[0][0].CallbackData) > 64 || kb[1][0].CallbackData != "no" {
 		t.Fatalf("keyboard = %+v", kb)
 	}
 	b.run()
-	me := api.meUser()
-	api.push(models.Update{CallbackQuery: &models.CallbackQuery{ID: "q9", From: models.User{ID: 111}, Data: kb[0][0].CallbackData,
+	me := api.Me()
+	api.Push(models.Update{CallbackQuery: &models.CallbackQuery{ID: "q9", From: models.User{ID: 111}, Data: kb[0][0].CallbackData,
 		Message: models.MaybeInaccessibleMessage{Message: &models.Message{ID: sent.MsgID, Date: 1, Chat: privateChat(111), From: &me,
 			ReplyMarkup: &models.InlineKeyboardMarkup{InlineKeyboard: kb}}}}})
 	in := b.next(t)
 	if in.Choice != long || in.Text != "Yes, delete" || in.MessageID != "cb:q9" {
 		t.Fatalf("press = %+v", in)
 	}
-	api.wait("answerCallbackQuery", func(calls []fakeCall) bool { return len(filterCalls(calls, "answerCallbackQuery")) == 1 })
+	api.Wait("answerCallbackQuery", func(calls []fakeCall) bool { return len(filterCalls(calls, "answerCallbackQuery")) == 1 })
 }
 
 // Edit, typing in a topic, and files.
@@ -227,7 +231,7 @@ func TestEditTypingAndFiles(t *testing.T) {
 	if err := ed.Edit(ctx, topic, id, "**final**"); err != nil {
 		t.Errorf("an edit that changes nothing: %v", err)
 	}
-	edits := api.callsOf("editMessageText")
+	edits := api.Calls("editMessageText")
 	if edits[0].Fields["text"] != "<b>final</b>" || edits[0].Fields["parse_mode"] != "HTML" || edits[0].Fields["message_id"] != id {
 		t.Errorf("edit = %v", edits[0].Fields)
 	}
@@ -235,7 +239,7 @@ func TestEditTypingAndFiles(t *testing.T) {
 	if err := s.(pipeline.Typer).Typing(ctx, topic); err != nil {
 		t.Fatal(err)
 	}
-	act := api.callsOf("sendChatAction")[0]
+	act := api.Calls("sendChatAction")[0]
 	if act.Fields["action"] != "typing" || act.Fields["message_thread_id"] != "77" || act.Fields["chat_id"] != "-100500" {
 		t.Errorf("sendChatAction = %v", act.Fields)
 	}
@@ -244,7 +248,7 @@ func TestEditTypingAndFiles(t *testing.T) {
 	if err := s.(pipeline.FileSender).SendFile(ctx, topic, f, "Your **export**"); err != nil {
 		t.Fatal(err)
 	}
-	doc := api.callsOf("sendDocument")[0]
+	doc := api.Calls("sendDocument")[0]
 	if doc.Files["document"].Name != "export.json" || string(doc.Files["document"].Data) != `{"a":1}` ||
 		doc.Fields["caption"] != "Your export" || doc.Fields["message_thread_id"] != "77" {
 		t.Errorf("sendDocument = %v %v", doc.Fields, doc.Files)
@@ -262,7 +266,7 @@ func TestEditTypingAndFiles(t *testing.T) {
 func TestParseErrorInOnePart(t *testing.T) {
 	api := newFakeAPI(t)
 	var n atomic.Int32
-	api.setHook(func(c *fakeCall) *fakeErr {
+	api.SetHook(func(c *fakeCall) *fakeErr {
 		if c.Method == "sendMessage" && c.Fields["parse_mode"] == "HTML" && n.Add(1) == 2 {
 			return &fakeErr{Code: 400, Description: "Bad Request: can't parse entities: unexpected end tag"}
 		}
@@ -276,7 +280,7 @@ func TestParseErrorInOnePart(t *testing.T) {
 	if _, err := b.ad.Sender().Send(context.Background(), pipeline.Outbound{Key: key(111, ""), Text: md.String()}); err != nil {
 		t.Fatal(err)
 	}
-	sent := api.sent(111)
+	sent := api.Sent(111)
 	if len(sent) < 3 {
 		t.Fatalf("%d parts", len(sent))
 	}
@@ -298,7 +302,7 @@ func TestParseErrorInOnePart(t *testing.T) {
 // A 429 longer than the wait budget, or a cancelled ctx, ends the send.
 func TestRateLimitBudget(t *testing.T) {
 	api := newFakeAPI(t)
-	api.setHook(func(c *fakeCall) *fakeErr {
+	api.SetHook(func(c *fakeCall) *fakeErr {
 		if c.Method == "sendMessage" {
 			return &fakeErr{Code: 429, Description: "Too Many Requests: retry after 30", RetryAfter: 30}
 		}
@@ -314,11 +318,78 @@ func TestRateLimitBudget(t *testing.T) {
 	b.ad.out.rateWait = time.Hour
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
-		api.until(func(calls []fakeCall) bool { return len(filterCalls(calls, "sendMessage")) >= 2 })
+		api.Until(func(calls []fakeCall) bool { return len(filterCalls(calls, "sendMessage")) >= 2 })
 		cancel()
 	}()
 	if _, err := b.ad.Sender().Send(ctx, pipeline.Outbound{Key: key(111, ""), Text: "hi"}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Send with a cancelled ctx = %v", err)
+	}
+}
+
+// A send that fails transiently — a 5xx answer (JSON or an HTML page from
+// the front end), a dropped connection, no answer before the client's
+// timeout — is sent again, and delivered once; a 4xx is not retried.
+func TestTransientSendFailuresAreRetried(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		fail      fakeErr
+		n         int64
+		delivered int
+	}{
+		{"502 twice", fakeErr{Code: 502, Description: "Bad Gateway"}, 2, 1},
+		{"500", fakeErr{Code: 500, Description: "Internal Server Error"}, 1, 1},
+		{"dropped connection", fakeErr{Code: dropConnection}, 1, 1},
+		{"no answer before the timeout", fakeErr{Code: telegramtest.Hang}, 1, 1},
+		{"502 for good", fakeErr{Code: 502, Description: "Bad Gateway"}, 100, 0},
+		{"400 is not retried", fakeErr{Code: 400, Description: "Bad Request: chat not found"}, 1, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			api := newFakeAPI(t)
+			var hits atomic.Int64
+			api.SetHook(func(c *fakeCall) *fakeErr {
+				if c.Method == "sendMessage" && hits.Add(1) <= tt.n {
+					return &tt.fail
+				}
+				return nil
+			})
+			b := newBare(t, api, Options{HTTPClient: &http.Client{Timeout: 200 * time.Millisecond}})
+			b.ad.out.retryBase, b.ad.out.retryMax = time.Millisecond, 5*time.Millisecond
+			_, err := b.ad.Sender().Send(context.Background(), pipeline.Outbound{Key: key(111, ""), Text: "hi"})
+			if got := len(api.Sent(111)); got != tt.delivered {
+				t.Fatalf("delivered %d times, want %d (Send: %v)", got, tt.delivered, err)
+			}
+			if (err == nil) != (tt.delivered == 1) {
+				t.Fatalf("Send = %v with %d delivered", err, tt.delivered)
+			}
+			attempts := len(api.Calls("sendMessage"))
+			switch {
+			case tt.fail.Code == 400 && attempts != 1:
+				t.Errorf("a 400 was sent %d times, want once", attempts)
+			case tt.n == 100 && attempts != 4:
+				t.Errorf("a lasting 502 was tried %d times, want 4 (3 retries)", attempts)
+			}
+		})
+	}
+	// An HTML error page, as Telegram's front end answers when the Bot API
+	// is down: the library cannot decode it; the status still tells.
+	var hits atomic.Int64
+	html := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusBadGateway)
+		fmt.Fprint(w, "<html><body><h1>502 Bad Gateway</h1></body></html>")
+	}))
+	defer html.Close()
+	ad, err := New(Options{Token: fakeToken, APIURL: html.URL}, func(pipeline.Inbound, pipeline.Sender) error { return nil }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ad.out.retryBase, ad.out.retryMax = time.Millisecond, 5*time.Millisecond
+	if _, err := ad.Sender().Send(context.Background(), pipeline.Outbound{Key: key(111, ""), Text: "hi"}); err == nil || !strings.Contains(err.Error(), "502") {
+		t.Errorf("Send to an HTML 502 = %v, want an error naming 502", err)
+	}
+	if n := hits.Load(); n != 4 {
+		t.Errorf("an HTML 502 was tried %d times, want 4", n)
 	}
 }
 

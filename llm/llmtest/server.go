@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -52,7 +53,8 @@ type Response struct {
 	// Hang never answers; the handler returns when the client goes away.
 	Hang bool
 	// StreamCut, for stream requests, sends about half of Text and then
-	// drops the connection without finishing the stream.
+	// drops the connection without finishing the stream; for other requests
+	// it sends the first half of the JSON answer and drops the connection.
 	StreamCut bool
 	// PieceDelay, for stream requests, waits this long before each piece
 	// of text (a model that writes slowly).
@@ -275,6 +277,17 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		Message      message `json:"message"`
 		FinishReason string  `json:"finish_reason"`
 	}{0, message{Role: "assistant", Content: resp.Text}, "stop"})
+	if resp.StreamCut {
+		body, _ := json.Marshal(out)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(body[:len(body)/2])
+		if fl, ok := w.(http.Flusher); ok {
+			fl.Flush()
+		}
+		panic(http.ErrAbortHandler)
+	}
 	writeJSON(w, http.StatusOK, out)
 }
 

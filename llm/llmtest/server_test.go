@@ -152,6 +152,20 @@ func TestStreamCutDropsConnection(t *testing.T) {
 	}
 }
 
+func TestCutDropsConnectionMidAnswer(t *testing.T) {
+	srv := llmtest.NewServer(t, func(llmtest.Request) llmtest.Response {
+		return llmtest.Response{Text: "one two three four", StreamCut: true}
+	})
+	resp := post(t, srv.URL+"/chat/completions", body+`}`)
+	b, err := io.ReadAll(resp.Body)
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("read err = %v, want unexpected EOF", err)
+	}
+	if s := string(b); !strings.HasPrefix(s, `{"id":`) || strings.Contains(s, "four") {
+		t.Fatalf("body = %q, want the first half of the answer", s)
+	}
+}
+
 func TestErrorFormat(t *testing.T) {
 	srv := llmtest.NewServer(t, func(llmtest.Request) llmtest.Response {
 		return llmtest.Response{Status: 429, RetryAfter: "3"}

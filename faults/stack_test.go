@@ -1,0 +1,303 @@
+package faults
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ncruces/go-sqlite3/vfs"
+
+	"github.com/recallbot/recall/adapters/telegram"
+	"github.com/recallbot/recall/adapters/telegram/telegramtest"
+	"github.com/recallbot/recall/assemble"
+	"github.com/recallbot/recall/chat"
+	"github.com/recallbot/recall/commands"
+	"github.com/recallbot/recall/limits"
+	"github.com/recallbot/recall/llm"
+	"github.com/recallbot/recall/llm/llmtest"
+	"github.com/recallbot/recall/memory"
+	"github.com/recallbot/recall/pipeline"
+	"github.com/recallbot/recall/summary"
+)
+
+// Timing of the stack: the shape of production (several LLM attempts,
+// backoff, a client timeout on Bot API calls), short enough that each fault
+// is over in a few seconds, long enough that a loaded machine (-race, two
+// cores) does not turn a slow answer into a timeout — a timed-out sendMessage
+// is sent again, and one that was only slow would then show twice.
+const (
+	llmTimeout   = time.Second             // each LLM attempt
+	llmRetries   = 2                       // attempts after the first
+	botTimeout   = 1500 * time.Millisecond // each Bot API call (http.Client.Timeout)
+	storeTimeout = 2 * time.Second         // how long a reply waits to be durable before it is sent anyway
+	intakeWait   = 300 * time.Millisecond  // how long an update waits to be durable before the intake looks whether storage fails
+)
+
+// vfsSeq names each test's faulty disk.
+var vfsSeq atomic.Int64
+
+// stack is the whole bot as cmd/bot/wire.go builds it, on a temp data dir
+// whose recall.db goes through a faulty disk, the fake OpenAI server and the
+// fake Bot API.
+type stack struct {
+	t    *testing.T
+	dir  string
+	disk *faultyDisk
+	vfs  string
+	api  *telegramtest.Server
+	llm  *llmtest.Server
+	logs *syncBuffer
+
+	mu       sync.Mutex
+	llmFault func(r llmtest.Request) (llmtest.Response, bool) // nil: echo
+	llmAt    []llmCall                                        // every LLM request
+
+	store  *memory.Store
+	resp   *chat.Responder
+	sum    *summary.Summarizer
+	disp   *pipeline.Dispatcher
+	ad     *telegram.Adapter
+	cancel context.CancelFunc
+	runErr chan error
+}
+
+func newStack(t *testing.T) *stack {
+	t.Helper()
+	s := &stack{t: t, dir: t.TempDir(), disk: newFaultyDisk(), api: telegramtest.NewServer(t), logs: &syncBuffer{}}
+	s.vfs = fmt.Sprintf("faulty-%d", vfsSeq.Add(1))
+	vfs.Register(s.vfs, s.disk)
+	t.Cleanup(func() { vfs.Unregister(s.vfs) })
+	echo := llmtest.Echo("echo: ")
+	s.llm = llmtest.NewServer(t, func(r llmtest.Request) llmtest.Response {
+		at := time.Now()
+		s.mu.Lock()
+		f := s.llmFault
+		s.mu.Unlock()
+		resp, faulty := llmtest.Response{}, false
+		if f != nil {
+			resp, faulty = f(r)
+		}
+		s.mu.Lock()
+		s.llmAt = append(s.llmAt, llmCall{at: at, fault: faulty})
+		s.mu.Unlock()
+		if faulty {
+			return resp
+		}
+		return echo(r)
+	})
+	t.Cleanup(func() {
+		if s.cancel != nil {
+			s.stop()
+		}
+		if t.Failed() {
+			t.Logf("logs:\n%s", s.logs.String())
+		}
+	})
+	s.start()
+	return s
+}
+
+// setLLMFault makes the fake OpenAI server answer with f (when it reports
+// true) instead of echoing; nil heals it.
+func (s *stack) setLLMFault(f func(r llmtest.Request) (llmtest.Response, bool)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.llmFault = f
+}
+
+// start opens the store and runs the bot: the chain of cmd/bot/wire.go,
+// the accepted-but-unanswered messages resubmitted, the adapter polling.
+func (s *stack) start() {
+	t := s.t
+	t.Helper()
+	ctx := context.Background()
+	log := slog.New(slog.NewTextHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	defaults := memory.Settings{MemoryEnabled: true, Storage: memory.StorageSQLite, Threshold: 10}
+	store, err := memory.Open(ctx, memory.Options{
+		Dir: s.dir, Defaults: defaults, Logger: log, VFS: s.vfs,
+		RetryBase: 10 * time.Millisecond, RetryMax: 100 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatalf("opening the store: %v", err)
+	}
+	counter := llm.NewCounter("test-model")
+	model := llm.New(llm.Options{
+		BaseURL: s.llm.URL, Model: "test-model", Timeout: llmTimeout, MaxRetries: llmRetries,
+		BaseDelay: 10 * time.Millisecond, MaxDelay: 50 * time.Millisecond,
+	})
+	asm := assemble.New(store, counter, assemble.DefaultBudget)
+	sum := summary.New(store, model, counter, summary.Policy{}, log)
+	resp := chat.New(store, model, asm, sum, counter, chat.Options{SystemPrompt: "You are Recall.", StoreTimeout: storeTimeout, Log: log})
+	cmds := commands.New(store, sum, resp, commands.Options{BotName: telegramtest.BotName, Defaults: defaults, Log: log})
+	access := pipeline.NewAccess(false, []string{"telegram:111", "telegram:222"},
+		pipeline.WithAccessStore(store), pipeline.WithAccessLog(log))
+	if err := access.Load(ctx); err != nil {
+		t.Fatalf("loading access decisions: %v", err)
+	}
+	lim := limits.Options{Exempt: access.IsAdmin, Discard: store}
+	rate := limits.NewRate(0, lim)
+	quota := limits.NewQuota(0, store, lim)
+	resp.Usage = quota
+	handler := pipeline.Chain(resp,
+		access.Middleware(),
+		pipeline.Dedupe(store, log),
+		rate.Middleware(),
+		cmds.Middleware(),
+		quota.Middleware(),
+	)
+	disp := pipeline.NewDispatcher(handler, 8, log, pipeline.WithGrace(10*time.Second))
+	intake := &chat.Intake{Store: store, Allowed: access.Allowed, Counter: counter, Wait: intakeWait}
+	var menu []telegram.Command
+	for _, c := range cmds.List() {
+		menu = append(menu, telegram.Command{Name: c.Name, Help: c.Help})
+	}
+	ad, err := telegram.New(telegram.Options{
+		Token: telegramtest.Token, APIURL: s.api.URL, Log: log, Commands: menu, Allowed: access.Allowed,
+		PollTimeout: time.Second, HTTPClient: &http.Client{Timeout: botTimeout},
+	}, disp.Submit, intake.Accept)
+	if err != nil {
+		t.Fatalf("telegram.New: %v", err)
+	}
+	pending, err := chat.Pending(ctx, store, telegram.Channel, time.Hour)
+	if err != nil {
+		t.Fatalf("listing unanswered messages: %v", err)
+	}
+	for _, in := range pending {
+		if err := disp.Submit(in, ad.Sender()); err != nil {
+			t.Fatalf("resubmitting %s: %v", in.MessageID, err)
+		}
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	s.store, s.resp, s.sum, s.disp, s.ad, s.cancel = store, resp, sum, disp, ad, cancel
+	s.runErr = make(chan error, 1)
+	go func() { s.runErr <- ad.Run(runCtx) }()
+}
+
+// stop stops taking updates, lets the turns finish, waits for background
+// work and closes the store, flushing the write queue.
+func (s *stack) stop() {
+	t := s.t
+	t.Helper()
+	s.cancel()
+	s.cancel = nil
+	if err := <-s.runErr; err != nil {
+		t.Errorf("Run: %v", err)
+	}
+	if err := s.disp.Close(); err != nil {
+		t.Errorf("dispatcher: %v", err)
+	}
+	s.resp.Wait()
+	s.sum.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.store.Close(ctx); err != nil {
+		t.Errorf("closing the store: %v", err)
+	}
+}
+
+// restart stops the bot and starts it again on the same data.
+func (s *stack) restart() {
+	s.t.Helper()
+	s.stop()
+	s.start()
+}
+
+// llmCall is one request to the fake OpenAI server.
+type llmCall struct {
+	at    time.Time
+	fault bool // answered with the fault
+}
+
+// llmCalls returns every LLM request so far.
+func (s *stack) llmCalls() []llmCall {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]llmCall(nil), s.llmAt...)
+}
+
+// stored is what the database holds once the bot stopped.
+type stored struct {
+	users   map[msgRef]bool     // user messages by (chat, platform id)
+	replies map[msgRef][]string // assistant texts by the (chat, message id) they answer
+	check   string              // PRAGMA integrity_check
+}
+
+// msgRef is one Telegram message: chat and message id.
+type msgRef struct {
+	chat int64
+	id   int
+}
+
+// readDB opens the stopped bot's database through the operating system
+// (not the faulty disk) and reads every message and the integrity check.
+func (s *stack) readDB() stored {
+	t := s.t
+	t.Helper()
+	ctx := context.Background()
+	db, err := memory.OpenSQLite(ctx, filepath.Join(s.dir, "recall.db"))
+	if err != nil {
+		t.Fatalf("opening the database after the run: %v", err)
+	}
+	defer db.Close()
+	out := stored{users: map[msgRef]bool{}, replies: map[msgRef][]string{}}
+	if err := db.DB().QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&out.check); err != nil {
+		t.Fatalf("integrity_check: %v", err)
+	}
+	rows, err := db.DB().QueryContext(ctx, `SELECT c.key, m.role, m.platform_id, m.reply_to, m.text
+		FROM messages m JOIN conversations c ON c.id = m.conv ORDER BY m.id`)
+	if err != nil {
+		t.Fatalf("reading messages: %v", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var key, role, pid, replyTo, text string
+		if err := rows.Scan(&key, &role, &pid, &replyTo, &text); err != nil {
+			t.Fatal(err)
+		}
+		k, err := pipeline.ParseKey(key)
+		if err != nil {
+			t.Fatalf("stored key %q: %v", key, err)
+		}
+		var chatID int64
+		fmt.Sscan(k.Chat, &chatID)
+		switch memory.Role(role) {
+		case memory.RoleUser:
+			var id int
+			fmt.Sscan(pid, &id)
+			out.users[msgRef{chatID, id}] = true
+		case memory.RoleAssistant:
+			var id int
+			fmt.Sscan(replyTo, &id)
+			out.replies[msgRef{chatID, id}] = append(out.replies[msgRef{chatID, id}], text)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
