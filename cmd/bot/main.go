@@ -38,6 +38,7 @@ with code 130.
 `
 
 func main() {
+	restrictUmask() // files the bot creates are 0600, directories 0700 (DESIGN.md)
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
