@@ -18,11 +18,11 @@ ARG VERSION=dev
 RUN --mount=type=cache,target=/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/bot ./cmd/bot \
- && mkdir -p /out/rootfs/data
+ && mkdir -p -m 0700 /out/rootfs/data
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/bot /bot
-# An empty /data owned by nonroot: a new named volume copies it, owner included.
+# An empty /data (0700) owned by nonroot: a new named volume copies it, owner and mode included.
 COPY --from=build --chown=65532:65532 /out/rootfs/ /
 USER 65532:65532
 ENV RECALL_DATA_DIR=/data

@@ -117,6 +117,17 @@ func New(store Store, sum Summarizer, preview Previewer, opts Options) *Commands
 // List returns the commands in menu order.
 func (c *Commands) List() []*Command { return c.list }
 
+// Names returns the name of every command that can be run, admin commands
+// (EnableAdmin) included, sorted: what a test must cover to cover them all.
+func (c *Commands) Names() []string {
+	names := make([]string, 0, len(c.byName))
+	for name := range c.byName {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
 // Middleware is the commands stage: a command is run and the turn ends; a
 // reply to a pending question (a number, a button, "cancel") goes to its
 // flow; anything else goes on.

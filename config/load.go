@@ -95,14 +95,27 @@ func checkFileKeys(data []byte) error {
 		case parentKeys[k]:
 			// A section written as a scalar ("memory: 5") is wrong; an
 			// empty section ("memory:") is harmless.
-			if fv.Get(k) != nil {
-				errs = append(errs, fmt.Errorf("%s: must be a mapping of keys, got %v", k, fv.Get(k)))
+			// The value is not quoted: it may be a secret written one
+			// level too high ("telegram: 123456:AAH…").
+			if v := fv.Get(k); v != nil {
+				errs = append(errs, fmt.Errorf("%s: must be a mapping of keys (e.g. %s.%s: …), got a single %T value", k, k, firstChild(k), v))
 			}
 		default:
 			errs = append(errs, fmt.Errorf("%s: unknown key", k))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// firstChild names the first key of section key, for messages.
+func firstChild(section string) string {
+	for _, l := range leaves() {
+		if rest, ok := strings.CutPrefix(l.key, section+"."); ok {
+			name, _, _ := strings.Cut(rest, ".")
+			return name
+		}
+	}
+	return "key"
 }
 
 var durationType = reflect.TypeFor[time.Duration]()

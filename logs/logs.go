@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
+	"sort"
 	"strings"
 )
 
@@ -41,13 +43,25 @@ type Redactor struct {
 	replace *strings.Replacer
 }
 
-// NewRedactor wraps next. Secrets shorter than 4 characters are ignored (they
-// would mangle ordinary words).
+// NewRedactor wraps next. Each secret is removed as is and escaped for a
+// URL path or query (errors and error pages quote request URLs, and a bot
+// token is part of the Bot API's URLs). Secrets shorter than 4 characters
+// are ignored (they would mangle ordinary words).
 func NewRedactor(next slog.Handler, secrets []string) *Redactor {
-	var pairs []string
+	var forms []string
 	for _, s := range secrets {
 		if len(s) >= 4 {
-			pairs = append(pairs, s, "***")
+			forms = append(forms, s, url.PathEscape(s), url.QueryEscape(s))
+		}
+	}
+	// Longest first: a secret that contains another is removed whole.
+	sort.Slice(forms, func(i, j int) bool { return len(forms[i]) > len(forms[j]) })
+	var pairs []string
+	seen := map[string]bool{}
+	for _, f := range forms {
+		if !seen[f] {
+			seen[f] = true
+			pairs = append(pairs, f, "***")
 		}
 	}
 	return &Redactor{next: next, replace: strings.NewReplacer(pairs...)}

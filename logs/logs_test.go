@@ -26,3 +26,23 @@ func TestSecretsNeverLogged(t *testing.T) {
 		}
 	}
 }
+
+// A secret quoted in a URL is escaped: error pages and library errors quote
+// request URLs (the Bot API's hold the token), so the escaped forms are
+// secrets too.
+func TestEscapedSecretsNeverLogged(t *testing.T) {
+	token, key := "123456:AAH/secret+Token", "sk-live key&more"
+	var buf bytes.Buffer
+	log := New(&buf, "debug", "json", []string{token, key})
+	log.Error("send failed", "err", errors.New(`<a href="/retry?u=%2Fbot123456%3AAAH%2Fsecret%2BToken%2FsendMessage">`+
+		`/bot123456:AAH%2Fsecret+Token/sendMessage`), "q", "k=sk-live+key%26more", "p", "sk-live%20key&more")
+	out := buf.String()
+	for _, s := range []string{"123456%3AAAH%2Fsecret%2BToken", "123456:AAH%2Fsecret+Token", "sk-live+key%26more", "sk-live%20key&more", "secret", "sk-live"} {
+		if strings.Contains(out, s) {
+			t.Errorf("secret form %q in log:\n%s", s, out)
+		}
+	}
+	if !strings.Contains(out, "/sendMessage") {
+		t.Errorf("log lost its content:\n%s", out)
+	}
+}

@@ -62,6 +62,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating data directory %s: %w", opts.Dir, err)
 	}
+	privateDir(opts.Dir, opts.Logger)
 	sq, err := openSQLite(ctx, filepath.Join(opts.Dir, "recall.db"), opts.VFS)
 	if err != nil {
 		return nil, err
@@ -669,4 +670,19 @@ func (s *Store) TurnsSinceSummary(ctx context.Context, key pipeline.Key) (int, e
 		}
 	}
 	return turns, nil
+}
+
+// privateDir makes an existing data directory that others may enter (a
+// Docker volume, a directory made by hand) 0700: it holds every user's
+// conversations. A directory we cannot change is logged, not an error.
+func privateDir(dir string, log *slog.Logger) {
+	fi, err := os.Stat(dir)
+	if err != nil || fi.Mode().Perm()&0o077 == 0 {
+		return
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		log.Warn("the data directory is open to other users and could not be made private", "dir", dir, "mode", fmt.Sprintf("%#o", fi.Mode().Perm()), "err", err)
+		return
+	}
+	log.Info("made the data directory private (0700)", "dir", dir, "was", fmt.Sprintf("%#o", fi.Mode().Perm()))
 }

@@ -13,6 +13,8 @@ import (
 	east "github.com/yuin/goldmark/extension/ast"
 	"github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
+
+	"github.com/recallbot/recall/adapters/mdlimit"
 )
 
 // WhatsApp formatting: *bold*, _italic_, ~strike~ and ```monospace```. A
@@ -122,13 +124,31 @@ type renderer struct {
 	prefix []string // line prefixes: "> " of quotes, the indentation of list items
 }
 
-// renderMarkdown parses md and renders it.
+// renderMarkdown parses md and renders it, piece by piece
+// (mdlimit.Pieces): a long reply is not parsed as one document, so hostile
+// Markdown costs linear time.
 func renderMarkdown(md string) doc {
-	src := []byte(md)
-	root := markdown.Parser().Parse(text.NewReader(src))
-	r := &renderer{src: src}
-	r.blocks(root, "\n\n")
-	return r.d.guard()
+	var d doc
+	for _, p := range mdlimit.Pieces(md, mdlimit.MaxPiece) {
+		var pd doc
+		if p.Plain {
+			pd.add(p.Text, 0, true)
+		} else {
+			src := []byte(p.Text)
+			root := markdown.Parser().Parse(text.NewReader(src))
+			r := &renderer{src: src}
+			r.blocks(root, "\n\n")
+			pd = r.d
+		}
+		if len(pd.r) == 0 {
+			continue
+		}
+		if len(d.r) > 0 {
+			d.add(p.Sep, 0, false)
+		}
+		d.r, d.st, d.lit = append(d.r, pd.r...), append(d.st, pd.st...), append(d.lit, pd.lit...)
+	}
+	return d.guard()
 }
 
 // write appends literal text in the current style (its marker characters

@@ -1,8 +1,10 @@
 package whatsapp
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -182,6 +184,31 @@ func checkParts(t *testing.T, in string, parts []string, limit int) {
 	}
 }
 
+// essence is what of s a reader must get: s without white space, word
+// joiners and the formatting marker characters (which the renderer adds,
+// drops or guards).
+func essence(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsSpace(r) || r == wordJoiner || isMarkerChar(r) {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+// checkText verifies that the parts hold the text, in order, once: nothing
+// lost or duplicated at the cuts (white space and markers aside).
+func checkText(t *testing.T, in, text string, parts []string) {
+	t.Helper()
+	if got, want := essence(strings.Join(parts, "")), essence(text); got != want {
+		i := 0
+		for i < len(got) && i < len(want) && got[i] == want[i] {
+			i++
+		}
+		t.Fatalf("%q: the parts' text differs from the text at byte %d:\n got …%q\nwant …%q", in, i, got[i:min(len(got), i+40)], want[i:min(len(want), i+40)])
+	}
+}
+
 func FuzzFormat(f *testing.F) {
 	for _, s := range []string{
 		"**bold** _it_ ~~s~~ `c`", "# h\n\n- a\n- b\n\n```\ncode\n```", "a * b _ c ~ d ` e",
@@ -196,9 +223,31 @@ func FuzzFormat(f *testing.F) {
 		limit = 24 + (limit%500+500)%500
 		parts := formatMarkdown(md, limit)
 		checkParts(t, md, parts, limit)
-		checkParts(t, md, formatPlain(md, limit), limit)
+		checkText(t, md, string(renderMarkdown(md).r), parts)
+		plain := formatPlain(md, limit)
+		checkParts(t, md, plain, limit)
+		checkText(t, md, md, plain)
 		if strings.TrimSpace(md) != "" && len(formatPlain(md, limit)) == 0 {
 			t.Fatalf("%q: plain text lost", md)
 		}
 	})
+}
+
+// TestSplitKeepsText splits a long reply of every construct at many limits:
+// the parts hold its text once, in order (what FuzzFormat checks on any
+// input).
+func TestSplitKeepsText(t *testing.T) {
+	var b strings.Builder
+	for i := range 40 {
+		fmt.Fprintf(&b, "## Part %d\n\nSome **bold x%d** and _italic_ text with `code` and ~~strike~~, snake_case and 2*3.\n\n", i, i)
+		fmt.Fprintf(&b, "- item x%d one\n- item two with a [link](https://example.com/%d)\n\n> quoted x%d line\n\n```\ncode block x%d\n```\n\n", i, i, i, i)
+	}
+	md := b.String()
+	for limit := 24; limit < 400; limit += 7 {
+		parts := formatMarkdown(md, limit)
+		checkParts(t, md, parts, limit)
+		checkText(t, md, string(renderMarkdown(md).r), parts)
+		plain := formatPlain(md, limit)
+		checkText(t, md, md, plain)
+	}
 }

@@ -25,7 +25,8 @@ type liveBot struct {
 
 func (e botEnv) start(t *testing.T) *liveBot {
 	t.Helper()
-	c := exec.Command(botBin)
+	prog, argv := e.argv(nil)
+	c := exec.Command(prog, argv...)
 	c.Env = e.environ()
 	c.Dir = e.Dir
 	stdin, err := c.StdinPipe()

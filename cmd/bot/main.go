@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/recallbot/recall/logs"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -38,6 +40,7 @@ with code 130.
 `
 
 func main() {
+	restrictUmask() // files the bot creates are 0600, directories 0700 (DESIGN.md)
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
@@ -107,7 +110,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, err)
 			return 2
 		}
-		fmt.Fprintln(stderr, "error:", err)
+		// Not through the logger: redacted here (an error may quote a URL
+		// that holds the bot token).
+		fmt.Fprintln(stderr, "error:", logs.NewRedactor(nil, cfg.Secrets()).Redact(err.Error()))
 		return 1
 	}
 	return 0

@@ -64,6 +64,15 @@ type botEnv struct {
 	Dir   string   // working directory (empty dir: no config.yaml)
 	LLM   string   // RECALL_LLM_BASE_URL; "" leaves the LLM unconfigured
 	Extra []string // more KEY=VALUE
+	Umask string   // when set, the bot runs under this umask (e.g. "000")
+}
+
+// argv is the program and arguments that run the bot with args in e.
+func (e botEnv) argv(args []string) (string, []string) {
+	if e.Umask == "" {
+		return botBin, args
+	}
+	return "/bin/sh", append([]string{"-c", `umask ` + e.Umask + ` && exec "$0" "$@"`, botBin}, args...)
 }
 
 // newEnv returns an environment with fresh data, home and working dirs.
@@ -96,7 +105,8 @@ func (e botEnv) environ() []string {
 
 // command returns the bot with args in e (not started).
 func (e botEnv) command(ctx context.Context, args ...string) *exec.Cmd {
-	c := exec.CommandContext(ctx, botBin, args...)
+	prog, argv := e.argv(args)
+	c := exec.CommandContext(ctx, prog, argv...)
 	c.Env = e.environ()
 	c.Dir = e.Dir
 	c.WaitDelay = 5 * time.Second

@@ -12,6 +12,8 @@ import (
 	east "github.com/yuin/goldmark/extension/ast"
 	"github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
+
+	"github.com/recallbot/recall/adapters/mdlimit"
 )
 
 // Limit is Telegram's maximum message length: 4096 characters of text after
@@ -48,8 +50,39 @@ func Plain(md string) string {
 	return render(md, false)
 }
 
+// render renders md piece by piece (mdlimit.Pieces): a long reply is not
+// parsed as one document, so hostile Markdown costs linear time.
 func render(md string, html bool) string {
-	src := []byte(normalize(md))
+	md = normalize(md)
+	pieces := mdlimit.Pieces(md, mdlimit.MaxPiece)
+	if len(pieces) == 1 && !pieces[0].Plain {
+		return renderDoc(md, html)
+	}
+	var out []byte
+	for _, p := range pieces {
+		var s string
+		switch {
+		case !p.Plain:
+			s = renderDoc(p.Text, html)
+		case html:
+			s = string(appendEscaped(nil, p.Text, false))
+		default:
+			s = p.Text
+		}
+		if s = strings.Trim(s, "\n"); s == "" {
+			continue
+		}
+		if len(out) > 0 {
+			out = append(out, p.Sep...)
+		}
+		out = append(out, s...)
+	}
+	return string(out)
+}
+
+// renderDoc renders md (normalized) parsed as one document.
+func renderDoc(md string, html bool) string {
+	src := []byte(md)
 	doc := markdown.Parser().Parse(text.NewReader(src))
 	r := &renderer{src: src, html: html, lineStart: true}
 	r.block(doc)
