@@ -26,6 +26,8 @@ type Budget struct {
 var DefaultBudget = Budget{Total: 8000, System: 1500, Memories: 500, Summaries: 2000, Snippets: 1500, Recent: 3000}
 
 // Source is what assembly reads from the store.
+//
+// Build calls Search concurrently with the other methods.
 type Source interface {
 	Summaries(ctx context.Context, key pipeline.Key, activeOnly bool) ([]memory.Summary, error)
 	Recent(ctx context.Context, key pipeline.Key, limit, tokenBudget int) ([]memory.Message, error)
@@ -129,29 +131,7 @@ func (a *Assembler) Build(ctx context.Context, req Request) (Prompt, error) {
 	var bd Breakdown
 	bd.Budget = b.Total
 
-	// 1. System prompt, capped at its budget.
-	system := a.fit(req.SystemPrompt, b.System)
-	// 2. Memories and facts.
-	notes, _, notesTrimmed, err := a.memories(ctx, req)
-	if err != nil {
-		return Prompt{}, err
-	}
-	// 3. Summaries, highest level first, then oldest first.
-	var sums []memory.Summary
-	if req.Memory {
-		if sums, err = a.src.Summaries(ctx, req.Key, true); err != nil {
-			return Prompt{}, fmt.Errorf("loading summaries of %s: %w", req.Key, err)
-		}
-	}
-	sort.SliceStable(sums, func(i, j int) bool {
-		if sums[i].Level != sums[j].Level {
-			return sums[i].Level > sums[j].Level
-		}
-		return sums[i].ID < sums[j].ID
-	})
-	sumTrimmed := 0
-	sums, sumTrimmed = keepWithin(sums, b.Summaries, func(s memory.Summary) int { return a.count.Count(summaryLine(s)) })
-	// 4. Recent turns, newest first within their budget.
+	// 1. Recent turns, newest first within their budget.
 	// Ask the store for no more than the budget could hold (plus the current
 	// message): a long conversation with memory off has many active messages.
 	recent, err := a.src.Recent(ctx, req.Key, 0, b.Recent+a.count.Count(req.Text)+perMessage)
@@ -173,8 +153,14 @@ func (a *Assembler) Build(ctx context.Context, req Request) (Prompt, error) {
 		recentTrimmed = start
 		recent = recent[start:]
 	}
-	// 5. Snippets from the archive, skipping what is already in context.
-	var snips []Snippet
+	// 2. Snippets from the archive, skipping what is already in context.
+	// The search (the costliest read) runs while the memories and the
+	// summaries are loaded and counted.
+	type searched struct {
+		hits []memory.Hit
+		err  error
+	}
+	var found chan searched
 	if req.Memory && b.Snippets > 0 {
 		exclude := make([]int64, 0, len(recent)+1)
 		for _, m := range recent {
@@ -188,10 +174,52 @@ func (a *Assembler) Build(ctx context.Context, req Request) (Prompt, error) {
 		if currentID != 0 {
 			exclude = append(exclude, currentID)
 		}
-		hits, err := a.src.Search(ctx, req.Key, memory.Query{Text: req.Text, Limit: a.snippet, TokenBudget: b.Snippets, Exclude: exclude})
-		if err != nil {
-			return Prompt{}, fmt.Errorf("searching the archive of %s: %w", req.Key, err)
+		found = make(chan searched, 1)
+		go func() {
+			hits, err := a.src.Search(ctx, req.Key, memory.Query{Text: req.Text, Limit: a.snippet, TokenBudget: b.Snippets, Exclude: exclude})
+			found <- searched{hits, err}
+		}()
+	}
+	// waitSearch returns the search's result (nil when none was started);
+	// every return path below waits for it.
+	waitSearch := func() ([]memory.Hit, error) {
+		if found == nil {
+			return nil, nil
 		}
+		r := <-found
+		found = nil
+		return r.hits, r.err
+	}
+	defer waitSearch()
+	// 3. System prompt, capped at its budget.
+	system := a.fit(req.SystemPrompt, b.System)
+	// 4. Memories and facts.
+	notes, _, notesTrimmed, err := a.memories(ctx, req)
+	if err != nil {
+		return Prompt{}, err
+	}
+	// 5. Summaries, highest level first, then oldest first.
+	var sums []memory.Summary
+	if req.Memory {
+		if sums, err = a.src.Summaries(ctx, req.Key, true); err != nil {
+			return Prompt{}, fmt.Errorf("loading summaries of %s: %w", req.Key, err)
+		}
+	}
+	sort.SliceStable(sums, func(i, j int) bool {
+		if sums[i].Level != sums[j].Level {
+			return sums[i].Level > sums[j].Level
+		}
+		return sums[i].ID < sums[j].ID
+	})
+	sumTrimmed := 0
+	sums, sumTrimmed = keepWithin(sums, b.Summaries, func(s memory.Summary) int { return a.count.Count(summaryLine(s)) })
+	// The snippets found, within their budget.
+	var snips []Snippet
+	hits, err := waitSearch()
+	if err != nil {
+		return Prompt{}, fmt.Errorf("searching the archive of %s: %w", req.Key, err)
+	}
+	{
 		used := 0
 		for _, h := range hits {
 			if req.MessageID != "" && h.Message.PlatformID == req.MessageID {

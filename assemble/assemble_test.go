@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,6 +32,7 @@ type fakeSource struct {
 	mems   []memory.UserMemory
 	facts  []memory.Fact
 
+	mu          sync.Mutex // Build calls Search alongside the others
 	calls       map[string]int
 	query       memory.Query
 	recentLimit int
@@ -39,6 +41,8 @@ type fakeSource struct {
 }
 
 func (f *fakeSource) called(name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if f.calls == nil {
 		f.calls = map[string]int{}
 	}
