@@ -528,7 +528,7 @@ func (u *loadUsers) checkDB(t *testing.T, msgs []storedMsg, replies map[int64][]
 		key string
 		id  string
 	}
-	users := map[at]string{}   // (conversation, platform id) → text
+	users := map[at]string{}     // (conversation, platform id) → text
 	answers := map[at][]string{} // (conversation, reply_to) → texts
 	var dupUsers, badKeys []string
 	for _, m := range msgs {
