@@ -100,11 +100,16 @@ type loadAPI struct {
 	chats     map[int64]*loadChat
 	delivered int // successful sendMessage calls
 	polls     atomic.Int64
+	// hold, when set, keeps every sendMessage of a reply ("echo: …")
+	// unanswered and unrecorded until the client goes away, announcing it
+	// on held.
+	hold atomic.Bool
+	held chan string
 }
 
 func newLoadAPI(t *testing.T) *loadAPI {
 	t.Helper()
-	f := &loadAPI{changed: make(chan struct{}), closed: make(chan struct{}), nextID: 5000, chats: map[int64]*loadChat{}}
+	f := &loadAPI{changed: make(chan struct{}), closed: make(chan struct{}), nextID: 5000, chats: map[int64]*loadChat{}, held: make(chan string, 16)}
 	srv := httptest.NewServer(http.HandlerFunc(f.serve))
 	f.URL = srv.URL
 	t.Cleanup(func() {
@@ -195,6 +200,14 @@ func (f *loadAPI) serve(w http.ResponseWriter, r *http.Request) {
 		chat, err := strconv.ParseInt(field("chat_id"), 10, 64)
 		if err != nil || field("text") == "" {
 			writeTG(w, http.StatusBadRequest, nil)
+			return
+		}
+		if f.hold.Load() && strings.HasPrefix(field("text"), "echo: ") {
+			select {
+			case f.held <- field("text"):
+			default:
+			}
+			<-r.Context().Done()
 			return
 		}
 		var rp struct {
@@ -836,4 +849,55 @@ func countPending(d *daemon) int {
 		}
 	}
 	return 0
+}
+
+// The bot is killed while Telegram is taking a reply: at the next start the
+// reply is not sent again (Telegram may have delivered it), the user is told
+// in reply to the message, and the conversation goes on.
+func TestKillNineMidSendTellsTheUser(t *testing.T) {
+	api := newLoadAPI(t)
+	model := newLoadLLM(t)
+	env := loadEnv(t, api, model)
+	bot := env.startDaemon(t)
+	bot.waitLog("running", 60*time.Second)
+
+	api.hold.Store(true)
+	const user = 77
+	id := api.sendText(user, loadText(user, 0))
+	select {
+	case <-api.held:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the reply was never sent:\n%s", tail(bot.output(), 20))
+	}
+	bot.kill()
+	api.hold.Store(false)
+	bot = env.startDaemon(t)
+	bot.waitLog("running", 60*time.Second)
+	deadline := time.After(30 * time.Second)
+	got := api.waitReplies(user, 1, deadline)
+	if len(got) != 1 || got[0].Text != chat.MaybeLostReply || got[0].ReplyTo != id {
+		t.Fatalf("after the restart the user got %+v; want the notice in reply to message %d", got, id)
+	}
+	next := api.sendText(user, loadText(user, 1))
+	got = api.waitReplies(user, 2, deadline)
+	if len(got) != 2 || got[1].Text != "echo: "+loadText(user, 1) || got[1].ReplyTo != next {
+		t.Fatalf("the next message got %+v", got)
+	}
+	bot.signal(syscall.SIGTERM)
+	if code := bot.wait(30 * time.Second); code != 0 {
+		t.Fatalf("exit code %d:\n%s", code, tail(bot.output(), 20))
+	}
+	if got := api.replies()[user]; len(got) != 2 {
+		t.Errorf("the user got %d messages in all, want 2: %+v", len(got), got)
+	}
+	// The reply cut mid-send is stored once, as are the rest.
+	n := 0
+	for _, m := range readDB(t, env.Data) {
+		if m.Role == "assistant" && m.ReplyTo == strconv.Itoa(id) {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d stored replies to the message whose reply was cut, want 1", n)
+	}
 }
