@@ -5,11 +5,13 @@ package main
 // getUpdates honouring offset and limit, every sendMessage recorded) while a
 // fake OpenAI-compatible server answers after 50–200 ms, echoing the message
 // it answers. A small run is always on; RECALL_LOAD=1 runs 1,000 users
-// (RECALL_LOAD_USERS, RECALL_LOAD_MESSAGES and RECALL_LOAD_KILLS adjust it):
+// (RECALL_LOAD_USERS, RECALL_LOAD_MESSAGES, RECALL_LOAD_KILLS and
+// RECALL_LOAD_CONCURRENCY adjust it):
 //
 //	RECALL_LOAD=1 go test ./cmd/bot -run 'Load' -v -timeout 30m
 
 import (
+	"cmp"
 	"database/sql"
 	"encoding/json"
 	"fmt"
@@ -614,7 +616,10 @@ func (u *loadUsers) checkDB(t *testing.T, msgs []storedMsg, replies map[int64][]
 }
 
 // loadEnv is the bot's environment for the load suites.
+// RECALL_LOAD_CONCURRENCY sets llm.concurrency and pipeline.max_concurrent
+// (default 64).
 func loadEnv(t *testing.T, api *loadAPI, model *loadLLM) botEnv {
+	c := cmp.Or(os.Getenv("RECALL_LOAD_CONCURRENCY"), "64")
 	return newEnv(t, model.URL,
 		"RECALL_TELEGRAM_TOKEN="+fakeTGToken,
 		"RECALL_TELEGRAM_API_URL="+api.URL,
@@ -622,8 +627,8 @@ func loadEnv(t *testing.T, api *loadAPI, model *loadLLM) botEnv {
 		"RECALL_LOG_FORMAT=json",
 		"RECALL_LOG_LEVEL=info",
 		// The bot, not the configured LLM concurrency, is under test.
-		"RECALL_LLM_CONCURRENCY=64",
-		"RECALL_PIPELINE_MAX_CONCURRENT=64",
+		"RECALL_LLM_CONCURRENCY="+c,
+		"RECALL_PIPELINE_MAX_CONCURRENT="+c,
 		"RECALL_SHUTDOWN_TIMEOUT=60s",
 	)
 }
