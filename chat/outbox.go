@@ -43,6 +43,7 @@ type Outbox struct {
 	f       *os.File
 	size    int64
 	open    map[outboxID]*outboxEntry // replies not done, in the journal
+	left    []outboxEntry             // those the last run left (Redeliver's work)
 	compact int64                     // rewrite the journal past this size
 }
 
@@ -88,6 +89,10 @@ func OpenOutbox(path string, log *slog.Logger) (*Outbox, error) {
 			delete(o.open, e.outboxID)
 		}
 	}
+	for _, e := range o.open {
+		o.left = append(o.left, *e)
+	}
+	slices.SortStableFunc(o.left, func(a, b outboxEntry) int { return a.At.Compare(b.At) })
 	if err := o.rewriteLocked(); err != nil {
 		return nil, err
 	}
@@ -187,46 +192,76 @@ func (o *Outbox) Done(key pipeline.Key, replyTo string) error {
 
 // Redeliver sends the replies of channel the last run stored but never
 // handed to the platform, oldest first, and reports how many it sent and
-// how many it skipped because the last run died while sending them. A reply
+// how many it did not because the last run died while sending them. A reply
 // that is not in the store (the crash came before it was written) is
 // dropped: its message is unanswered and answered again (Pending). Replies
 // older than window are dropped too.
 func (o *Outbox) Redeliver(ctx context.Context, seen pipeline.Seen, channel string, out pipeline.Sender, window time.Duration) (sent, unsure int, err error) {
-	o.mu.Lock()
-	var todo []outboxEntry
-	for _, e := range o.open {
-		if key, perr := pipeline.ParseKey(e.Key); perr == nil && key.Channel == channel {
-			todo = append(todo, *e)
-		}
+	r, err := o.Unsent(ctx, seen, channel, window)
+	if err != nil {
+		return 0, 0, err
 	}
-	o.mu.Unlock()
-	sortByTime(todo)
-	for _, e := range todo {
-		key, _ := pipeline.ParseKey(e.Key)
+	return r.Send(ctx, out)
+}
+
+// Redelivery is the work Unsent found: replies to send, and replies cut
+// mid-send whose users are to be told.
+type Redelivery struct {
+	o      *Outbox
+	send   []outboxEntry
+	unsure []outboxEntry
+}
+
+// Unsent sorts out the replies of channel the last run left open, without
+// sending anything: it must run before this run answers anything of the
+// channel (before Pending is submitted), so that a reply this run stores is
+// not taken for one the last run left. Send, which may wait for the
+// platform, can run later.
+func (o *Outbox) Unsent(ctx context.Context, seen pipeline.Seen, channel string, window time.Duration) (*Redelivery, error) {
+	r := &Redelivery{o: o}
+	for _, e := range o.left {
+		key, perr := pipeline.ParseKey(e.Key)
+		if perr != nil || key.Channel != channel {
+			continue
+		}
 		if e.sending {
-			// Sending it again could show it twice: the user is told
-			// instead, in reply to the message.
-			unsure++
-			o.log.Warn("the last run stopped while sending a reply: it may not have been delivered; it is not sent again (it could show twice), the user is told",
-				"key", e.Key, "reply_to", e.ReplyTo)
-			if _, serr := out.Send(ctx, pipeline.Outbound{Key: key, Text: MaybeLostReply, Plain: true, ReplyTo: e.ReplyTo}); serr != nil && ctx.Err() != nil {
-				return sent, unsure, ctx.Err()
-			}
-			_ = o.Done(key, e.ReplyTo)
+			r.unsure = append(r.unsure, e)
 			continue
 		}
 		if time.Since(e.At) > window {
 			_ = o.Done(key, e.ReplyTo)
 			continue
 		}
-		_, answered, lerr := seen.Lookup(ctx, key, e.ReplyTo)
-		if lerr != nil {
-			return sent, unsure, fmt.Errorf("looking up a stored reply: %w", lerr)
+		_, answered, err := seen.Lookup(ctx, key, e.ReplyTo)
+		if err != nil {
+			return nil, fmt.Errorf("looking up a stored reply: %w", err)
 		}
 		if !answered {
 			_ = o.Done(key, e.ReplyTo) // not stored: the message is answered again
 			continue
 		}
+		r.send = append(r.send, e)
+	}
+	return r, nil
+}
+
+// Send sends the replies and the notes.
+func (r *Redelivery) Send(ctx context.Context, out pipeline.Sender) (sent, unsure int, err error) {
+	o := r.o
+	for _, e := range r.unsure {
+		// Sending it again could show it twice: the user is told instead,
+		// in reply to the message.
+		key, _ := pipeline.ParseKey(e.Key)
+		unsure++
+		o.log.Warn("the last run stopped while sending a reply: it may not have been delivered; it is not sent again (it could show twice), the user is told",
+			"key", e.Key, "reply_to", e.ReplyTo)
+		if _, serr := out.Send(ctx, pipeline.Outbound{Key: key, Text: MaybeLostReply, Plain: true, ReplyTo: e.ReplyTo}); serr != nil && ctx.Err() != nil {
+			return sent, unsure, ctx.Err()
+		}
+		_ = o.Done(key, e.ReplyTo)
+	}
+	for _, e := range r.send {
+		key, _ := pipeline.ParseKey(e.Key)
 		if err := o.Sending(key, e.ReplyTo); err != nil {
 			o.log.Warn("recording a reply being sent", "key", e.Key, "err", err)
 		}
@@ -242,8 +277,4 @@ func (o *Outbox) Redeliver(ctx context.Context, seen pipeline.Seen, channel stri
 		sent++
 	}
 	return sent, unsure, nil
-}
-
-func sortByTime(es []outboxEntry) {
-	slices.SortStableFunc(es, func(a, b outboxEntry) int { return a.At.Compare(b.At) })
 }

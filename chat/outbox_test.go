@@ -192,3 +192,23 @@ func TestOutboxCompacts(t *testing.T) {
 		t.Errorf("open replies after reopening: %v", o2.open)
 	}
 }
+
+// Only what the last run left is redelivered: a reply this run is sending
+// (WhatsApp redelivers once connected, while new turns run) is not touched.
+func TestRedeliverLeavesThisRunsReplies(t *testing.T) {
+	f := newFixture(t, nil, Options{})
+	o := openOutbox(t, filepath.Join(f.dir, "outbox.jsonl"))
+	if err := o.Reply(key, "m1", "this run's reply"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.store.Append(context.Background(), memory.Message{Key: key, Role: memory.RoleAssistant, ReplyTo: "m1", Text: "this run's reply", Time: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	out := &recorder{}
+	if sent, unsure, err := o.Redeliver(context.Background(), f.store, "telegram", out, time.Hour); err != nil || sent+unsure != 0 || len(out.sent) != 0 {
+		t.Fatalf("sent %d, unsure %d, err %v: %+v; want nothing", sent, unsure, err, out.sent)
+	}
+	if o.open[outboxID{key.String(), "m1"}] == nil {
+		t.Error("this run's reply was closed by Redeliver")
+	}
+}

@@ -328,7 +328,11 @@ func (a *app) runChannels(ctx context.Context) error {
 		}
 		// Replies stored but never sent by the last run go first, then
 		// the messages accepted before a stop but never answered.
-		if err := a.redeliver(ctx, outbox, telegram.Channel, tg.Sender()); err != nil {
+		unsent, err := a.unsent(ctx, outbox, telegram.Channel)
+		if err != nil {
+			return err
+		}
+		if err := a.redeliver(ctx, unsent, telegram.Channel, tg.Sender()); err != nil {
 			return err
 		}
 		pending, err := chat.Pending(ctx, a.store, telegram.Channel, pendingWindow)
@@ -355,7 +359,8 @@ func (a *app) runChannels(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := a.redeliver(ctx, outbox, whatsapp.Channel, wa.Sender()); err != nil {
+		unsent, err := a.unsent(ctx, outbox, whatsapp.Channel)
+		if err != nil {
 			return err
 		}
 		pending, err := chat.Pending(ctx, a.store, whatsapp.Channel, wa.BacklogWindow())
@@ -368,6 +373,14 @@ func (a *app) runChannels(ctx context.Context) error {
 			}
 		}
 		a.health.Add(ops.Channel(whatsapp.Channel, wa))
+		// The WhatsApp sender waits for the connection, which Run makes:
+		// the replies the last run never sent go out once it is up.
+		g.Go(func() error {
+			if err := a.redeliver(gctx, unsent, whatsapp.Channel, wa.Sender()); err != nil && gctx.Err() == nil {
+				a.log.Error("sending the replies the last run never sent", "channel", whatsapp.Channel, "err", err)
+			}
+			return nil
+		})
 		// A WhatsApp failure (not linked, logged out) stops only this
 		// channel: it is logged, the others keep running.
 		g.Go(func() error {
@@ -397,14 +410,24 @@ func (a *app) runChannels(ctx context.Context) error {
 // outboxFile, in the data dir, is the journal of replies being delivered.
 const outboxFile = "outbox.jsonl"
 
-// redeliver sends the replies of channel the last run stored but never sent.
-func (a *app) redeliver(ctx context.Context, outbox *chat.Outbox, channel string, out pipeline.Sender) error {
-	sent, unsure, err := outbox.Redeliver(ctx, a.store, channel, out, pendingWindow)
+// unsent sorts out the replies of channel the last run stored but never
+// sent; before anything of the channel is answered.
+func (a *app) unsent(ctx context.Context, outbox *chat.Outbox, channel string) (*chat.Redelivery, error) {
+	r, err := outbox.Unsent(ctx, a.store, channel, pendingWindow)
 	if err != nil {
-		return fmt.Errorf("sending the %s replies left unsent by the last run: %w", channel, err)
+		return nil, fmt.Errorf("listing the %s replies left unsent by the last run: %w", channel, err)
 	}
+	return r, nil
+}
+
+// redeliver sends them.
+func (a *app) redeliver(ctx context.Context, r *chat.Redelivery, channel string, out pipeline.Sender) error {
+	sent, unsure, err := r.Send(ctx, out)
 	if sent > 0 || unsure > 0 {
 		a.log.Info("sent the replies the last run stored but never sent", "channel", channel, "sent", sent, "maybe_delivered_not_resent", unsure)
+	}
+	if err != nil {
+		return fmt.Errorf("sending the %s replies left unsent by the last run: %w", channel, err)
 	}
 	return nil
 }
