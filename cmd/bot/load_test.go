@@ -15,6 +15,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -209,7 +210,13 @@ func (f *loadAPI) serve(w http.ResponseWriter, r *http.Request) {
 			case f.held <- field("text"):
 			default:
 			}
-			<-r.Context().Done()
+			// The server notices the client going away only once the
+			// body is read to its end.
+			_, _ = io.Copy(io.Discard, r.Body)
+			select {
+			case <-r.Context().Done():
+			case <-f.closed:
+			}
 			return
 		}
 		var rp struct {
