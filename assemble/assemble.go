@@ -138,7 +138,7 @@ func (a *Assembler) Build(ctx context.Context, req Request) (Prompt, error) {
 	if err != nil {
 		return Prompt{}, fmt.Errorf("loading recent turns of %s: %w", req.Key, err)
 	}
-	recent, currentID := dropCurrent(recent, req)
+	recent, dropped := dropCurrent(recent, req)
 	recentTrimmed := 0
 	{
 		used, start := 0, len(recent)
@@ -169,11 +169,10 @@ func (a *Assembler) Build(ctx context.Context, req Request) (Prompt, error) {
 			}
 		}
 		// The current message is already stored: it must not come back as
-		// its own best match. Active messages outside the recent window
-		// (a high threshold, or memory switched on late) stay findable.
-		if currentID != 0 {
-			exclude = append(exclude, currentID)
-		}
+		// its own best match, nor may the later messages of a burst. Active
+		// messages outside the recent window (a high threshold, or memory
+		// switched on late) stay findable.
+		exclude = append(exclude, dropped...)
 		found = make(chan searched, 1)
 		go func() {
 			hits, err := a.src.Search(ctx, req.Key, memory.Query{Text: req.Text, Limit: a.snippet, TokenBudget: b.Snippets, Exclude: exclude})
@@ -406,15 +405,45 @@ func (a *Assembler) memories(ctx context.Context, req Request) (lines []string, 
 }
 
 // dropCurrent removes the current message from the recent turns (it was
-// stored before assembly).
-func dropCurrent(recent []memory.Message, req Request) ([]memory.Message, int64) {
+// stored before assembly) and returns the ids it removed. Found by its
+// platform id, the user messages stored after it go too: the later messages
+// of a burst, accepted before this one is answered, are not part of the
+// conversation yet (the replies to earlier messages, stored after them,
+// stay).
+func dropCurrent(recent []memory.Message, req Request) ([]memory.Message, []int64) {
+	if req.MessageID != "" {
+		for i := len(recent) - 1; i >= 0; i-- {
+			m := recent[i]
+			if m.Role != memory.RoleUser || m.PlatformID != req.MessageID {
+				continue
+			}
+			out, dropped := recent[:i:i], nonZero(nil, m.ID)
+			for _, later := range recent[i+1:] {
+				if later.Role == memory.RoleUser {
+					dropped = nonZero(dropped, later.ID)
+					continue
+				}
+				out = append(out, later)
+			}
+			return out, dropped
+		}
+		return recent, nil
+	}
 	for i := len(recent) - 1; i >= 0 && i >= len(recent)-3; i-- {
 		m := recent[i]
-		if m.Role == memory.RoleUser && ((req.MessageID != "" && m.PlatformID == req.MessageID) || (req.MessageID == "" && m.Text == req.Text)) {
-			return append(recent[:i:i], recent[i+1:]...), m.ID
+		if m.Role == memory.RoleUser && m.Text == req.Text {
+			return append(recent[:i:i], recent[i+1:]...), nonZero(nil, m.ID)
 		}
 	}
-	return recent, 0
+	return recent, nil
+}
+
+// nonZero appends id unless it is 0 (a message still queued for writing).
+func nonZero(ids []int64, id int64) []int64 {
+	if id == 0 {
+		return ids
+	}
+	return append(ids, id)
 }
 
 func tokensOf(ms []memory.Message) int {

@@ -728,3 +728,36 @@ func TestWithStore(t *testing.T) {
 		t.Errorf("Format() = %s", f)
 	}
 }
+
+// A burst: messages p2 and p3 were accepted (stored) before p2 is answered,
+// and p1's reply was stored after them. The prompt for p2 shows p1 and its
+// reply, then p2 — never p3, which the user sent later, neither as a recent
+// turn nor as a snippet.
+func TestBurstLaterMessagesNotInPrompt(t *testing.T) {
+	msg := func(id int64, role memory.Role, pid, replyTo, text string) memory.Message {
+		return memory.Message{ID: id, Key: key, Role: role, PlatformID: pid, ReplyTo: replyTo, Text: text, Tokens: len(strings.Fields(text)), Active: true, Time: day(10)}
+	}
+	later := msg(303, memory.RoleUser, "p3", "", "third question later")
+	src := &fakeSource{
+		recent: []memory.Message{
+			msg(301, memory.RoleUser, "p1", "", "first question"),
+			msg(302, memory.RoleUser, "p2", "", "second question"),
+			later,
+			msg(304, memory.RoleAssistant, "", "p1", "first answer"),
+		},
+		hits: []memory.Hit{{Message: later, Score: 5}},
+	}
+	req := assemble.Request{Key: key, Text: "second question", MessageID: "p2", SystemPrompt: systemPrompt, Memory: true, Now: day(11)}
+	p, err := assemble.New(src, words{}, generous).Build(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := contents(p.Messages)
+	want := []string{"system|" + systemPrompt, "user|first question", "assistant|first answer", "user|second question"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("prompt:\n%s\nwant:\n%s", strings.Join(got, "\n---\n"), strings.Join(want, "\n---\n"))
+	}
+	if q := src.query.Exclude; !slices.Contains(q, 302) || !slices.Contains(q, 303) {
+		t.Errorf("excluded from search = %v, want the current message and the later one", q)
+	}
+}

@@ -51,6 +51,14 @@ type Observer interface {
 	Turn(channel, outcome string, latency time.Duration, reply llm.Reply)
 }
 
+// Journal records the delivery of each reply (Outbox), so a restart can
+// send a reply that was stored but never sent; may be nil.
+type Journal interface {
+	Reply(key pipeline.Key, replyTo, text string) error
+	Sending(key pipeline.Key, replyTo string) error
+	Done(key pipeline.Key, replyTo string) error
+}
+
 // Options configure the responder.
 type Options struct {
 	SystemPrompt  string
@@ -73,6 +81,7 @@ type Responder struct {
 	opts     Options
 	Observer Observer
 	Usage    Usage // tokens per user for the daily quota; may be nil
+	Journal  Journal
 
 	mu     sync.Mutex
 	warned map[pipeline.Key]time.Time // the storage outage a conversation was warned about
@@ -162,7 +171,12 @@ func (r *Responder) Handle(ctx context.Context, t *pipeline.Turn) error {
 	}
 	// The reply is durable before the user sees it: after a crash every
 	// answer the user read is in the store, and a redelivered message is
-	// recognized as answered.
+	// recognized as answered. The journal tells a restart which stored
+	// replies were never sent.
+	journal := r.Journal != nil && answer.ReplyTo != ""
+	if journal {
+		r.journal(log, r.Journal.Reply(in.Key, answer.ReplyTo, reply.Text))
+	}
 	// While storage fails, waiting would only hold the reply back: it is
 	// queued and lands once storage recovers (the user was warned).
 	if r.store.WriteStats().Failing != nil {
@@ -175,9 +189,18 @@ func (r *Responder) Handle(ctx context.Context, t *pipeline.Turn) error {
 	if err != nil {
 		log.Error("storing the reply before sending it", "err", err)
 	}
-	if _, err := send(ctx, pipeline.Outbound{Key: in.Key, Text: reply.Text, ReplyTo: in.MessageID}); err != nil {
+	if journal {
+		r.journal(log, r.Journal.Sending(in.Key, answer.ReplyTo))
+	}
+	_, serr := send(ctx, pipeline.Outbound{Key: in.Key, Text: reply.Text, ReplyTo: in.MessageID})
+	if journal && (serr == nil || ctx.Err() == nil) {
+		// Answered by the platform. (Cut short by a stop, it stays open:
+		// the next start cannot know whether it was delivered.)
+		r.journal(log, r.Journal.Done(in.Key, answer.ReplyTo))
+	}
+	if serr != nil {
 		r.observe(in.Key.Channel, "send_error", start, reply)
-		return fmt.Errorf("sending the reply: %w", err)
+		return fmt.Errorf("sending the reply: %w", serr)
 	}
 	if err != nil {
 		r.warnStorage(ctx, t, true)
@@ -200,6 +223,14 @@ func (r *Responder) Handle(ctx context.Context, t *pipeline.Turn) error {
 		}()
 	}
 	return nil
+}
+
+// journal logs a failure to record a delivery step (the reply still goes
+// out; only a crash right now could lose or repeat it).
+func (r *Responder) journal(log *slog.Logger, err error) {
+	if err != nil {
+		log.Warn("recording the delivery of a reply", "err", err)
+	}
 }
 
 func (r *Responder) request(in pipeline.Inbound, st memory.Settings) assemble.Request {

@@ -300,6 +300,14 @@ const pendingWindow = time.Hour
 // stops taking updates and lets turns in flight finish (shutdown.timeout).
 func (a *app) runChannels(ctx context.Context) error {
 	cfg := a.cfg
+	// The journal of replies being delivered: a reply stored but never sent
+	// before a crash is sent at the next start.
+	outbox, err := chat.OpenOutbox(filepath.Join(cfg.Data.Dir, outboxFile), a.log)
+	if err != nil {
+		return err
+	}
+	defer outbox.Close()
+	a.responder.Journal = outbox
 	disp := pipeline.NewDispatcher(a.handler, cfg.Pipeline.MaxConcurrent, a.log, pipeline.WithGrace(cfg.Shutdown.Timeout))
 	intake := &chat.Intake{Store: a.store, Allowed: a.access.Allowed, Counter: a.counter}
 	g, gctx := errgroup.WithContext(ctx)
@@ -318,7 +326,15 @@ func (a *app) runChannels(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		// Messages accepted before a stop but never answered go first.
+		// Replies stored but never sent by the last run go first, then
+		// the messages accepted before a stop but never answered.
+		unsent, err := a.unsent(ctx, outbox, telegram.Channel)
+		if err != nil {
+			return err
+		}
+		if err := a.redeliver(ctx, unsent, telegram.Channel, tg.Sender()); err != nil {
+			return err
+		}
 		pending, err := chat.Pending(ctx, a.store, telegram.Channel, pendingWindow)
 		if err != nil {
 			return fmt.Errorf("listing unanswered telegram messages: %w", err)
@@ -343,6 +359,10 @@ func (a *app) runChannels(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		unsent, err := a.unsent(ctx, outbox, whatsapp.Channel)
+		if err != nil {
+			return err
+		}
 		pending, err := chat.Pending(ctx, a.store, whatsapp.Channel, wa.BacklogWindow())
 		if err != nil {
 			return fmt.Errorf("listing unanswered whatsapp messages: %w", err)
@@ -353,6 +373,14 @@ func (a *app) runChannels(ctx context.Context) error {
 			}
 		}
 		a.health.Add(ops.Channel(whatsapp.Channel, wa))
+		// The WhatsApp sender waits for the connection, which Run makes:
+		// the replies the last run never sent go out once it is up.
+		g.Go(func() error {
+			if err := a.redeliver(gctx, unsent, whatsapp.Channel, wa.Sender()); err != nil && gctx.Err() == nil {
+				a.log.Error("sending the replies the last run never sent", "channel", whatsapp.Channel, "err", err)
+			}
+			return nil
+		})
 		// A WhatsApp failure (not linked, logged out) stops only this
 		// channel: it is logged, the others keep running.
 		g.Go(func() error {
@@ -365,7 +393,7 @@ func (a *app) runChannels(ctx context.Context) error {
 	// Keep serving until asked to stop, even when a channel gave up.
 	g.Go(func() error { <-gctx.Done(); return nil })
 	a.log.Info("running", "telegram", cfg.TelegramEnabled(), "whatsapp", cfg.WhatsApp.Enabled)
-	err := g.Wait() // returns when ctx ends (or a channel fails)
+	err = g.Wait() // returns when ctx ends (or a channel fails)
 	inFlight, queued := disp.Stats()
 	a.log.Info("stopping: no new updates; letting turns in flight finish",
 		"cause", context.Cause(ctx), "in_flight", inFlight, "queued", queued, "timeout", cfg.Shutdown.Timeout)
@@ -377,6 +405,31 @@ func (a *app) runChannels(ctx context.Context) error {
 		a.log.Info("turns finished; flushing the write queue", "queued", a.store.WriteStats().Queued)
 	}
 	return errors.Join(err, derr)
+}
+
+// outboxFile, in the data dir, is the journal of replies being delivered.
+const outboxFile = "outbox.jsonl"
+
+// unsent sorts out the replies of channel the last run stored but never
+// sent; before anything of the channel is answered.
+func (a *app) unsent(ctx context.Context, outbox *chat.Outbox, channel string) (*chat.Redelivery, error) {
+	r, err := outbox.Unsent(ctx, a.store, channel, pendingWindow)
+	if err != nil {
+		return nil, fmt.Errorf("listing the %s replies left unsent by the last run: %w", channel, err)
+	}
+	return r, nil
+}
+
+// redeliver sends them.
+func (a *app) redeliver(ctx context.Context, r *chat.Redelivery, channel string, out pipeline.Sender) error {
+	sent, unsure, err := r.Send(ctx, out)
+	if sent > 0 || unsure > 0 {
+		a.log.Info("sent the replies the last run stored but never sent", "channel", channel, "sent", sent, "maybe_delivered_not_resent", unsure)
+	}
+	if err != nil {
+		return fmt.Errorf("sending the %s replies left unsent by the last run: %w", channel, err)
+	}
+	return nil
 }
 
 var (

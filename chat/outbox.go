@@ -1,0 +1,280 @@
+package chat
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/recallbot/recall/pipeline"
+)
+
+// MaybeLostReply is sent in reply to a message whose answer was being sent
+// when the bot stopped abruptly.
+const MaybeLostReply = "I was restarted while sending my answer to this message, so it may not have reached you. If you don't see it just above, please send your message again."
+
+// Outbox is a journal of the replies being delivered, so a restart after a
+// crash sends a reply that was stored but never sent — once — and never
+// sends one twice. Each reply goes through three records, each written
+// (write(2), no fsync: a killed process loses nothing, a power cut may lose
+// the last records) before the step it announces:
+//
+//	reply    the reply and its text, before it is stored
+//	sending  before it is handed to the platform
+//	done     once the platform answered (delivered, or refused for good)
+//
+// At the next start Redeliver sends every reply that has no sending record
+// and is in the store (stored, never handed over), and skips those with
+// sending but no done: the process died while the platform was being called,
+// so the user may have it, and sending it again could show it twice.
+type Outbox struct {
+	path string
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	f       *os.File
+	size    int64
+	open    map[outboxID]*outboxEntry // replies not done, in the journal
+	left    []outboxEntry             // those the last run left (Redeliver's work)
+	compact int64                     // rewrite the journal past this size
+}
+
+type outboxID struct {
+	Key     string `json:"key"`
+	ReplyTo string `json:"reply_to"`
+}
+
+type outboxEntry struct {
+	Op string `json:"op"` // reply, sending, done
+	outboxID
+	Text    string    `json:"text,omitempty"`
+	At      time.Time `json:"at,omitzero"`
+	sending bool
+}
+
+// OpenOutbox opens (creating) the journal at path and reads what the last
+// run left open.
+func OpenOutbox(path string, log *slog.Logger) (*Outbox, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	o := &Outbox{path: path, log: log, open: map[outboxID]*outboxEntry{}, compact: 4 << 20}
+	data, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("reading the outbox %s: %w", path, err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64*1024), 64<<20)
+	for sc.Scan() {
+		var e outboxEntry
+		if json.Unmarshal(sc.Bytes(), &e) != nil {
+			continue // a record cut by the crash
+		}
+		switch e.Op {
+		case "reply":
+			o.open[e.outboxID] = &e
+		case "sending":
+			if p := o.open[e.outboxID]; p != nil {
+				p.sending = true
+			}
+		case "done":
+			delete(o.open, e.outboxID)
+		}
+	}
+	for _, e := range o.open {
+		o.left = append(o.left, *e)
+	}
+	slices.SortStableFunc(o.left, func(a, b outboxEntry) int { return a.At.Compare(b.At) })
+	if err := o.rewriteLocked(); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// Close closes the journal.
+func (o *Outbox) Close() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.f == nil {
+		return nil
+	}
+	err := o.f.Close()
+	o.f = nil
+	return err
+}
+
+// rewriteLocked writes the open entries to a new journal and switches to it.
+func (o *Outbox) rewriteLocked() error {
+	var buf bytes.Buffer
+	for _, e := range o.open {
+		writeRecord(&buf, outboxEntry{Op: "reply", outboxID: e.outboxID, Text: e.Text, At: e.At})
+		if e.sending {
+			writeRecord(&buf, outboxEntry{Op: "sending", outboxID: e.outboxID})
+		}
+	}
+	tmp := o.path + ".tmp"
+	if err := os.WriteFile(tmp, buf.Bytes(), 0o600); err != nil {
+		return fmt.Errorf("writing the outbox: %w", err)
+	}
+	if err := os.Rename(tmp, o.path); err != nil {
+		return fmt.Errorf("writing the outbox: %w", err)
+	}
+	f, err := os.OpenFile(o.path, os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("opening the outbox: %w", err)
+	}
+	if o.f != nil {
+		o.f.Close()
+	}
+	o.f, o.size = f, int64(buf.Len())
+	return nil
+}
+
+func writeRecord(w io.Writer, e outboxEntry) {
+	b, _ := json.Marshal(e)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// record appends one record in a single write.
+func (o *Outbox) record(e outboxEntry) error {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.f == nil {
+		return errors.New("the outbox is closed")
+	}
+	switch e.Op {
+	case "reply":
+		o.open[e.outboxID] = &e
+	case "sending":
+		if p := o.open[e.outboxID]; p != nil {
+			p.sending = true
+		}
+	case "done":
+		delete(o.open, e.outboxID)
+	}
+	if _, err := o.f.Write(b); err != nil {
+		return fmt.Errorf("writing the outbox: %w", err)
+	}
+	o.size += int64(len(b))
+	if e.Op == "done" && o.size > o.compact {
+		return o.rewriteLocked()
+	}
+	return nil
+}
+
+// Reply records a reply about to be stored.
+func (o *Outbox) Reply(key pipeline.Key, replyTo, text string) error {
+	return o.record(outboxEntry{Op: "reply", outboxID: outboxID{key.String(), replyTo}, Text: text, At: time.Now()})
+}
+
+// Sending records that the reply is being handed to the platform.
+func (o *Outbox) Sending(key pipeline.Key, replyTo string) error {
+	return o.record(outboxEntry{Op: "sending", outboxID: outboxID{key.String(), replyTo}})
+}
+
+// Done records that the platform answered.
+func (o *Outbox) Done(key pipeline.Key, replyTo string) error {
+	return o.record(outboxEntry{Op: "done", outboxID: outboxID{key.String(), replyTo}})
+}
+
+// Redeliver sends the replies of channel the last run stored but never
+// handed to the platform, oldest first, and reports how many it sent and
+// how many it did not because the last run died while sending them. A reply
+// that is not in the store (the crash came before it was written) is
+// dropped: its message is unanswered and answered again (Pending). Replies
+// older than window are dropped too.
+func (o *Outbox) Redeliver(ctx context.Context, seen pipeline.Seen, channel string, out pipeline.Sender, window time.Duration) (sent, unsure int, err error) {
+	r, err := o.Unsent(ctx, seen, channel, window)
+	if err != nil {
+		return 0, 0, err
+	}
+	return r.Send(ctx, out)
+}
+
+// Redelivery is the work Unsent found: replies to send, and replies cut
+// mid-send whose users are to be told.
+type Redelivery struct {
+	o      *Outbox
+	send   []outboxEntry
+	unsure []outboxEntry
+}
+
+// Unsent sorts out the replies of channel the last run left open, without
+// sending anything: it must run before this run answers anything of the
+// channel (before Pending is submitted), so that a reply this run stores is
+// not taken for one the last run left. Send, which may wait for the
+// platform, can run later.
+func (o *Outbox) Unsent(ctx context.Context, seen pipeline.Seen, channel string, window time.Duration) (*Redelivery, error) {
+	r := &Redelivery{o: o}
+	for _, e := range o.left {
+		key, perr := pipeline.ParseKey(e.Key)
+		if perr != nil || key.Channel != channel {
+			continue
+		}
+		if e.sending {
+			r.unsure = append(r.unsure, e)
+			continue
+		}
+		if time.Since(e.At) > window {
+			_ = o.Done(key, e.ReplyTo)
+			continue
+		}
+		_, answered, err := seen.Lookup(ctx, key, e.ReplyTo)
+		if err != nil {
+			return nil, fmt.Errorf("looking up a stored reply: %w", err)
+		}
+		if !answered {
+			_ = o.Done(key, e.ReplyTo) // not stored: the message is answered again
+			continue
+		}
+		r.send = append(r.send, e)
+	}
+	return r, nil
+}
+
+// Send sends the replies and the notes.
+func (r *Redelivery) Send(ctx context.Context, out pipeline.Sender) (sent, unsure int, err error) {
+	o := r.o
+	for _, e := range r.unsure {
+		// Sending it again could show it twice: the user is told instead,
+		// in reply to the message.
+		key, _ := pipeline.ParseKey(e.Key)
+		unsure++
+		o.log.Warn("the last run stopped while sending a reply: it may not have been delivered; it is not sent again (it could show twice), the user is told",
+			"key", e.Key, "reply_to", e.ReplyTo)
+		if _, serr := out.Send(ctx, pipeline.Outbound{Key: key, Text: MaybeLostReply, Plain: true, ReplyTo: e.ReplyTo}); serr != nil && ctx.Err() != nil {
+			return sent, unsure, ctx.Err()
+		}
+		_ = o.Done(key, e.ReplyTo)
+	}
+	for _, e := range r.send {
+		key, _ := pipeline.ParseKey(e.Key)
+		if err := o.Sending(key, e.ReplyTo); err != nil {
+			o.log.Warn("recording a reply being sent", "key", e.Key, "err", err)
+		}
+		_, serr := out.Send(ctx, pipeline.Outbound{Key: key, Text: e.Text, ReplyTo: e.ReplyTo})
+		if serr != nil && ctx.Err() != nil {
+			return sent, unsure, ctx.Err()
+		}
+		_ = o.Done(key, e.ReplyTo)
+		if serr != nil {
+			o.log.Warn("sending a reply left unsent by the last run failed", "key", e.Key, "reply_to", e.ReplyTo, "err", serr)
+			continue
+		}
+		sent++
+	}
+	return sent, unsure, nil
+}
