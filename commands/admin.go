@@ -50,6 +50,16 @@ func (c *Commands) EnableAdmin(opts AdminOptions) {
 	for _, cmd := range admin {
 		c.byName[cmd.Name] = cmd
 	}
+	// In a group the memory is everyone's there: only admins delete it.
+	if purge := c.byName["purge"]; purge != nil {
+		run := purge.Run
+		purge.Run = func(ctx context.Context, call *Call) error {
+			if call.Turn.In.IsGroup && !opts.Access.IsAdmin(call.Turn.In.UserID()) {
+				return call.Reply(ctx, "In a group, only the bot's admins can delete its memory: it holds what everyone here said.")
+			}
+			return run(ctx, call)
+		}
+	}
 	if help := c.byName["help"]; help != nil {
 		everyone := help.Run
 		help.Run = func(ctx context.Context, call *Call) error {

@@ -317,3 +317,40 @@ func TestStats(t *testing.T) {
 		"(recall.db ", " KB", "WAL ", "schema 2.",
 		"Write queue: 0 waiting, 3 written since start, 0 failed attempts.")
 }
+
+// TestGroupPurgeIsForAdmins: a group's memory holds what all its members
+// said, so a member cannot delete it; an admin can.
+func TestGroupPurgeIsForAdmins(t *testing.T) {
+	clk := &clock{now: time.Date(2030, 6, 1, 10, 0, 0, 0, time.UTC)}
+	b := startAdminBot(t, t.TempDir(), clk)
+	ctx := context.Background()
+	groupKey := pipeline.Key{Channel: "telegram", Chat: "-100"}
+	in := func(sender, text string) pipeline.Inbound {
+		return pipeline.Inbound{Key: groupKey, SenderID: sender, IsGroup: true, Text: text}
+	}
+	if err := b.store.Append(ctx, memory.Message{Key: groupKey, Role: memory.RoleUser, SenderID: adminID, Text: "the group's plan", Time: clk.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"/purge", "/purge all", "/purge chat", "/purge older 1"} {
+		_, outs := b.sayIn(in(memberID, cmd))
+		if len(outs) != 1 || !strings.Contains(outs[0].Text, "only the bot's admins") {
+			t.Errorf("member %s in a group: %+v", cmd, outs)
+		}
+	}
+	_, _ = b.sayIn(in(memberID, "yes"))
+	if st, err := b.store.Status(ctx, groupKey); err != nil || st.Total != 1 {
+		t.Fatalf("after the member's tries the group has %d messages (%v), want 1", st.Total, err)
+	}
+	// The admin is asked to confirm, and the group's memory goes.
+	if _, outs := b.sayIn(in(adminID, "/purge chat")); len(outs) != 1 || strings.Contains(outs[0].Text, "only the bot's admins") {
+		t.Fatalf("admin /purge chat in a group: %+v", outs)
+	}
+	b.sayIn(in(adminID, "yes"))
+	if st, err := b.store.Status(ctx, groupKey); err != nil || st.Total != 0 {
+		t.Errorf("after the admin's purge the group has %d messages (%v), want 0", st.Total, err)
+	}
+	// In a private chat, a member still purges their own data.
+	if got := b.reply(memberID, "/purge chat"); strings.Contains(got, "only the bot's admins") {
+		t.Errorf("member's own /purge: %q", got)
+	}
+}
