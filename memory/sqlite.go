@@ -36,6 +36,9 @@ type SQLite struct {
 	w    *sql.DB       // exactly one connection: every write goes through it
 	r    *sql.DB       // readers
 	tune *searchTuning // nil: defaultSearchTuning (tests set it)
+	// search caches doclists between searches (search_cache.go); nil
+	// turns the cache off (tests and benchmarks compare).
+	search *searchCache
 }
 
 var _ Backend = (*SQLite)(nil)
@@ -89,7 +92,7 @@ func openSQLite(ctx context.Context, path, vfs string) (*SQLite, error) {
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	s := &SQLite{path: path, w: w}
+	s := &SQLite{path: path, w: w, search: newSearchCache()}
 	if err := s.migrate(ctx); err != nil {
 		w.Close()
 		return nil, err

@@ -122,7 +122,7 @@ func (s *SQLite) Search(ctx context.Context, key pipeline.Key, q Query) ([]Hit, 
 		}()
 		v, _ := searchConns.LoadOrStore(c, &searchConn{stmts: map[string]*sqlite3.Stmt{}})
 		sc := v.(*searchConn)
-		sr := &searchRun{c: c, tune: s.searchTuning(), key: key, q: q, sc: sc, posts: sc.posts[:0]}
+		sr := &searchRun{c: c, tune: s.searchTuning(), key: key, q: q, sc: sc, posts: sc.posts[:0], cache: s.search}
 		defer sr.close()
 		var err error
 		hits, err = sr.run(phrases)
@@ -168,7 +168,9 @@ type searchRun struct {
 	key   pipeline.Key
 	q     Query
 	sc    *searchConn
-	posts []posting // backs the rare phrases' postings
+	posts []posting    // backs the rare phrases' postings
+	cache *searchCache // nil: doclists are read from the index only
+	cc    *convCache   // the conversation's cached doclists, locked
 
 	conv         int64
 	nDocs, nToks int64
@@ -290,8 +292,8 @@ const (
 		FROM (SELECT id FROM messages WHERE conv = ?1 AND is_active = ?2 ORDER BY id DESC LIMIT 1 OFFSET ?3 - 1) w`
 	// A doclist's rowids, newest first.
 	sqlTermRows = `SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?1 ORDER BY rowid DESC`
-	// A doclist's rows and their instances (recall_tf).
-	sqlTermOther = `SELECT recall_tf(messages_fts, ?2) FROM messages_fts WHERE messages_fts MATCH ?1`
+	// A doclist's rows and their instances (recall_tf), newest first.
+	sqlTermOther = `SELECT recall_tf(messages_fts, ?2) FROM messages_fts WHERE messages_fts MATCH ?1 ORDER BY rowid DESC`
 	// Rows and their phrase instances (recall_tf), newest first.
 	sqlPhraseRows = `SELECT recall_tf(messages_fts, ?2) FROM messages_fts WHERE messages_fts MATCH ?1 ORDER BY rowid DESC`
 	// The same, in the window (newest first: FTS5 seeks a lower bound on
@@ -319,6 +321,13 @@ func (r *searchRun) run(phrases [][]string) ([]Hit, error) {
 	}
 	r.avgdl = float64(r.nToks) / float64(r.nDocs)
 	r.prefix = ftsConvPrefix(r.conv)
+	if r.cache != nil {
+		r.cc = r.cache.acquire(r.conv)
+		defer r.cc.release()
+		if err := r.syncCache(); err != nil {
+			return nil, err
+		}
+	}
 
 	// Distinct phrases; a repeated one still counts once per repetition.
 	r.slot = make([]int, len(phrases))
@@ -396,8 +405,7 @@ func (r *searchRun) readTerm(pi int, p *searchPhrase, limit int) error {
 	text := r.sc.rows[:0]
 	defer func() { r.sc.rows = text[:0] }()
 	crossed := false
-	err := r.each(sqlTermRows, func(st *sqlite3.Stmt) bool {
-		rowid := st.ColumnInt64(0)
+	err := r.termRows(ftsTerm(r.prefix, ftsKindText, p.toks[0]), func(rowid int64) bool {
 		if !crossed && rowid < r.cutRowid {
 			// Its first message older than the window: how frequent is
 			// the term in the window?
@@ -409,7 +417,7 @@ func (r *searchRun) readTerm(pi int, p *searchPhrase, limit int) error {
 		}
 		text = append(text, rowid)
 		return len(text) <= limit
-	}, matchTerm(ftsTerm(r.prefix, ftsKindText, p.toks[0])))
+	})
 	if err != nil || p.common {
 		return err
 	}
@@ -424,21 +432,14 @@ func (r *searchRun) readTerm(pi int, p *searchPhrase, limit int) error {
 	// and repeats in the text (column extra).
 	more := map[int64]float64{}
 	rest := 0
-	sink := &ftsRowSinkBuf{fn: func(rowid int64, insts []ftsInst) {
+	err = r.otherRows(ftsTerm(r.prefix, ftsKindRest, p.toks[0]), func(c cachedRow) bool {
 		rest++
-		if truncated && rowid < text[len(text)-1] {
-			return
+		if !truncated || c.rowid >= text[len(text)-1] {
+			// In the sender's name, or another occurrence in the text.
+			more[c.rowid] += 0.5*float64(c.sender) + float64(c.extra)
 		}
-		for _, in := range insts {
-			if in.col == 1 {
-				more[rowid] += 0.5
-			} else {
-				more[rowid]++ // another occurrence in the text
-			}
-		}
-	}}
-	err = r.each(sqlTermOther, func(*sqlite3.Stmt) bool { return rest <= limit },
-		matchTerm(ftsTerm(r.prefix, ftsKindRest, p.toks[0])), sink)
+		return rest <= limit
+	})
 	if err != nil {
 		return err
 	}
