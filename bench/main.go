@@ -59,24 +59,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	rep := report{Machine: describeMachine(), Scale: sc.name}
-	start := time.Now()
-	env := &runEnv{scale: sc, log: stderr}
-	defer env.close()
-	for _, f := range figureList {
-		if !slices.Contains(names, f.name) {
-			continue
-		}
-		fmt.Fprintf(stderr, "measuring %s …\n", f.name)
-		t := time.Now()
-		rows, err := f.run(ctx, env)
-		if err != nil {
-			return fmt.Errorf("%s: %w", f.name, err)
-		}
-		fmt.Fprintf(stderr, "  %s took %s\n", f.name, time.Since(t).Round(100*time.Millisecond))
-		rep.Rows = append(rep.Rows, rows...)
+	rep, err := measure(ctx, sc, names, stderr)
+	if err != nil {
+		return err
 	}
-	rep.Took = time.Since(start).Round(time.Second).String()
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -84,6 +70,30 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	rep.write(stdout)
 	return nil
+}
+
+// measure runs the figures names at scale sc, in the order of figureList;
+// progress goes to log.
+func measure(ctx context.Context, sc scale, names []string, log io.Writer) (report, error) {
+	rep := report{Machine: describeMachine(), Scale: sc.name}
+	start := time.Now()
+	env := &runEnv{scale: sc, log: log}
+	defer env.close()
+	for _, f := range figureList {
+		if !slices.Contains(names, f.name) {
+			continue
+		}
+		fmt.Fprintf(log, "measuring %s …\n", f.name)
+		t := time.Now()
+		rows, err := f.run(ctx, env)
+		if err != nil {
+			return rep, fmt.Errorf("%s: %w", f.name, err)
+		}
+		fmt.Fprintf(log, "  %s took %s\n", f.name, time.Since(t).Round(100*time.Millisecond))
+		rep.Rows = append(rep.Rows, rows...)
+	}
+	rep.Took = time.Since(start).Round(time.Second).String()
+	return rep, nil
 }
 
 // selectFigures parses --only.

@@ -132,8 +132,10 @@ func fmtRatio(a, b float64) string {
 		return strconv.FormatFloat(r, 'f', 0, 64) + "×"
 	case r >= 10:
 		return strconv.FormatFloat(r, 'f', 1, 64) + "×"
-	default:
+	case r >= 0.1:
 		return strconv.FormatFloat(r, 'f', 2, 64) + "×"
+	default: // two significant digits
+		return strconv.FormatFloat(r, 'g', 2, 64) + "×"
 	}
 }
 
