@@ -105,7 +105,7 @@ func (r report) write(w io.Writer) {
 func fmtMS(ms float64) string {
 	switch {
 	case ms >= 100:
-		return strconv.FormatFloat(ms, 'f', 0, 64) + " ms"
+		return thousands(int64(ms+0.5)) + " ms"
 	case ms >= 10:
 		return strconv.FormatFloat(ms, 'f', 1, 64) + " ms"
 	default:
