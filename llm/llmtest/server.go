@@ -79,17 +79,27 @@ type Server struct {
 	// URL is the base URL to give the client; it ends in /v1.
 	URL string
 
-	h    Handler
-	srv  *httptest.Server
-	done chan struct{}
+	h         Handler
+	srv       *httptest.Server
+	done      chan struct{}
+	closeOnce sync.Once
 
 	mu   sync.Mutex
 	reqs []Request
 }
 
-// NewServer starts a fake API on 127.0.0.1 answering with h.
+// NewServer starts a fake API on 127.0.0.1 answering with h, closed when
+// the test ends.
 func NewServer(t testing.TB, h Handler) *Server {
 	t.Helper()
+	s := Start(h)
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Start starts a fake API on 127.0.0.1 answering with h, for a program (the
+// benchmark program) that has no testing.TB: the caller must Close it.
+func Start(h Handler) *Server {
 	s := &Server{h: h, done: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/chat/completions", s.chat)
@@ -98,11 +108,16 @@ func NewServer(t testing.TB, h Handler) *Server {
 	})
 	s.srv = httptest.NewServer(mux)
 	s.URL = s.srv.URL + "/v1"
-	t.Cleanup(func() {
+	return s
+}
+
+// Close releases hanging handlers, then stops the server. It may be called
+// more than once.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() {
 		close(s.done) // release hanging handlers before Close waits for them
 		s.srv.Close()
 	})
-	return s
 }
 
 // Requests returns every request received so far, in arrival order.

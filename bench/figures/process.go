@@ -1,0 +1,136 @@
+package figures
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/recallbot/recall/bench/chattext"
+	"github.com/recallbot/recall/llm/llmtest"
+)
+
+// ResidentOptions sizes ResidentMemory.
+type ResidentOptions struct {
+	Convs, Turns int           // the load: users × messages, each sent when the previous one is answered
+	Delay        time.Duration // the fake LLM's answer time
+	Concurrency  int           // llm.concurrency of the bot; 0: the default
+	Settle       time.Duration // wait after ready before the idle reading
+}
+
+// ResidentResult is the bot's memory idle and after the load.
+type ResidentResult struct {
+	Idle, Loaded ProcMemory
+	Wall         time.Duration // of the load
+	Turns        int
+	Others       int // bot messages that answered no user message
+}
+
+// ResidentMemory runs the real bot (bin, built by BuildBot) in Telegram mode
+// on a fresh data folder against a fake Bot API and a fake LLM answering
+// after o.Delay, reads its resident memory once ready and idle, then after
+// o.Convs users each had o.Turns messages answered.
+func ResidentMemory(ctx context.Context, bin string, o ResidentOptions) (ResidentResult, error) {
+	var res ResidentResult
+	data, err := os.MkdirTemp("", "recall-rss-")
+	if err != nil {
+		return res, err
+	}
+	defer os.RemoveAll(data)
+	g := chattext.NewWords(51)
+	replies := g.Pool(64, 12, 80, nil)
+	srv := llmtest.Start(func(req llmtest.Request) llmtest.Response {
+		return llmtest.Response{Text: replies[len(req.Messages)%len(replies)], Delay: o.Delay}
+	})
+	defer srv.Close()
+	tg := StartFakeTelegram()
+	defer tg.Close()
+	bot, err := StartBot(bin, BotEnv{Data: data, Telegram: tg, LLM: srv.URL, Concurrency: o.Concurrency})
+	if err != nil {
+		return res, err
+	}
+	defer bot.Stop()
+	if _, err := bot.WaitReady(ctx, time.Minute); err != nil {
+		return res, err
+	}
+	select {
+	case <-time.After(o.Settle):
+	case <-ctx.Done():
+		return res, ctx.Err()
+	}
+	if res.Idle, err = bot.Memory(); err != nil {
+		return res, err
+	}
+	names := chattext.WordsNames()
+	ids := make([]int64, o.Convs)
+	texts := make([][]string, o.Convs)
+	for c := range ids {
+		ids[c] = int64(800000 + c)
+		texts[c] = make([]string, o.Turns)
+		for t := range texts[c] {
+			texts[c][t] = g.Text(g.Between(3, 30), names[c%len(names):c%len(names)+1])
+		}
+	}
+	start := time.Now()
+	done := tg.Converse(ids, texts)
+	select {
+	case <-done:
+	case <-time.After(30 * time.Minute):
+		return res, fmt.Errorf("the load did not finish within 30 minutes:\n%s", bot.Log())
+	case <-ctx.Done():
+		return res, ctx.Err()
+	}
+	res.Wall = time.Since(start)
+	res.Turns = o.Convs * o.Turns
+	res.Others = tg.Others()
+	if res.Loaded, err = bot.Memory(); err != nil {
+		return res, err
+	}
+	return res, bot.Stop()
+}
+
+// Startup starts the real bot (bin) runs times on the data folder data (a
+// recall.db in it, or none) and returns, for each start, the time from exec
+// to the first /healthz answering ok with Telegram connected, and the
+// resident memory then.
+func Startup(ctx context.Context, bin, data string, runs int) ([]time.Duration, []ProcMemory, error) {
+	srv := llmtest.Start(llmtest.Echo("echo: "))
+	defer srv.Close()
+	var took []time.Duration
+	var mem []ProcMemory
+	for i := 0; i < runs; i++ {
+		tg := StartFakeTelegram()
+		bot, err := StartBot(bin, BotEnv{Data: data, Telegram: tg, LLM: srv.URL})
+		if err != nil {
+			tg.Close()
+			return took, mem, err
+		}
+		ready, err := bot.WaitReady(ctx, 5*time.Minute)
+		if err == nil {
+			took = append(took, ready.Sub(bot.Started))
+			var m ProcMemory
+			m, err = bot.Memory()
+			mem = append(mem, m)
+		}
+		if serr := bot.Stop(); err == nil && serr != nil {
+			err = fmt.Errorf("stopping the bot: %w", serr)
+		}
+		tg.Close()
+		if err != nil {
+			return took, mem, fmt.Errorf("start %s: %w", strconv.Itoa(i+1), err)
+		}
+	}
+	return took, mem, nil
+}
+
+// DatabaseSize is the size of data/recall.db with its WAL, in bytes.
+func DatabaseSize(data string) int64 {
+	var n int64
+	for _, s := range []string{"", "-wal"} {
+		if fi, err := os.Stat(data + "/recall.db" + s); err == nil {
+			n += fi.Size()
+		}
+	}
+	return n
+}

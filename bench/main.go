@@ -1,0 +1,116 @@
+// Command bench reproduces every performance figure of Recall in one run
+// and prints them as one table, each figure beside its baseline measured in
+// the same run:
+//
+//	go run ./bench                  # the figures at full scale (~15 min; builds cached fixtures once)
+//	go run ./bench --quick          # small scale, under a minute
+//	go run ./bench --only=search,turn --json
+//
+// Fixtures are cached in $TMPDIR (recall-bench-*), shared with the Go
+// benchmarks of ./memory and ./bench; the program says when it builds one.
+// The figures: writer ingest vs raw batched INSERTs; archive search p50/p99
+// vs seed 002's LIKE scan; turn overhead p50/p99 in a conversation with a
+// big archive vs a fresh one; 1,000 conversations × 10 turns with a 200 ms
+// fake LLM, throughput vs the ideal C / 0.2 s; prompt tokens at turns
+// 10/100/1,000 vs the full history; the real bot's resident memory idle and
+// after a load; its start-up time to ready with a 1 GB database vs an empty
+// one.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	quick := fs.Bool("quick", false, "small fixtures and loads: the whole run takes under a minute")
+	only := fs.String("only", "", "comma-separated figures to run: "+strings.Join(figureNames(), ","))
+	asJSON := fs.Bool("json", false, "print the table as JSON")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	sc := fullScale
+	if *quick {
+		sc = quickScale
+	}
+	names, err := selectFigures(*only)
+	if err != nil {
+		return err
+	}
+	rep, err := measure(ctx, sc, names, stderr)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	rep.write(stdout)
+	return nil
+}
+
+// measure runs the figures names at scale sc, in the order of figureList;
+// progress goes to log.
+func measure(ctx context.Context, sc scale, names []string, log io.Writer) (report, error) {
+	rep := report{Machine: describeMachine(), Scale: sc.name}
+	start := time.Now()
+	env := &runEnv{scale: sc, log: log}
+	defer env.close()
+	for _, f := range figureList {
+		if !slices.Contains(names, f.name) {
+			continue
+		}
+		fmt.Fprintf(log, "measuring %s …\n", f.name)
+		t := time.Now()
+		rows, err := f.run(ctx, env)
+		if err != nil {
+			return rep, fmt.Errorf("%s: %w", f.name, err)
+		}
+		fmt.Fprintf(log, "  %s took %s\n", f.name, time.Since(t).Round(100*time.Millisecond))
+		rep.Rows = append(rep.Rows, rows...)
+	}
+	rep.Took = time.Since(start).Round(time.Second).String()
+	return rep, nil
+}
+
+// selectFigures parses --only.
+func selectFigures(only string) ([]string, error) {
+	if strings.TrimSpace(only) == "" {
+		return figureNames(), nil
+	}
+	var out []string
+	for _, n := range strings.Split(only, ",") {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			continue
+		}
+		if !slices.Contains(figureNames(), n) {
+			return nil, fmt.Errorf("--only: no figure %q; the figures are %s", n, strings.Join(figureNames(), ", "))
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}

@@ -1,0 +1,284 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/recallbot/recall/bench/figures"
+	"github.com/recallbot/recall/memory"
+)
+
+// scale sizes every figure.
+type scale struct {
+	name string
+
+	ingestConvs, ingestMsgs, ingestRounds int
+
+	archive       figures.ArchiveLayout
+	queries       int
+	searchRounds  int
+	turnArchived  int
+	turns, warmup int
+
+	concConvs, concTurns int
+	concC                []int
+	delay                time.Duration // the fake LLM's
+
+	tokenTurns []int // the turns reported; the run goes to the last
+
+	rssConvs, rssTurns, rssC int
+	rssSettle                time.Duration
+
+	startup   figures.ArchiveLayout
+	startRuns int
+}
+
+var fullScale = scale{
+	name:        "full",
+	ingestConvs: 50, ingestMsgs: 20_000, ingestRounds: 3,
+	archive: figures.Archive1M, queries: 500, searchRounds: 1,
+	turnArchived: 100_000, turns: 300, warmup: 20,
+	concConvs: 1000, concTurns: 10, concC: []int{50, 100}, delay: 200 * time.Millisecond,
+	tokenTurns: []int{10, 100, 1000},
+	rssConvs:   1000, rssTurns: 10, rssC: 100, rssSettle: 2 * time.Second,
+	startup: figures.Archive1G, startRuns: 3,
+}
+
+var quickScale = scale{
+	name:        "quick",
+	ingestConvs: 50, ingestMsgs: 4_000, ingestRounds: 1,
+	archive: figures.Archive100k, queries: 200, searchRounds: 1,
+	turnArchived: 10_000, turns: 60, warmup: 10,
+	concConvs: 100, concTurns: 5, concC: []int{50}, delay: 200 * time.Millisecond,
+	tokenTurns: []int{10, 100},
+	rssConvs:   100, rssTurns: 5, rssC: 50, rssSettle: time.Second,
+	startup: figures.Archive100k, startRuns: 3,
+}
+
+// runEnv is what the figures of one run share: the scale, the progress
+// log, and the bot binary once built.
+type runEnv struct {
+	scale  scale
+	log    io.Writer
+	binDir string
+	bin    string
+}
+
+// botBinary builds cmd/bot once per run.
+func (e *runEnv) botBinary(ctx context.Context) (string, error) {
+	if e.bin != "" {
+		return e.bin, nil
+	}
+	dir, err := os.MkdirTemp("", "recall-bench-bin-")
+	if err != nil {
+		return "", err
+	}
+	e.binDir = dir
+	fmt.Fprintln(e.log, "  building cmd/bot")
+	e.bin, err = figures.BuildBot(ctx, dir)
+	return e.bin, err
+}
+
+func (e *runEnv) close() {
+	if e.binDir != "" {
+		os.RemoveAll(e.binDir)
+	}
+}
+
+type figure struct {
+	name string
+	run  func(ctx context.Context, e *runEnv) ([]row, error)
+}
+
+var figureList = []figure{
+	{"ingest", measureIngest},
+	{"search", measureSearch},
+	{"turn", measureTurn},
+	{"concurrency", measureConcurrency},
+	{"tokens", measureTokens},
+	{"memory", measureMemory},
+	{"startup", measureStartup},
+}
+
+func figureNames() []string {
+	var out []string
+	for _, f := range figureList {
+		out = append(out, f.name)
+	}
+	return out
+}
+
+func measureIngest(ctx context.Context, e *runEnv) ([]row, error) {
+	sc := e.scale
+	res, err := figures.Ingest(ctx, "", figures.IngestRows(sc.ingestConvs, sc.ingestMsgs), sc.ingestRounds)
+	if err != nil {
+		return nil, err
+	}
+	w, r, b := res.Rate(res.Writer, sc.ingestRounds), res.Rate(res.Raw, sc.ingestRounds), res.Rate(res.Batch, sc.ingestRounds)
+	scaleS := fmt.Sprintf("%s msgs in %d convs × %d rounds", thousands(int64(sc.ingestMsgs)), sc.ingestConvs, sc.ingestRounds)
+	vals := map[string]float64{"writer_msgs_s": w, "raw_msgs_s": r, "raw_batch_msgs_s": b}
+	return []row{
+		{Figure: "writer ingest vs raw INSERT, 1,000-row transactions", Ours: fmtRate(w, "msgs/s"), Baseline: fmtRate(r, "msgs/s"), Ratio: fmtRatio(w, r), Scale: scaleS, Values: vals},
+		{Figure: "writer ingest vs raw INSERT … SELECT json_each, 1,000 rows", Ours: fmtRate(w, "msgs/s"), Baseline: fmtRate(b, "msgs/s"), Ratio: fmtRatio(w, b), Scale: scaleS},
+	}, nil
+}
+
+func measureSearch(ctx context.Context, e *runEnv) ([]row, error) {
+	sc := e.scale
+	dir, err := figures.ArchiveFixture(ctx, sc.archive, e.log)
+	if err != nil {
+		return nil, err
+	}
+	st, err := memory.Open(ctx, memory.Options{Dir: dir})
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close(context.Background())
+	res, err := figures.SearchArchive(ctx, st, figures.BigKey, figures.SearchQueries(sc.queries), sc.searchRounds)
+	if err != nil {
+		return nil, err
+	}
+	od, ld := figures.Durations(res.Ours), figures.Durations(res.Like)
+	scaleS := fmt.Sprintf("%s msgs, %d queries", sc.archive, sc.queries*sc.searchRounds)
+	var rows []row
+	for _, p := range []float64{0.5, 0.99} {
+		o, l := figures.MS(figures.Pct(od, p)), figures.MS(figures.Pct(ld, p))
+		rows = append(rows, row{
+			Figure: "archive search p" + strconv.Itoa(int(p*100)) + " vs seed 002 LIKE-and-count",
+			Ours:   fmtMS(o), Baseline: fmtMS(l), Ratio: fmtRatio(l, o) + " faster", Scale: scaleS,
+			Values: map[string]float64{"ours_ms": o, "like_ms": l, "ours_hits": figures.MeanHits(res.Ours), "like_hits": figures.MeanHits(res.Like)},
+		})
+	}
+	return rows, nil
+}
+
+func measureTurn(ctx context.Context, e *runEnv) ([]row, error) {
+	sc := e.scale
+	res, err := figures.TurnOverhead(ctx, figures.TurnOptions{Archived: sc.turnArchived, Turns: sc.turns, Warmup: sc.warmup, Progress: e.log})
+	if err != nil {
+		return nil, err
+	}
+	scaleS := fmt.Sprintf("%d turns; %s archived vs a fresh conv", sc.turns, thousands(int64(sc.turnArchived)))
+	var rows []row
+	for _, p := range []float64{0.5, 0.99} {
+		o, f := figures.MS(figures.Pct(res.Big, p)), figures.MS(figures.Pct(res.Fresh, p))
+		rows = append(rows, row{
+			Figure: "turn overhead p" + strconv.Itoa(int(p*100)) + " (chain without LLM) vs fresh conversation",
+			Ours:   fmtMS(o), Baseline: fmtMS(f), Ratio: fmtRatio(o, f), Scale: scaleS,
+			Values: map[string]float64{"ms": o, "fresh_ms": f, "asm_ms": figures.MS(figures.Pct(res.Asm, p)), "store_ms": figures.MS(figures.Pct(res.Store, p)),
+				"cpu_ms_mean": figures.MS(figures.Sum(res.BigCPU)) / float64(max(1, len(res.BigCPU)))},
+		})
+	}
+	return rows, nil
+}
+
+func measureConcurrency(ctx context.Context, e *runEnv) ([]row, error) {
+	sc := e.scale
+	var rows []row
+	for _, c := range sc.concC {
+		res, err := figures.Concurrent(ctx, figures.ConcurrentOptions{Convs: sc.concConvs, Turns: sc.concTurns, Concurrency: c, Delay: sc.delay})
+		if err != nil {
+			return nil, err
+		}
+		turns := float64(sc.concConvs * sc.concTurns)
+		rows = append(rows, row{
+			Figure: fmt.Sprintf("throughput, C=%d LLM calls in flight, vs ideal C/%s", c, sc.delay),
+			Ours:   fmtRate(res.Throughput, "turns/s"), Baseline: fmtRate(res.Ideal, "turns/s"), Ratio: fmtRatio(res.Throughput, res.Ideal),
+			Scale: fmt.Sprintf("%s convs × %d turns, order verified", thousands(int64(sc.concConvs)), sc.concTurns),
+			Values: map[string]float64{"throughput": res.Throughput, "ideal": res.Ideal, "wall_s": res.Wall.Seconds(),
+				"cpu_ms_per_turn": figures.MS(res.CPU) / turns, "llm_calls": float64(res.LLMCalls), "new_conns": float64(res.NewConns),
+				"notices": float64(res.Notices), "log_warnings": float64(res.LogWarnings)},
+		})
+		if res.LogWarnings > 0 {
+			fmt.Fprintln(e.log, "  ", res.Warnings)
+		}
+	}
+	return rows, nil
+}
+
+func measureTokens(ctx context.Context, e *runEnv) ([]row, error) {
+	sc := e.scale
+	last := slices.Max(sc.tokenTurns)
+	res, err := figures.PromptTokens(ctx, last)
+	if err != nil {
+		return nil, err
+	}
+	var rows []row
+	for _, t := range sc.tokenTurns {
+		p, f := res["t"+strconv.Itoa(t)+"_prompt"], res["t"+strconv.Itoa(t)+"_full"]
+		rows = append(rows, row{
+			Figure: fmt.Sprintf("prompt tokens at turn %s vs full history", thousands(int64(t))),
+			Ours:   thousands(int64(p)), Baseline: thousands(int64(f)), Ratio: fmtRatio(p, f),
+			Scale:  fmt.Sprintf("1 conv, %s turns, summaries every 10", thousands(int64(last))),
+			Values: map[string]float64{"prompt": p, "full": f, "max_prompt": res["max_prompt"], "summary_calls": res["summary_calls"]},
+		})
+	}
+	return rows, nil
+}
+
+func measureMemory(ctx context.Context, e *runEnv) ([]row, error) {
+	sc := e.scale
+	bin, err := e.botBinary(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := figures.ResidentMemory(ctx, bin, figures.ResidentOptions{Convs: sc.rssConvs, Turns: sc.rssTurns, Delay: sc.delay, Concurrency: sc.rssC, Settle: sc.rssSettle})
+	if err != nil {
+		return nil, err
+	}
+	load := fmt.Sprintf("real bot; %s users × %d msgs, %s LLM, C=%d", thousands(int64(sc.rssConvs)), sc.rssTurns, sc.delay, sc.rssC)
+	return []row{
+		{Figure: "resident memory idle (VmRSS)", Ours: fmtMiB(res.Idle.RSS), Baseline: "—", Ratio: "—",
+			Scale: "real bot, Telegram mode, empty db", Values: map[string]float64{"rss_mib": mib(res.Idle.RSS)}},
+		{Figure: "resident memory after the load (VmRSS) vs idle", Ours: fmtMiB(res.Loaded.RSS), Baseline: fmtMiB(res.Idle.RSS), Ratio: fmtRatio(float64(res.Loaded.RSS), float64(res.Idle.RSS)),
+			Scale: load, Values: map[string]float64{"rss_mib": mib(res.Loaded.RSS), "idle_mib": mib(res.Idle.RSS), "load_s": res.Wall.Seconds(), "other_msgs": float64(res.Others)}},
+		{Figure: "peak resident memory during the load (VmHWM) vs idle", Ours: fmtMiB(res.Loaded.Peak), Baseline: fmtMiB(res.Idle.RSS), Ratio: fmtRatio(float64(res.Loaded.Peak), float64(res.Idle.RSS)),
+			Scale: load, Values: map[string]float64{"hwm_mib": mib(res.Loaded.Peak)}},
+	}, nil
+}
+
+func mib(b int64) float64 { return float64(b) / (1 << 20) }
+
+func measureStartup(ctx context.Context, e *runEnv) ([]row, error) {
+	sc := e.scale
+	bin, err := e.botBinary(ctx)
+	if err != nil {
+		return nil, err
+	}
+	big, err := figures.ArchiveFixture(ctx, sc.startup, e.log)
+	if err != nil {
+		return nil, err
+	}
+	size := figures.DatabaseSize(big)
+	// Alternate the two databases: each start sees the same machine.
+	var bigT, emptyT []time.Duration
+	for range sc.startRuns {
+		t, _, err := figures.Startup(ctx, bin, big, 1)
+		if err != nil {
+			return nil, err
+		}
+		bigT = append(bigT, t...)
+		empty, err := os.MkdirTemp("", "recall-startup-empty-")
+		if err != nil {
+			return nil, err
+		}
+		t, _, err = figures.Startup(ctx, bin, empty, 1)
+		os.RemoveAll(empty)
+		if err != nil {
+			return nil, err
+		}
+		emptyT = append(emptyT, t...)
+	}
+	o, b := figures.MS(figures.Pct(bigT, 0.5)), figures.MS(figures.Pct(emptyT, 0.5))
+	return []row{{
+		Figure: "start-up to ready (/healthz ok), median, vs empty database",
+		Ours:   fmtMS(o), Baseline: fmtMS(b), Ratio: fmtRatio(o, b),
+		Scale:  fmt.Sprintf("real bot; %s db (%s msgs), %d starts each, page cache warm", fmtMiB(size), thousands(int64(sc.startup.Total)), sc.startRuns),
+		Values: map[string]float64{"ms": o, "empty_ms": b, "db_mib": mib(size)},
+	}}, nil
+}

@@ -1,0 +1,47 @@
+package memory
+
+import (
+	"context"
+	"strings"
+
+	"github.com/recallbot/recall/pipeline"
+)
+
+// SearchPlans returns SQLite's plans for the statements SQLite.Search runs
+// per term of text (its text doclist and its other doclist), for the
+// benchmarks' log.
+func SearchPlans(ctx context.Context, sq *SQLite, key pipeline.Key, text string) (string, error) {
+	conv, err := convID(ctx, sq.r, key)
+	if err != nil {
+		return "", err
+	}
+	terms := Terms(text)
+	if len(terms) == 0 {
+		return "", nil
+	}
+	stem := ftsTokens(terms[0])[0]
+	var plan []string
+	for _, st := range []struct {
+		query string
+		args  []any
+	}{
+		{sqlTermRows, []any{matchTerm(ftsTerm(ftsConvPrefix(conv), ftsKindText, stem))}},
+		{sqlTermOther, []any{matchTerm(ftsTerm(ftsConvPrefix(conv), ftsKindRest, stem)), nil}},
+	} {
+		rows, err := sq.r.QueryContext(ctx, `EXPLAIN QUERY PLAN `+st.query, st.args...)
+		if err != nil {
+			return "", err
+		}
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				rows.Close()
+				return "", err
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+	}
+	return strings.Join(plan, " | "), nil
+}
