@@ -77,6 +77,18 @@ type cachedRow struct {
 	sender, extra int32
 }
 
+// SetSearchCache turns the doclist cache on (the default) or off, for
+// benchmarks that measure a search that reads everything from the index. Not
+// safe while searches run.
+func (s *SQLite) SetSearchCache(on bool) {
+	switch {
+	case on && s.search == nil:
+		s.search = newSearchCache()
+	case !on:
+		s.search = nil
+	}
+}
+
 // bump invalidates every conversation's cache; writers call it before and
 // after a delete.
 func (c *searchCache) bump() {

@@ -34,9 +34,11 @@ type SearchSample struct {
 	Hits  int
 }
 
-// SearchResult holds every query's time, ours and the LIKE scan's.
+// SearchResult holds every query's time: ours (as the bot runs it, with the
+// doclist cache that the conversation's earlier searches filled), ours with
+// the cache off (every doclist read from the index), and the LIKE scan's.
 type SearchResult struct {
-	Ours, Like []SearchSample
+	Ours, Cold, Like []SearchSample
 }
 
 // Durations are the samples' times.
@@ -63,7 +65,8 @@ func MeanHits(s []SearchSample) float64 {
 // SearchArchive compares our archive search (SQLite.Search) with seed 002's
 // LIKE scan (LikeSearch) on the archived messages of key in st: rounds ×
 // every query, each run by both, alternating which goes first, after a
-// warm-up of 10 queries each. Limit 20, token budget 1,500.
+// warm-up of 10 queries each; then every query once more with SQLite.Search's
+// doclist cache off (Cold). Limit 20, token budget 1,500.
 func SearchArchive(ctx context.Context, st *memory.Store, key pipeline.Key, queries []string, rounds int) (SearchResult, error) {
 	sq := st.SQLite()
 	db, err := OpenReader(sq.Path())
@@ -105,6 +108,15 @@ func SearchArchive(ctx context.Context, st *memory.Store, key pipeline.Key, quer
 				return res, err
 			}
 			if err := second(); err != nil {
+				return res, err
+			}
+		}
+	}
+	sq.SetSearchCache(false)
+	defer sq.SetSearchCache(true)
+	for i := 0; i < rounds; i++ {
+		for qi := range queries {
+			if err := run(ours, qi, &res.Cold, "ours (cold)"); err != nil {
 				return res, err
 			}
 		}
