@@ -77,16 +77,13 @@ type cachedRow struct {
 	sender, extra int32
 }
 
-// SetSearchCache turns the doclist cache on (the default) or off, for
-// benchmarks that measure a search that reads everything from the index. Not
-// safe while searches run.
-func (s *SQLite) SetSearchCache(on bool) {
-	switch {
-	case on && s.search == nil:
-		s.search = newSearchCache()
-	case !on:
-		s.search = nil
-	}
+// WithoutSearchCache turns the doclist cache off until restore is called,
+// which brings the same cache back: benchmarks measure index-only searches
+// beside cached ones. Not safe while searches run.
+func (s *SQLite) WithoutSearchCache() (restore func()) {
+	c := s.search
+	s.search = nil
+	return func() { s.search = c }
 }
 
 // bump invalidates every conversation's cache; writers call it before and

@@ -64,9 +64,9 @@ func MeanHits(s []SearchSample) float64 {
 
 // SearchArchive compares our archive search (SQLite.Search) with seed 002's
 // LIKE scan (LikeSearch) on the archived messages of key in st: rounds ×
-// every query, each run by both, alternating which goes first, after a
-// warm-up of 10 queries each; then every query once more with SQLite.Search's
-// doclist cache off (Cold). Limit 20, token budget 1,500.
+// every query, each run by ours, ours with SQLite.Search's doclist cache off
+// (Cold) and the LIKE scan, rotating which goes first, after a warm-up of 10
+// queries. Limit 20, token budget 1,500.
 func SearchArchive(ctx context.Context, st *memory.Store, key pipeline.Key, queries []string, rounds int) (SearchResult, error) {
 	sq := st.SQLite()
 	db, err := OpenReader(sq.Path())
@@ -76,6 +76,10 @@ func SearchArchive(ctx context.Context, st *memory.Store, key pipeline.Key, quer
 	defer db.Close()
 	ours := func(text string) ([]memory.Hit, error) {
 		return sq.Search(ctx, key, memory.Query{Text: text, ArchivedOnly: true, Limit: 20, TokenBudget: 1500})
+	}
+	cold := func(text string) ([]memory.Hit, error) {
+		defer sq.WithoutSearchCache()()
+		return ours(text)
 	}
 	like := func(text string) ([]memory.Hit, error) {
 		return LikeSearch(ctx, db, key, memory.Query{Text: text, ArchivedOnly: true, Limit: 20, TokenBudget: 1500})
@@ -100,24 +104,16 @@ func SearchArchive(ctx context.Context, st *memory.Store, key pipeline.Key, quer
 	}
 	for i := 0; i < rounds; i++ {
 		for qi := range queries {
-			first, second := func() error { return run(ours, qi, &res.Ours, "ours") }, func() error { return run(like, qi, &res.Like, "LIKE") }
-			if (qi+i)%2 == 1 {
-				first, second = second, first
+			steps := []func() error{
+				func() error { return run(ours, qi, &res.Ours, "ours") },
+				func() error { return run(cold, qi, &res.Cold, "ours (cache off)") },
+				func() error { return run(like, qi, &res.Like, "LIKE") },
 			}
-			if err := first(); err != nil {
-				return res, err
-			}
-			if err := second(); err != nil {
-				return res, err
-			}
-		}
-	}
-	sq.SetSearchCache(false)
-	defer sq.SetSearchCache(true)
-	for i := 0; i < rounds; i++ {
-		for qi := range queries {
-			if err := run(ours, qi, &res.Cold, "ours (cold)"); err != nil {
-				return res, err
+			k := (qi + i) % len(steps) // which goes first rotates
+			for j := range steps {
+				if err := steps[(k+j)%len(steps)](); err != nil {
+					return res, err
+				}
 			}
 		}
 	}
