@@ -59,7 +59,8 @@ var searchTrace func(*searchRun)
 // length, and which doclists a message is in (and how often, for the few
 // where a stem repeats or is in the sender's name) give its term
 // frequencies: BM25 is computed in Go from doclists, and only the messages
-// returned are read from the messages table.
+// returned are read from the messages table. The doclists a conversation's
+// searches read stay cached (search_cache.go), with the same results.
 //
 // Pruning, the one approximation, bounds the doclist entries read. In a
 // conversation of up to exactUpTo (5,000) messages nothing is pruned: the
