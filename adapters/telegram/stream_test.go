@@ -434,7 +434,7 @@ func TestStreamLongReplySplits(t *testing.T) {
 func TestStreamRateLimitedEdits(t *testing.T) {
 	api := newFakeAPI(t)
 	step := make(chan struct{})
-	newStack(t, api, stackOptions{stream: true, streamEvery: 20 * time.Millisecond, llm: paced(step, "a1", " b2", " c3", " d4", " **e5**")})
+	st := newStack(t, api, stackOptions{stream: true, streamEvery: 20 * time.Millisecond, llm: paced(step, "a1", " b2", " c3", " d4", " **e5**")})
 	var plain429, final429 atomic.Bool
 	api.SetHook(func(c *fakeCall) *fakeErr {
 		if c.Method != "editMessageText" {
@@ -453,6 +453,15 @@ func TestStreamRateLimitedEdits(t *testing.T) {
 	waitCall(api, "the first text", isCall("sendMessage", forum.ID, "a1"))
 	step <- struct{}{}
 	limited := waitCall(api, "the rate-limited edit", func(c fakeCall) bool { return c.Method == "editMessageText" && c.Err != nil })
+	// The adapter has the 429 answer (the fake recorded it before sending
+	// it; a reply finished meanwhile would cancel the call and never learn
+	// of it).
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(st.logs.String(), "rate limited by Telegram while streaming"); {
+		if time.Now().After(deadline) {
+			t.Fatal("the adapter never saw the 429")
+		}
+		time.Sleep(time.Millisecond)
+	}
 	step <- struct{}{}
 	step <- struct{}{}
 	step <- struct{}{}
