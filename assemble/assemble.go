@@ -225,7 +225,7 @@ func (a *Assembler) Build(ctx context.Context, req Request) (Prompt, error) {
 				continue
 			}
 			s := Snippet{ID: h.Message.ID, Role: h.Message.Role, Time: h.Message.Time, Score: h.Score, Text: h.Message.Text}
-			s.Tokens = a.count.Count(snippetLine(s))
+			s.Tokens = a.snippetTokens(s, h.Message.Tokens)
 			if used+s.Tokens > b.Snippets {
 				continue
 			}
@@ -459,16 +459,21 @@ func blockTokens(a *Assembler, notes []string, sums []memory.Summary, snips []Sn
 	if len(lines) == 0 {
 		return 0
 	}
-	// Line by line, so that the counts come from the counter's cache: the
-	// summaries' lines were counted on earlier turns, the snippets' when
-	// they were picked. Counters start a new piece of text after a line
+	// Line by line, so that the counts come from the counter's cache (the
+	// summaries' lines were counted on earlier turns) or are known (the
+	// snippets'). Counters start a new piece of text after a line
 	// break, so this is the block's own count; tiktoken's pre-tokenizer
 	// may join a break to the punctuation before it, which makes this at
 	// most a token per line more than the block's exact count, never less
 	// (TestBlockTokensBound).
 	n := (len(lines) - 1) * a.count.Count("\n")
-	for _, l := range lines {
+	// The snippets' lines, the last ones, are counted already
+	// (snippetTokens).
+	for _, l := range lines[:len(lines)-len(snips)] {
 		n += a.count.Count(l)
+	}
+	for _, s := range snips {
+		n += s.Tokens
 	}
 	return n + perMessage
 }
@@ -493,8 +498,26 @@ func summaryLine(s memory.Summary) string {
 	return fmt.Sprintf("[%s – %s, level %d] %s", s.From.Format("2006-01-02"), s.To.Format("2006-01-02"), s.Level, s.Text)
 }
 
-func snippetLine(s Snippet) string {
-	return fmt.Sprintf("[%s, %s] %s", s.Time.Format("2006-01-02 15:04"), s.Role, s.Text)
+func snippetLine(s Snippet) string { return snippetHeader(s) + " " + s.Text }
+
+func snippetHeader(s Snippet) string {
+	return fmt.Sprintf("[%s, %s]", s.Time.Format("2006-01-02 15:04"), s.Role)
+}
+
+// snippetTokens counts a snippet's line from the message's stored count
+// (taken by the same counter when it was stored), so that the turn does not
+// tokenize the text of up to 20 archived messages again: the header's count,
+// the text's, and the space's between them. A counter splits text
+// after the header's closing bracket, and the space joins the first word
+// of the text at most one token dearer than alone: this is at least the
+// line's exact count, and at most a token more (two with the estimate of
+// other models, which rounds each part up; TestBlockTokensBound).
+// Without a stored count, the line is counted.
+func (a *Assembler) snippetTokens(s Snippet, stored int) int {
+	if stored <= 0 {
+		return a.count.Count(snippetLine(s))
+	}
+	return a.count.Count(snippetHeader(s)) + a.count.Count(" ") + stored
 }
 
 // memoryBlock renders the memory system message.

@@ -41,7 +41,13 @@ func TestBlockTokensBound(t *testing.T) {
 			sums = append(sums, memory.Summary{Level: 1 + r.IntN(3), From: t0, To: t0.Add(time.Duration(i) * time.Hour), Text: text(1 + r.IntN(40))})
 		}
 		for range r.IntN(6) {
-			snips = append(snips, Snippet{Role: memory.RoleUser, Time: t0, Text: text(1 + r.IntN(30))})
+			s := Snippet{Role: memory.RoleUser, Time: t0, Text: text(1 + r.IntN(30))}
+			stored := 0 // not known: the line is counted
+			if r.IntN(2) == 0 {
+				stored = count.Count(s.Text) // as stored with the message
+			}
+			s.Tokens = a.snippetTokens(s, stored)
+			snips = append(snips, s)
 		}
 		block := memoryBlock(notes, sums, snips)
 		got := blockTokens(a, notes, sums, snips)
@@ -68,6 +74,7 @@ func TestBlockTokensExactForWordCounters(t *testing.T) {
 	notes := []string{"- likes tea", "- lives in Porto"}
 	sums := []memory.Summary{{Level: 1, Text: "talked about the trip"}}
 	snips := []Snippet{{Role: memory.RoleAssistant, Text: "the train leaves at nine"}}
+	snips[0].Tokens = a.snippetTokens(snips[0], 0)
 	if got, want := blockTokens(a, notes, sums, snips), count.Count(memoryBlock(notes, sums, snips))+perMessage; got != want {
 		t.Errorf("block counted %d, want %d", got, want)
 	}
