@@ -28,7 +28,7 @@ type daemon struct {
 
 // telegramEnv is an environment for the bot in Telegram mode against tg,
 // answering user 42, with JSON logs.
-func telegramEnv(t *testing.T, tg *fakeTelegram, llmURL string, extra ...string) botEnv {
+func telegramEnv(t *testing.T, tg fakeTelegram, llmURL string, extra ...string) botEnv {
 	env := newEnv(t, llmURL, append([]string{
 		"RECALL_TELEGRAM_TOKEN=" + fakeTGToken,
 		"RECALL_TELEGRAM_API_URL=" + tg.URL,

@@ -13,12 +13,8 @@ package main
 import (
 	"cmp"
 	"database/sql"
-	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -31,6 +27,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/recallbot/recall/adapters/telegram/telegramtest"
 	"github.com/recallbot/recall/chat"
 	"github.com/recallbot/recall/llm"
 	"github.com/recallbot/recall/llm/llmtest"
@@ -81,30 +78,24 @@ type loadReply struct {
 	At      time.Time
 }
 
-// loadChat is one private chat's state in the fake.
+// loadChat is one private chat's replies.
 type loadChat struct {
-	nextMsg int
 	replies []loadReply
 	changed chan struct{} // closed and replaced when a reply arrives
 }
 
-// loadAPI is a fake Bot API for many chats: getUpdates blocks while there is
-// nothing to deliver, returns at most limit updates and drops an update once
-// an offset confirms it (an unconfirmed update is delivered again, to the
-// next process too); sendMessage is recorded per chat.
+// loadAPI is the fake Bot API (telegramtest.Server: getUpdates blocks while
+// there is nothing to deliver, returns at most limit updates and drops an
+// update once an offset confirms it, so an unconfirmed update is delivered
+// again, to the next process too) with the replies of many chats kept per
+// chat.
 type loadAPI struct {
-	URL string
+	*telegramtest.Server
 
-	mu        sync.Mutex
-	changed   chan struct{} // closed and replaced when an update is queued
-	closed    chan struct{}
-	queue     []tgUpdate
-	nextID    int64
-	chats     map[int64]*loadChat
-	delivered int // successful sendMessage calls
-	polls     atomic.Int64
+	mu    sync.Mutex
+	chats map[int64]*loadChat
 	// hold, when set, keeps every sendMessage of a reply ("echo: …")
-	// unanswered and unrecorded until the client goes away, announcing it
+	// unanswered and undelivered until the client goes away, announcing it
 	// on held.
 	hold atomic.Bool
 	held chan string
@@ -112,12 +103,18 @@ type loadAPI struct {
 
 func newLoadAPI(t *testing.T) *loadAPI {
 	t.Helper()
-	f := &loadAPI{changed: make(chan struct{}), closed: make(chan struct{}), nextID: 5000, chats: map[int64]*loadChat{}, held: make(chan string, 16)}
-	srv := httptest.NewServer(http.HandlerFunc(f.serve))
-	f.URL = srv.URL
-	t.Cleanup(func() {
-		close(f.closed)
-		srv.Close()
+	f := &loadAPI{chats: map[int64]*loadChat{}, held: make(chan string, 16)}
+	f.Server = telegramtest.Start(telegramtest.Options{OnSend: f.delivered})
+	t.Cleanup(f.Close)
+	f.SetHook(func(c *telegramtest.Call) *telegramtest.Err {
+		if c.Method == "sendMessage" && f.hold.Load() && strings.HasPrefix(c.Fields["text"], "echo: ") {
+			select {
+			case f.held <- c.Fields["text"]:
+			default:
+			}
+			return &telegramtest.Err{Code: telegramtest.Hang}
+		}
+		return nil
 	})
 	return f
 }
@@ -131,26 +128,23 @@ func (f *loadAPI) chatLocked(id int64) *loadChat {
 	return c
 }
 
-// sendText queues a private text message from user and returns its id.
-func (f *loadAPI) sendText(user int64, text string) int {
+// delivered records a message the bot sent.
+func (f *loadAPI) delivered(s telegramtest.Sent) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	c := f.chatLocked(user)
-	c.nextMsg++
-	f.nextID++
-	raw, _ := json.Marshal(map[string]any{
-		"update_id": f.nextID,
-		"message": map[string]any{
-			"message_id": c.nextMsg, "date": time.Now().Unix(), "text": text,
-			"from": map[string]any{"id": user, "is_bot": false, "first_name": "User"},
-			"chat": map[string]any{"id": user, "type": "private", "first_name": "User"},
-		},
-	})
-	f.queue = append(f.queue, tgUpdate{id: f.nextID, raw: raw})
-	close(f.changed)
-	f.changed = make(chan struct{})
-	return c.nextMsg
+	c := f.chatLocked(s.Chat)
+	c.replies = append(c.replies, loadReply{Chat: s.Chat, Text: s.Text, ReplyTo: s.ReplyTo, At: s.At})
+	close(c.changed)
+	c.changed = make(chan struct{})
 }
+
+// sendText queues a private text message from user and returns its id.
+func (f *loadAPI) sendText(user int64, text string) int {
+	return f.SendText(telegramtest.PrivateChat(user), user, text)
+}
+
+// polls is how many getUpdates calls the bot made.
+func (f *loadAPI) polls() int { return len(f.Calls("getUpdates")) }
 
 // waitReplies waits until chat has at least n replies, or until deadline;
 // it returns the chat's replies so far.
@@ -180,110 +174,6 @@ func (f *loadAPI) replies() map[int64][]loadReply {
 		out[id] = slices.Clone(c.replies)
 	}
 	return out
-}
-
-func (f *loadAPI) serve(w http.ResponseWriter, r *http.Request) {
-	rest, _ := strings.CutPrefix(r.URL.Path, "/bot")
-	token, method, _ := strings.Cut(rest, "/")
-	if token != fakeTGToken {
-		writeTG(w, http.StatusUnauthorized, nil)
-		return
-	}
-	if strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/") {
-		_ = r.ParseMultipartForm(1 << 20)
-	}
-	field := r.FormValue
-	switch method {
-	case "getMe":
-		writeTG(w, 200, map[string]any{"id": 123456, "is_bot": true, "first_name": "Recall", "username": "RecallBot"})
-	case "getUpdates":
-		f.polls.Add(1)
-		f.getUpdates(w, r, field)
-	case "sendMessage":
-		chat, err := strconv.ParseInt(field("chat_id"), 10, 64)
-		if err != nil || field("text") == "" {
-			writeTG(w, http.StatusBadRequest, nil)
-			return
-		}
-		if f.hold.Load() && strings.HasPrefix(field("text"), "echo: ") {
-			select {
-			case f.held <- field("text"):
-			default:
-			}
-			// The server notices the client going away only once the
-			// body is read to its end.
-			_, _ = io.Copy(io.Discard, r.Body)
-			select {
-			case <-r.Context().Done():
-			case <-f.closed:
-			}
-			return
-		}
-		var rp struct {
-			MessageID int `json:"message_id"`
-		}
-		_ = json.Unmarshal([]byte(field("reply_parameters")), &rp)
-		f.mu.Lock()
-		c := f.chatLocked(chat)
-		c.nextMsg++
-		id := c.nextMsg
-		c.replies = append(c.replies, loadReply{Chat: chat, Text: field("text"), ReplyTo: rp.MessageID, At: time.Now()})
-		close(c.changed)
-		c.changed = make(chan struct{})
-		f.delivered++
-		f.mu.Unlock()
-		writeTG(w, 200, map[string]any{
-			"message_id": id, "date": time.Now().Unix(), "text": field("text"),
-			"chat": map[string]any{"id": chat, "type": "private"},
-			"from": map[string]any{"id": 123456, "is_bot": true, "first_name": "Recall", "username": "RecallBot"},
-		})
-	default: // deleteWebhook, setMyCommands, sendChatAction, …
-		writeTG(w, 200, true)
-	}
-}
-
-func (f *loadAPI) getUpdates(w http.ResponseWriter, r *http.Request, field func(string) string) {
-	offset, _ := strconv.ParseInt(field("offset"), 10, 64)
-	timeout, _ := strconv.Atoi(field("timeout"))
-	limit, _ := strconv.Atoi(field("limit"))
-	if limit <= 0 || limit > 100 {
-		limit = 100
-	}
-	deadline := time.NewTimer(time.Duration(timeout) * time.Second)
-	defer deadline.Stop()
-	f.mu.Lock()
-	if offset > 0 {
-		i := 0
-		for i < len(f.queue) && f.queue[i].id < offset {
-			i++
-		}
-		f.queue = f.queue[i:]
-	}
-	for {
-		if len(f.queue) > 0 {
-			n := min(limit, len(f.queue))
-			out := make([]json.RawMessage, n)
-			for i := range n {
-				out[i] = f.queue[i].raw
-			}
-			f.mu.Unlock()
-			writeTG(w, 200, out)
-			return
-		}
-		ch := f.changed
-		f.mu.Unlock()
-		select {
-		case <-ch:
-		case <-deadline.C:
-			writeTG(w, 200, []json.RawMessage{})
-			return
-		case <-r.Context().Done():
-			return
-		case <-f.closed:
-			return
-		}
-		f.mu.Lock()
-	}
 }
 
 // ---- the fake LLM ----
@@ -675,7 +565,7 @@ func TestLoadTelegram(t *testing.T) {
 	t.Logf("load: %d users × %d messages (every %dth user bursty), LLM 50–200 ms: %d answered in %s = %.0f messages/s; reply latency p50 %s, p99 %s, max %s; %d LLM calls, %d getUpdates",
 		plan.Users, plan.Messages, plan.Bursty, rep.answered, elapsed.Round(time.Millisecond), float64(rep.answered)/elapsed.Seconds(),
 		percentile(rep.latency, 50).Round(time.Millisecond), percentile(rep.latency, 99).Round(time.Millisecond),
-		percentile(rep.latency, 100).Round(time.Millisecond), model.calls.Load(), api.polls.Load())
+		percentile(rep.latency, 100).Round(time.Millisecond), model.calls.Load(), api.polls())
 }
 
 // tail is the last n lines of s.

@@ -35,7 +35,7 @@ func secretForms(secrets ...string) []string {
 // gets an HTML 502 page that quotes the request path (with the token, as
 // is and escaped); one getUpdates in three before the first message gets
 // the same.
-func leakyTelegram(t *testing.T, tg *fakeTelegram) string {
+func leakyTelegram(t *testing.T, tg fakeTelegram) string {
 	t.Helper()
 	inner, err := url.Parse(tg.URL)
 	if err != nil {
@@ -63,7 +63,7 @@ func leakyTelegram(t *testing.T, tg *fakeTelegram) string {
 			}
 		}
 		r.URL.Scheme, r.URL.Host = inner.Scheme, inner.Host
-		tg.serve(w, r)
+		tg.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL

@@ -11,6 +11,10 @@
 // fails with 409 while a webhook is set. Every call is recorded. SetHook
 // scripts failures: error answers, dropped connections (DropConnection) and
 // calls that hang until the client gives up (Hang).
+//
+// Tests start it with NewServer; a program without a testing.TB (the
+// benchmark program) with Start and Close. Options.OnSend follows every
+// message delivered, for fakes driving many users.
 package telegramtest
 
 import (
@@ -100,12 +104,35 @@ type queued struct {
 	raw json.RawMessage
 }
 
+// Options configure a server started with Start.
+type Options struct {
+	// Token is the only token accepted (default Token).
+	Token string
+	// OnSend, when set, is called after every successful sendMessage,
+	// before the answer is written, without the server's lock held: it may
+	// call Push or SendText.
+	OnSend func(Sent)
+}
+
+// Sent is a message delivered by a successful sendMessage.
+type Sent struct {
+	Chat    int64
+	MsgID   int // the message's id
+	ReplyTo int // reply_parameters.message_id; 0 when absent
+	Text    string
+	At      time.Time
+}
+
 // Server is a running fake Bot API. Give URL to the client
-// (bot.WithServerURL, telegram.Options.APIURL). It is closed by t.Cleanup.
+// (bot.WithServerURL, telegram.Options.APIURL) with Token.
 type Server struct {
-	t   testing.TB
-	srv *httptest.Server
-	URL string
+	t     testing.TB // nil when started by Start
+	srv   *httptest.Server
+	URL   string
+	Token string
+
+	onSend    func(Sent)
+	closeOnce sync.Once
 
 	mu        sync.Mutex
 	changed   chan struct{} // closed and replaced on every change
@@ -123,20 +150,38 @@ type Server struct {
 	delivered int   // successful sendMessage calls
 }
 
-// NewServer starts a fake Bot API on 127.0.0.1.
+// NewServer starts a fake Bot API on 127.0.0.1 accepting Token, closed when
+// the test ends.
 func NewServer(t testing.TB) *Server {
 	t.Helper()
+	f := Start(Options{})
+	f.t = t
+	t.Cleanup(f.Close)
+	return f
+}
+
+// Start starts a fake Bot API on 127.0.0.1 for a program that has no
+// testing.TB: the caller must Close it. Wait and WaitSent need NewServer.
+func Start(o Options) *Server {
 	f := &Server{
-		t: t, changed: make(chan struct{}), closed: make(chan struct{}),
+		Token: o.Token, onSend: o.OnSend, changed: make(chan struct{}), closed: make(chan struct{}),
 		nextID: 1000, nextMsg: map[int64]int{}, texts: map[[2]int64]string{},
 	}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	if f.Token == "" {
+		f.Token = Token
+	}
+	f.srv = httptest.NewServer(f)
 	f.URL = f.srv.URL
-	t.Cleanup(func() {
-		close(f.closed)
+	return f
+}
+
+// Close releases blocked and hanging calls, then stops the server. It may
+// be called more than once.
+func (f *Server) Close() {
+	f.closeOnce.Do(func() {
+		close(f.closed) // before Close waits for the handlers
 		f.srv.Close()
 	})
-	return f
 }
 
 func (f *Server) notifyLocked() {
@@ -160,7 +205,7 @@ func (f *Server) Push(u models.Update) int64 {
 	u.ID = f.nextID
 	raw, err := json.Marshal(&u)
 	if err != nil {
-		f.t.Errorf("fake: encoding an update: %v", err)
+		panic(fmt.Sprintf("telegramtest: encoding an update: %v", err))
 	}
 	f.queue = append(f.queue, queued{id: u.ID, raw: raw})
 	f.notifyLocked()
@@ -218,6 +263,9 @@ func (f *Server) Sent(chat int64) []Call {
 // Wait blocks until cond holds for the recorded calls, failing the test
 // after a while. It must be called from the test's goroutine.
 func (f *Server) Wait(what string, cond func(calls []Call) bool) []Call {
+	if f.t == nil {
+		panic("telegramtest: Wait needs a server started by NewServer")
+	}
 	f.t.Helper()
 	calls, ok := f.Until(cond)
 	if !ok {
@@ -229,7 +277,13 @@ func (f *Server) Wait(what string, cond func(calls []Call) bool) []Call {
 // Until blocks until cond holds for the recorded calls (true) or a while
 // passed (false).
 func (f *Server) Until(cond func(calls []Call) bool) ([]Call, bool) {
-	deadline := time.NewTimer(20 * time.Second)
+	return f.UntilWithin(20*time.Second, cond)
+}
+
+// UntilWithin blocks until cond holds for the recorded calls (true) or
+// timeout passed (false).
+func (f *Server) UntilWithin(timeout time.Duration, cond func(calls []Call) bool) ([]Call, bool) {
+	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	for {
 		f.mu.Lock()
@@ -249,7 +303,9 @@ func (f *Server) Until(cond func(calls []Call) bool) ([]Call, bool) {
 
 // WaitSent waits until n messages were delivered to chat and returns them.
 func (f *Server) WaitSent(chat int64, n int) []Call {
-	f.t.Helper()
+	if f.t != nil {
+		f.t.Helper()
+	}
 	f.Wait(fmt.Sprintf("%d messages to chat %d", n, chat), func(calls []Call) bool {
 		k := 0
 		for _, c := range FilterCalls(calls, "sendMessage") {
@@ -287,15 +343,16 @@ func DumpCalls(calls []Call) string {
 	return b.String()
 }
 
-// serve handles one API call.
-func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
+// ServeHTTP handles one API call (a test may put a front before it; the
+// request's multipart form may be parsed already).
+func (f *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rest, ok := strings.CutPrefix(r.URL.Path, "/bot")
 	token, method, ok2 := strings.Cut(rest, "/")
 	if !ok || !ok2 {
 		writeAPI(w, nil, &Err{Code: 404, Description: "Not Found"})
 		return
 	}
-	if token != Token {
+	if token != f.Token {
 		writeAPI(w, nil, &Err{Code: 401, Description: "Unauthorized"})
 		return
 	}
@@ -304,14 +361,16 @@ func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	call := Call{Method: method, Fields: map[string]string{}, Files: map[string]File{}, At: time.Now()}
-	// The library sends an empty body for methods without parameters.
-	body, _ := io.ReadAll(r.Body)
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	if len(body) == 0 {
-		// no fields
-	} else if err := r.ParseMultipartForm(32 << 20); err != nil && !errors.Is(err, http.ErrNotMultipart) {
-		writeAPI(w, nil, &Err{Code: 400, Description: "Bad Request: " + err.Error()})
-		return
+	if r.MultipartForm == nil {
+		// The library sends an empty body for methods without parameters.
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if len(body) == 0 {
+			// no fields
+		} else if err := r.ParseMultipartForm(32 << 20); err != nil && !errors.Is(err, http.ErrNotMultipart) {
+			writeAPI(w, nil, &Err{Code: 400, Description: "Bad Request: " + err.Error()})
+			return
+		}
 	}
 	if r.MultipartForm != nil {
 		for k, v := range r.MultipartForm.Value {
@@ -332,29 +391,38 @@ func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.mu.Lock()
-	if f.hook != nil {
-		if e := f.hook(&call); e != nil {
-			f.record(call, e)
-			f.mu.Unlock()
-			if e.Code == Hang {
-				f.hang(r)
-			}
-			writeAPI(w, nil, e)
-			return
-		}
+	if f.hookedLocked(w, r, &call) {
+		return
 	}
 	result, e := f.handleLocked(&call)
 	f.record(call, e)
 	f.mu.Unlock()
+	if e == nil && call.Method == "sendMessage" && f.onSend != nil {
+		f.onSend(Sent{Chat: call.ChatID(), MsgID: call.MsgID, ReplyTo: call.ReplyTo(), Text: call.Fields["text"], At: call.At})
+	}
 	writeAPI(w, result, e)
 }
 
-// hang waits until the client goes away or the server closes.
-func (f *Server) hang(r *http.Request) {
-	select {
-	case <-r.Context().Done():
-	case <-f.closed:
+// hookedLocked runs the hook on call: when it scripts an error, the call is
+// recorded, the lock released and the error answered (true).
+func (f *Server) hookedLocked(w http.ResponseWriter, r *http.Request, call *Call) bool {
+	if f.hook == nil {
+		return false
 	}
+	e := f.hook(call)
+	if e == nil {
+		return false
+	}
+	f.record(*call, e)
+	f.mu.Unlock()
+	if e.Code == Hang {
+		select { // until the client goes away or the server closes
+		case <-r.Context().Done():
+		case <-f.closed:
+		}
+	}
+	writeAPI(w, nil, e)
+	return true
 }
 
 // LastUpdateID is the id of the newest update pushed.
@@ -486,16 +554,8 @@ func (f *Server) getUpdates(w http.ResponseWriter, r *http.Request, call Call) {
 		limit = 100
 	}
 	f.mu.Lock()
-	if f.hook != nil {
-		if e := f.hook(&call); e != nil {
-			f.record(call, e)
-			f.mu.Unlock()
-			if e.Code == Hang {
-				f.hang(r)
-			}
-			writeAPI(w, nil, e)
-			return
-		}
+	if f.hookedLocked(w, r, &call) {
+		return
 	}
 	f.record(call, nil)
 	if f.webhook != "" {
