@@ -67,29 +67,35 @@ func TestSearchCacheMatchesIndex(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// same runs q from the cache and from the index only, and fails unless
+	// both find the same messages in the same order with the same scores.
+	same := func(what string, q Query) []Hit {
+		t.Helper()
+		s.search = cache
+		cached, err := s.Search(ctx, f.mid, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.search = nil
+		fresh, err := s.Search(ctx, f.mid, q)
+		s.search = cache
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hitList(cached) != hitList(fresh) {
+			t.Fatalf("%s, %q (archived only %v):\ncached %s\nindex  %s", what, q.Text, q.ArchivedOnly, hitList(cached), hitList(fresh))
+		}
+		for i := range cached {
+			if cached[i].Score != fresh[i].Score {
+				t.Fatalf("%s, %q: hit %d scored %v from the cache, %v from the index", what, q.Text, i, cached[i].Score, fresh[i].Score)
+			}
+		}
+		return cached
+	}
 	compare := func(round int) {
 		t.Helper()
 		for range 4 {
-			q := Query{Text: words(1, 12), Limit: 10, ArchivedOnly: r.IntN(2) == 0}
-			s.search = cache
-			cached, err := s.Search(ctx, f.mid, q)
-			if err != nil {
-				t.Fatal(err)
-			}
-			s.search = nil
-			fresh, err := s.Search(ctx, f.mid, q)
-			s.search = cache
-			if err != nil {
-				t.Fatal(err)
-			}
-			if hitList(cached) != hitList(fresh) {
-				t.Fatalf("round %d, %q (archived only %v):\ncached %s\nindex  %s", round, q.Text, q.ArchivedOnly, hitList(cached), hitList(fresh))
-			}
-			for i := range cached {
-				if cached[i].Score != fresh[i].Score {
-					t.Fatalf("round %d, %q: hit %d scored %v from the cache, %v from the index", round, q.Text, i, cached[i].Score, fresh[i].Score)
-				}
-			}
+			same("round "+strconv.Itoa(round), Query{Text: words(1, 12), Limit: 10, ArchivedOnly: r.IntN(2) == 0})
 		}
 	}
 	for round := range 60 {
@@ -132,24 +138,6 @@ func TestSearchCacheMatchesIndex(t *testing.T) {
 	}
 	// A refused message's id is reused by the next one: a search must not
 	// find the new message by the refused one's words.
-	same := func(text string) []Hit {
-		t.Helper()
-		q := Query{Text: text, Limit: 10}
-		cached, err := s.Search(ctx, f.mid, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.search = nil
-		fresh, err := s.Search(ctx, f.mid, q)
-		s.search = cache
-		if err != nil {
-			t.Fatal(err)
-		}
-		if hitList(cached) != hitList(fresh) {
-			t.Fatalf("%q: cached %s, index %s", text, hitList(cached), hitList(fresh))
-		}
-		return cached
-	}
 	if next%2 == 1 {
 		say(1)
 	}
@@ -158,7 +146,7 @@ func TestSearchCacheMatchesIndex(t *testing.T) {
 	if _, err := s.Append(ctx, []Message{refused}); err != nil {
 		t.Fatal(err)
 	}
-	if len(same("zebrafish")) != 1 {
+	if len(same("before the refusal", Query{Text: "zebrafish", Limit: 10})) != 1 {
 		t.Fatal("the refused message is not found before it is discarded")
 	}
 	if gone, err := s.discard(ctx, f.mid, refused.PlatformID); err != nil || !gone {
@@ -170,7 +158,7 @@ func TestSearchCacheMatchesIndex(t *testing.T) {
 	if _, err := s.Append(ctx, []Message{{Key: f.mid, Role: RoleUser, SenderName: "Ana", Text: "other words", PlatformID: "new" + strconv.Itoa(next), Time: t0.Add(time.Duration(next) * time.Minute)}}); err != nil {
 		t.Fatal(err)
 	}
-	if h := same("zebrafish"); len(h) != 0 {
+	if h := same("after the refusal", Query{Text: "zebrafish", Limit: 10}); len(h) != 0 {
 		t.Errorf("found %s after the discard", hitList(h))
 	}
 	if got := cache.served.Load(); got == 0 {
