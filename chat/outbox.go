@@ -78,16 +78,7 @@ func OpenOutbox(path string, log *slog.Logger) (*Outbox, error) {
 		if json.Unmarshal(sc.Bytes(), &e) != nil {
 			continue // a record cut by the crash
 		}
-		switch e.Op {
-		case "reply":
-			o.open[e.outboxID] = &e
-		case "sending":
-			if p := o.open[e.outboxID]; p != nil {
-				p.sending = true
-			}
-		case "done":
-			delete(o.open, e.outboxID)
-		}
+		o.applyLocked(e)
 	}
 	for _, e := range o.open {
 		o.left = append(o.left, *e)
@@ -138,6 +129,20 @@ func (o *Outbox) rewriteLocked() error {
 	return nil
 }
 
+// applyLocked updates the open entries with a record.
+func (o *Outbox) applyLocked(e outboxEntry) {
+	switch e.Op {
+	case "reply":
+		o.open[e.outboxID] = &e
+	case "sending":
+		if p := o.open[e.outboxID]; p != nil {
+			p.sending = true
+		}
+	case "done":
+		delete(o.open, e.outboxID)
+	}
+}
+
 func writeRecord(w io.Writer, e outboxEntry) {
 	b, _ := json.Marshal(e)
 	_, _ = w.Write(append(b, '\n'))
@@ -155,16 +160,7 @@ func (o *Outbox) record(e outboxEntry) error {
 	if o.f == nil {
 		return errors.New("the outbox is closed")
 	}
-	switch e.Op {
-	case "reply":
-		o.open[e.outboxID] = &e
-	case "sending":
-		if p := o.open[e.outboxID]; p != nil {
-			p.sending = true
-		}
-	case "done":
-		delete(o.open, e.outboxID)
-	}
+	o.applyLocked(e)
 	if _, err := o.f.Write(b); err != nil {
 		return fmt.Errorf("writing the outbox: %w", err)
 	}
