@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -274,10 +275,10 @@ func (j *JSON) readFile(owner string) (*jsonFile, error) {
 	// Keep the order the code relies on and the counters ahead of what is
 	// stored, whatever the file says.
 	slices.SortStableFunc(f.Data.Memories, func(a, b UserMemory) int { return strings.Compare(a.Key, b.Key) })
-	slices.SortStableFunc(f.Data.Facts, func(a, b Fact) int { return cmpID(a.ID, b.ID) })
+	slices.SortStableFunc(f.Data.Facts, func(a, b Fact) int { return cmp.Compare(a.ID, b.ID) })
 	for _, c := range f.Data.Conversations {
-		slices.SortStableFunc(c.Messages, func(a, b Message) int { return cmpID(a.ID, b.ID) })
-		slices.SortStableFunc(c.Summaries, func(a, b Summary) int { return cmpID(a.ID, b.ID) })
+		slices.SortStableFunc(c.Messages, func(a, b Message) int { return cmp.Compare(a.ID, b.ID) })
+		slices.SortStableFunc(c.Summaries, func(a, b Summary) int { return cmp.Compare(a.ID, b.ID) })
 	}
 	f.NextMessageID = max(f.NextMessageID, 1)
 	f.NextSummaryID = max(f.NextSummaryID, 1)
@@ -305,16 +306,6 @@ func (j *JSON) readFile(owner string) (*jsonFile, error) {
 		f.setNextChunk(c.Key, next)
 	}
 	return &f, nil
-}
-
-func cmpID(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // tempPath is where the owner's next version is written before the rename.
@@ -852,7 +843,7 @@ func (j *JSON) Search(ctx context.Context, key pipeline.Key, q Query) ([]Hit, er
 		m.Key = key
 		hits[i] = Hit{Message: m, Score: s.score}
 	}
-	return budgetHits(hits, q), nil
+	return BudgetHits(hits, q), nil
 }
 
 // messageDocs returns the tokens of each message, tokenizing each message

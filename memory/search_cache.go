@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"sync"
@@ -181,7 +182,7 @@ func (r *searchRun) syncCache() error {
 			}
 		}
 		if len(news) <= maxCacheDelta && cc.docs+int64(len(news)) == r.nDocs {
-			slices.SortFunc(news, func(a, b newMsg) int { return cmpInt64(a.id, b.id) })
+			slices.SortFunc(news, func(a, b newMsg) int { return cmp.Compare(a.id, b.id) })
 			toks := cc.toks
 			type add struct {
 				d   *termDoclist

@@ -394,7 +394,7 @@ func TestSearchPruningSemantics(t *testing.T) {
 				}
 				want = append(want, Hit{Message: Message{ID: id}, Score: x.score})
 			}
-			// budgetHits needs the messages' tokens: take them from the results.
+			// BudgetHits needs the messages' tokens: take them from the results.
 			if q.TokenBudget == 0 {
 				if !sameHits(got, want) {
 					t.Errorf("%+v:\n pruned %s\n want   %s", q, hitList(got), hitList(want))
@@ -409,7 +409,7 @@ func TestSearchPruningSemantics(t *testing.T) {
 			for i := range want {
 				want[i].Message.Tokens = tokens[want[i].Message.ID]
 			}
-			if want = budgetHits(want, q); !sameHits(got, want) {
+			if want = BudgetHits(want, q); !sameHits(got, want) {
 				t.Errorf("%+v:\n pruned %s\n want   %s", q, hitList(got), hitList(want))
 			}
 		}

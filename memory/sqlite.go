@@ -697,8 +697,10 @@ func (s *SQLite) Status(ctx context.Context, key pipeline.Key) (Status, error) {
 	return st, rows.Err()
 }
 
-// budgetHits drops excluded messages and applies the limit and token budget.
-func budgetHits(hits []Hit, q Query) []Hit {
+// BudgetHits drops q's excluded messages from ranked hits and applies its
+// limit and token budget, as every backend's Search does (and baselines that
+// should be compared with it).
+func BudgetHits(hits []Hit, q Query) []Hit {
 	limit := q.Limit
 	if limit <= 0 {
 		limit = 20

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -135,7 +136,7 @@ func (s *SQLite) Search(ctx context.Context, key pipeline.Key, q Query) ([]Hit, 
 	if err != nil {
 		return nil, fmt.Errorf("searching %s: %w", key, err)
 	}
-	return budgetHits(hits, q), nil
+	return BudgetHits(hits, q), nil
 }
 
 func (s *SQLite) searchTuning() searchTuning {
@@ -479,17 +480,7 @@ func (r *searchRun) readTerm(pi int, p *searchPhrase, limit int) error {
 	return nil
 }
 
-func cmpDesc(a, b int64) int { return cmpInt64(b, a) }
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
+func cmpDesc(a, b int64) int { return cmp.Compare(b, a) }
 
 // phraseExpr is the MATCH expression of a phrase in the text (phrase 0) or
 // the sender's name (phrase 1).

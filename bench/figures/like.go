@@ -89,29 +89,5 @@ func LikeSearch(ctx context.Context, db *sql.DB, key pipeline.Key, q memory.Quer
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	return budget(hits, q, limit), nil
-}
-
-// budget drops excluded messages and applies the limit and token budget.
-func budget(hits []memory.Hit, q memory.Query, limit int) []memory.Hit {
-	skip := make(map[int64]bool, len(q.Exclude))
-	for _, id := range q.Exclude {
-		skip[id] = true
-	}
-	var out []memory.Hit
-	used := 0
-	for _, h := range hits {
-		if skip[h.Message.ID] {
-			continue
-		}
-		if q.TokenBudget > 0 && used+h.Message.Tokens > q.TokenBudget {
-			continue // a shorter, lower-ranked hit may still fit
-		}
-		used += h.Message.Tokens
-		out = append(out, h)
-		if len(out) == limit {
-			break
-		}
-	}
-	return out
+	return memory.BudgetHits(hits, q), nil
 }
