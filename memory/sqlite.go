@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -35,6 +36,7 @@ type SQLite struct {
 	path string
 	w    *sql.DB       // exactly one connection: every write goes through it
 	r    *sql.DB       // readers
+	ckpt *checkpointer // moves the WAL into the database file beside the writer
 	tune *searchTuning // nil: defaultSearchTuning (tests set it)
 	// search caches doclists between searches (search_cache.go); nil
 	// turns the cache off (tests and benchmarks compare).
@@ -66,12 +68,15 @@ func sqliteDSN(path string, readOnly bool, vfs string) string {
 // OpenSQLite opens (creating if needed, 0600 in a 0700 directory) the database
 // at path and applies pending migrations.
 func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
-	return openSQLite(ctx, path, "")
+	return openSQLite(ctx, path, "", nil)
 }
 
 // openSQLite is OpenSQLite through the named SQLite VFS ("" is the
-// operating system's).
-func openSQLite(ctx context.Context, path, vfs string) (*SQLite, error) {
+// operating system's), logging background trouble to log (nil: nowhere).
+func openSQLite(ctx context.Context, path, vfs string, log *slog.Logger) (*SQLite, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	registerFTS5.Do(func() {
 		sqlite3.AutoExtension(registerSearchExtensions) // FTS5, and the functions of message search
 	})
@@ -84,17 +89,28 @@ func openSQLite(ctx context.Context, path, vfs string) (*SQLite, error) {
 		return nil, fmt.Errorf("opening database %s: %w", path, err)
 	}
 	f.Close()
-	w, err := sql.Open("sqlite3", sqliteDSN(path, false, vfs))
+	cdb, err := sql.Open("sqlite3", sqliteDSN(path, false, vfs))
 	if err != nil {
+		return nil, fmt.Errorf("opening database %s: %w", path, err)
+	}
+	ckpt := newCheckpointer(cdb, log)
+	// The WAL hook replaces SQLite's auto-checkpoint on the writer.
+	w, err := driver.Open(sqliteDSN(path, false, vfs), func(c *sqlite3.Conn) error {
+		c.WALHook(ckpt.hook)
+		return nil
+	})
+	if err != nil {
+		ckpt.close()
 		return nil, fmt.Errorf("opening database %s: %w", path, err)
 	}
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	s := &SQLite{path: path, w: w, search: newSearchCache()}
+	s := &SQLite{path: path, w: w, ckpt: ckpt, search: newSearchCache()}
 	if err := s.migrate(ctx); err != nil {
 		w.Close()
+		ckpt.close()
 		return nil, err
 	}
 	for _, p := range []string{path + "-wal", path + "-shm"} {
@@ -105,6 +121,7 @@ func openSQLite(ctx context.Context, path, vfs string) (*SQLite, error) {
 	r, err := driver.Open(sqliteDSN(path, true, vfs), nil, closeSearchStmts)
 	if err != nil {
 		w.Close()
+		ckpt.close()
 		return nil, err
 	}
 	r.SetMaxOpenConns(4)
@@ -119,9 +136,9 @@ func (s *SQLite) Path() string { return s.path }
 // DB exposes the writer connection for maintenance (backup, checkpoints).
 func (s *SQLite) DB() *sql.DB { return s.w }
 
-// Close closes both pools.
+// Close stops the background checkpoints and closes the pools.
 func (s *SQLite) Close() error {
-	return errors.Join(s.r.Close(), s.w.Close())
+	return errors.Join(s.ckpt.close(), s.r.Close(), s.w.Close())
 }
 
 // Checkpoint copies the WAL into the database file and truncates it.

@@ -63,7 +63,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("creating data directory %s: %w", opts.Dir, err)
 	}
 	privateDir(opts.Dir, opts.Logger)
-	sq, err := openSQLite(ctx, filepath.Join(opts.Dir, "recall.db"), opts.VFS)
+	sq, err := openSQLite(ctx, filepath.Join(opts.Dir, "recall.db"), opts.VFS, opts.Logger)
 	if err != nil {
 		return nil, err
 	}
