@@ -37,6 +37,9 @@ type SQLite struct {
 	w    *sql.DB       // exactly one connection: every write goes through it
 	r    *sql.DB       // readers
 	ckpt *checkpointer // moves the WAL into the database file beside the writer
+	rc   *stmtCache    // the readers' prepared statements
+	wc   *stmtCache    // the writer's, prepared at open
+	rd   cachedDB      // the readers, through rc
 	tune *searchTuning // nil: defaultSearchTuning (tests set it)
 	// search caches doclists between searches (search_cache.go); nil
 	// turns the cache off (tests and benchmarks compare).
@@ -126,7 +129,13 @@ func openSQLite(ctx context.Context, path, vfs string, log *slog.Logger) (*SQLit
 	}
 	r.SetMaxOpenConns(4)
 	r.SetMaxIdleConns(4)
-	s.r = r
+	s.r, s.rc = r, newStmtCache(r)
+	s.rd = cachedDB{s.rc}
+	s.wc = newStmtCache(w)
+	if err := s.wc.prepare(ctx, sqlConvID, sqlEnsureConv, sqlInsertBatch, sqlBumpTurns, sqlInsertMessage); err != nil {
+		s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -138,7 +147,7 @@ func (s *SQLite) DB() *sql.DB { return s.w }
 
 // Close stops the background checkpoints and closes the pools.
 func (s *SQLite) Close() error {
-	return errors.Join(s.ckpt.close(), s.r.Close(), s.w.Close())
+	return errors.Join(s.rc.close(), s.wc.close(), s.ckpt.close(), s.r.Close(), s.w.Close())
 }
 
 // Checkpoint copies the WAL into the database file and truncates it.
@@ -150,7 +159,7 @@ func (s *SQLite) Checkpoint(ctx context.Context) error {
 // SchemaVersion is the highest migration applied.
 func (s *SQLite) SchemaVersion(ctx context.Context) (int, error) {
 	var v int
-	err := s.r.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_version`).Scan(&v)
+	err := s.rd.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_version`).Scan(&v)
 	return v, err
 }
 
@@ -222,7 +231,7 @@ const (
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
 	sqlBumpTurns  = `UPDATE conversations SET turns_since_summary = turns_since_summary + ? WHERE id = ?`
 	msgColumns    = `m.id, m.role, m.sender_id, m.sender_name, m.platform_id, m.reply_to, m.text, m.created_at, m.tokens, m.is_active, m.chunk_id`
-	sqlRecent     = `SELECT ` + msgColumns + ` FROM messages m WHERE m.conv = ? AND m.is_active = 1 ORDER BY m.id DESC`
+	sqlRecent     = `SELECT ` + msgColumns + ` FROM messages m WHERE m.conv = ? AND m.is_active = 1 ORDER BY m.id DESC LIMIT ?`
 	sqlActive     = `SELECT ` + msgColumns + ` FROM messages m WHERE m.conv = ? AND m.is_active = 1 ORDER BY m.id`
 	sqlLookup     = `SELECT EXISTS(SELECT 1 FROM messages WHERE conv = ? AND platform_id = ? AND platform_id <> ''), EXISTS(SELECT 1 FROM messages WHERE conv = ? AND reply_to = ? AND reply_to <> '' AND role = 'assistant')` // the <> '' terms let SQLite use the partial indexes
 	sqlArchive    = `UPDATE messages SET is_active = 0, chunk_id = ? WHERE conv = ? AND is_active = 1 AND id IN (SELECT value FROM json_each(?))`
@@ -245,7 +254,7 @@ func convID(ctx context.Context, q queryer, key pipeline.Key) (int64, error) {
 	return id, err
 }
 
-func ensureConv(ctx context.Context, tx *sql.Tx, key pipeline.Key, cache map[pipeline.Key]int64) (int64, error) {
+func ensureConv(ctx context.Context, tx queryer, key pipeline.Key, cache map[pipeline.Key]int64) (int64, error) {
 	if id, ok := cache[key]; ok {
 		return id, nil
 	}
@@ -272,7 +281,7 @@ func (s *SQLite) Append(ctx context.Context, msgs []Message) (int, error) {
 	var added int
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		added = 0
-		n, err := appendTx(ctx, tx, msgs, map[pipeline.Key]int64{})
+		n, err := appendTx(ctx, cachedTx{tx, s.wc}, msgs, map[pipeline.Key]int64{})
 		added = n
 		return err
 	})
@@ -289,7 +298,7 @@ const sqlInsertBatch = `INSERT INTO messages(conv, role, sender_id, sender_name,
 	FROM json_each(?) WHERE true
 	ON CONFLICT DO NOTHING RETURNING conv, role`
 
-func appendTx(ctx context.Context, tx *sql.Tx, msgs []Message, convs map[pipeline.Key]int64) (int, error) {
+func appendTx(ctx context.Context, tx queryer, msgs []Message, convs map[pipeline.Key]int64) (int, error) {
 	rows := make([][]any, 0, len(msgs))
 	valid := true
 	for _, m := range msgs {
@@ -343,13 +352,8 @@ func appendTx(ctx context.Context, tx *sql.Tx, msgs []Message, convs map[pipelin
 			return 0, fmt.Errorf("storing %d messages: %w", len(msgs), err)
 		}
 	} else {
-		ins, err := tx.PrepareContext(ctx, sqlInsertMessage)
-		if err != nil {
-			return 0, err
-		}
-		defer ins.Close()
 		for _, r := range rows {
-			res, err := ins.ExecContext(ctx, r...)
+			res, err := tx.ExecContext(ctx, sqlInsertMessage, r...)
 			if err != nil {
 				return 0, fmt.Errorf("storing a message: %w", err)
 			}
@@ -403,26 +407,25 @@ func (s *SQLite) Lookup(ctx context.Context, key pipeline.Key, platformID string
 	if platformID == "" {
 		return false, false, nil
 	}
-	conv, err := convID(ctx, s.r, key)
+	conv, err := convID(ctx, s.rd, key)
 	if err != nil || conv == 0 {
 		return false, false, err
 	}
 	var stored, answered bool
-	err = s.r.QueryRowContext(ctx, sqlLookup, conv, platformID, conv, platformID).Scan(&stored, &answered)
+	err = s.rd.QueryRowContext(ctx, sqlLookup, conv, platformID, conv, platformID).Scan(&stored, &answered)
 	return stored, answered, err
 }
 
 // Recent implements Backend.
 func (s *SQLite) Recent(ctx context.Context, key pipeline.Key, limit, tokenBudget int) ([]Message, error) {
-	conv, err := convID(ctx, s.r, key)
+	conv, err := convID(ctx, s.rd, key)
 	if err != nil || conv == 0 {
 		return nil, err
 	}
-	q := sqlRecent
-	if limit > 0 {
-		q += " LIMIT " + strconv.Itoa(limit)
+	if limit <= 0 {
+		limit = -1 // no limit
 	}
-	rows, err := s.r.QueryContext(ctx, q, conv)
+	rows, err := s.rd.QueryContext(ctx, sqlRecent, conv, limit)
 	if err != nil {
 		return nil, fmt.Errorf("loading recent messages of %s: %w", key, err)
 	}
@@ -459,11 +462,11 @@ func reverse[T any](s []T) {
 
 // Active implements Backend.
 func (s *SQLite) Active(ctx context.Context, key pipeline.Key) ([]Message, error) {
-	conv, err := convID(ctx, s.r, key)
+	conv, err := convID(ctx, s.rd, key)
 	if err != nil || conv == 0 {
 		return nil, err
 	}
-	rows, err := s.r.QueryContext(ctx, sqlActive, conv)
+	rows, err := s.rd.QueryContext(ctx, sqlActive, conv)
 	if err != nil {
 		return nil, err
 	}
@@ -612,11 +615,11 @@ func loadSummaries(ctx context.Context, q queryer, conv int64, key pipeline.Key,
 
 // Summaries implements Backend.
 func (s *SQLite) Summaries(ctx context.Context, key pipeline.Key, activeOnly bool) ([]Summary, error) {
-	conv, err := convID(ctx, s.r, key)
+	conv, err := convID(ctx, s.rd, key)
 	if err != nil || conv == 0 {
 		return nil, err
 	}
-	return loadSummaries(ctx, s.r, conv, key, activeOnly)
+	return loadSummaries(ctx, s.rd, conv, key, activeOnly)
 }
 
 // chunksOf resolves a summary to the chunk ids it covers.
@@ -651,14 +654,14 @@ func chunksOf(sums []Summary, id int64) ([]int64, bool) {
 
 // Provenance implements Backend.
 func (s *SQLite) Provenance(ctx context.Context, key pipeline.Key, summaryID int64) ([]Message, error) {
-	conv, err := convID(ctx, s.r, key)
+	conv, err := convID(ctx, s.rd, key)
 	if err != nil {
 		return nil, err
 	}
 	if conv == 0 {
 		return nil, fmt.Errorf("summary %d in %s: %w", summaryID, key, ErrNotFound)
 	}
-	sums, err := loadSummaries(ctx, s.r, conv, key, false)
+	sums, err := loadSummaries(ctx, s.rd, conv, key, false)
 	if err != nil {
 		return nil, err
 	}
@@ -666,7 +669,7 @@ func (s *SQLite) Provenance(ctx context.Context, key pipeline.Key, summaryID int
 	if !ok {
 		return nil, fmt.Errorf("summary %d in %s: %w", summaryID, key, ErrNotFound)
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT `+msgColumns+` FROM messages m WHERE m.conv = ? AND m.chunk_id IN (SELECT value FROM json_each(?)) ORDER BY m.id`, conv, jsonIDs(chunks))
+	rows, err := s.rd.QueryContext(ctx, `SELECT `+msgColumns+` FROM messages m WHERE m.conv = ? AND m.chunk_id IN (SELECT value FROM json_each(?)) ORDER BY m.id`, conv, jsonIDs(chunks))
 	if err != nil {
 		return nil, err
 	}
@@ -677,24 +680,24 @@ func (s *SQLite) Provenance(ctx context.Context, key pipeline.Key, summaryID int
 // Status implements Backend.
 func (s *SQLite) Status(ctx context.Context, key pipeline.Key) (Status, error) {
 	st := Status{ActiveByLevel: map[int]int{}}
-	conv, err := convID(ctx, s.r, key)
+	conv, err := convID(ctx, s.rd, key)
 	if err != nil || conv == 0 {
 		return st, err
 	}
 	var last int64
-	err = s.r.QueryRowContext(ctx, `SELECT turns_since_summary, last_summary_at FROM conversations WHERE id = ?`, conv).Scan(&st.TurnsSinceSummary, &last)
+	err = s.rd.QueryRowContext(ctx, `SELECT turns_since_summary, last_summary_at FROM conversations WHERE id = ?`, conv).Scan(&st.TurnsSinceSummary, &last)
 	if err != nil {
 		return st, err
 	}
 	if last > 0 {
 		st.LastSummary = time.UnixMilli(last).UTC()
 	}
-	err = s.r.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(is_active), 0) FROM messages WHERE conv = ?`, conv).Scan(&st.Total, &st.Active)
+	err = s.rd.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(is_active), 0) FROM messages WHERE conv = ?`, conv).Scan(&st.Total, &st.Active)
 	if err != nil {
 		return st, err
 	}
 	st.Archived = st.Total - st.Active
-	rows, err := s.r.QueryContext(ctx, `SELECT level, is_active, count(*) FROM summaries WHERE conv = ? GROUP BY level, is_active`, conv)
+	rows, err := s.rd.QueryContext(ctx, `SELECT level, is_active, count(*) FROM summaries WHERE conv = ? GROUP BY level, is_active`, conv)
 	if err != nil {
 		return st, err
 	}
@@ -750,7 +753,7 @@ func (s *SQLite) Settings(ctx context.Context, owner string) (Settings, bool, er
 	var enabled int
 	var storage string
 	var created, updated int64
-	err := s.r.QueryRowContext(ctx, `SELECT memory_enabled, storage, threshold, created_at, updated_at FROM owners WHERE owner = ?`, owner).
+	err := s.rd.QueryRowContext(ctx, `SELECT memory_enabled, storage, threshold, created_at, updated_at FROM owners WHERE owner = ?`, owner).
 		Scan(&enabled, &storage, &st.Threshold, &created, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return st, false, nil
@@ -816,7 +819,7 @@ func rememberTx(ctx context.Context, tx *sql.Tx, owner string, m UserMemory, max
 
 // Memories implements Backend.
 func (s *SQLite) Memories(ctx context.Context, owner string) ([]UserMemory, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT key, content, created_at, updated_at FROM memories WHERE owner = ? ORDER BY key`, owner)
+	rows, err := s.rd.QueryContext(ctx, `SELECT key, content, created_at, updated_at FROM memories WHERE owner = ? ORDER BY key`, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -917,10 +920,10 @@ func (s *SQLite) Facts(ctx context.Context, owner, text string, limit int) ([]Fa
 	var rows *sql.Rows
 	var err error
 	if match := ftsMatch(Terms(text)); match != "" {
-		rows, err = s.r.QueryContext(ctx, `SELECT f.id, f.conv_key, f.content, f.sources, f.tags, f.created_at, f.updated_at
+		rows, err = s.rd.QueryContext(ctx, `SELECT f.id, f.conv_key, f.content, f.sources, f.tags, f.created_at, f.updated_at
 			FROM facts_fts x JOIN facts f ON f.id = x.rowid WHERE facts_fts MATCH ? AND f.owner = ? ORDER BY x.rank, f.id DESC LIMIT ?`, match, owner, limit)
 	} else {
-		rows, err = s.r.QueryContext(ctx, `SELECT `+factColumns+` FROM facts WHERE owner = ? ORDER BY updated_at DESC, id DESC LIMIT ?`, owner, limit)
+		rows, err = s.rd.QueryContext(ctx, `SELECT `+factColumns+` FROM facts WHERE owner = ? ORDER BY updated_at DESC, id DESC LIMIT ?`, owner, limit)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("searching facts: %w", err)
@@ -938,7 +941,7 @@ const sqlUnanswered = `SELECT c.key, ` + msgColumns + ` FROM messages m JOIN con
 // unanswered lists a channel's user messages since a time that have no reply
 // and no later message of their conversation answered (see Store.Unanswered).
 func (s *SQLite) unanswered(ctx context.Context, channel string, since time.Time) ([]Message, error) {
-	rows, err := s.r.QueryContext(ctx, sqlUnanswered, channel+":", channel+";", since.UnixMilli())
+	rows, err := s.rd.QueryContext(ctx, sqlUnanswered, channel+":", channel+";", since.UnixMilli())
 	if err != nil {
 		return nil, err
 	}
