@@ -55,6 +55,7 @@ type Observer interface {
 // send a reply that was stored but never sent; may be nil.
 type Journal interface {
 	Reply(key pipeline.Key, replyTo, text string) error
+	Shown(key pipeline.Key, replyTo, id string) error // a streamed reply is showing in message id
 	Sending(key pipeline.Key, replyTo string) error
 	Done(key pipeline.Key, replyTo string) error
 }
@@ -159,7 +160,12 @@ func (r *Responder) Handle(ctx context.Context, t *pipeline.Turn) error {
 		stopTyping()
 	}
 	if err != nil {
-		return r.failTo(ctx, t, send, "llm_error", err, llm.UserMessage(err))
+		ferr := r.failTo(ctx, t, send, "llm_error", err, llm.UserMessage(err))
+		if isM && isS && r.Journal != nil && in.MessageID != "" && ctx.Err() == nil {
+			// The failure message replaced what the stream showed.
+			r.journal(log, r.Journal.Done(in.Key, in.MessageID))
+		}
+		return ferr
 	}
 	r.recordUsage(ctx, t, prompt, reply)
 	answer := memory.Message{
@@ -265,6 +271,12 @@ func (r *Responder) Prompt(ctx context.Context, key pipeline.Key, text string) (
 func (r *Responder) stream(ctx context.Context, t *pipeline.Turn, sm StreamModel, st pipeline.Streamer, msgs []llm.Message) (
 	reply llm.Reply, send func(context.Context, pipeline.Outbound) (string, error), cut bool, err error) {
 	s := st.Stream(ctx, t.In.Key, t.In.MessageID)
+	if ss, ok := s.(pipeline.ShownStream); ok && r.Journal != nil && t.In.MessageID != "" {
+		// A crash before the reply is stored leaves that message showing
+		// part of it: the next start replaces it with a note.
+		key, replyTo, log := t.In.Key, t.In.MessageID, t.Logger()
+		ss.OnShown(func(id string) { r.journal(log, r.Journal.Shown(key, replyTo, id)) })
+	}
 	tctx, cancelTyping := context.WithCancel(ctx)
 	defer cancelTyping()
 	stopTyping := r.typing(tctx, t)

@@ -21,6 +21,14 @@ import (
 // when the bot stopped abruptly.
 const MaybeLostReply = "I was restarted while sending my answer to this message, so it may not have reached you. If you don't see it just above, please send your message again."
 
+// Notes that replace the part of a streamed answer a crash left showing:
+// the answer follows (sent again, or the message answered again), or, for
+// a message too old to be answered again, the user is asked to resend it.
+const (
+	CutReplyFollows = "✂️ This answer was cut off when I was restarted; the full answer follows below."
+	CutReplyResend  = "✂️ This answer was cut off when I was restarted. Please send your message again."
+)
+
 // Outbox is a journal of the replies being delivered, so a restart after a
 // crash sends a reply that was stored but never sent — once — and never
 // sends one twice. Each reply goes through three records, each written
@@ -31,10 +39,16 @@ const MaybeLostReply = "I was restarted while sending my answer to this message,
 //	sending  before it is handed to the platform
 //	done     once the platform answered (delivered, or refused for good)
 //
+// A streamed reply adds a fourth, before the others:
+//
+//	shown    the id of the message showing the reply while it is written
+//
 // At the next start Redeliver sends every reply that has no sending record
 // and is in the store (stored, never handed over), and skips those with
 // sending but no done: the process died while the platform was being called,
-// so the user may have it, and sending it again could show it twice.
+// so the user may have it, and sending it again could show it twice. A
+// message left showing part of a reply is edited into a note saying the
+// answer was cut off and follows (its message is answered again).
 type Outbox struct {
 	path string
 	log  *slog.Logger
@@ -56,9 +70,14 @@ type outboxEntry struct {
 	Op string `json:"op"` // reply, sending, done
 	outboxID
 	Text    string    `json:"text,omitempty"`
+	Shown   string    `json:"shown,omitempty"` // the message showing a streamed reply
 	At      time.Time `json:"at,omitzero"`
 	sending bool
 }
+
+// replied reports whether the entry has the reply (not only a shown
+// message).
+func (e *outboxEntry) replied() bool { return e.Op == "reply" }
 
 // OpenOutbox opens (creating) the journal at path and reads what the last
 // run left open.
@@ -106,7 +125,11 @@ func (o *Outbox) Close() error {
 func (o *Outbox) rewriteLocked() error {
 	var buf bytes.Buffer
 	for _, e := range o.open {
-		writeRecord(&buf, outboxEntry{Op: "reply", outboxID: e.outboxID, Text: e.Text, At: e.At})
+		if !e.replied() {
+			writeRecord(&buf, outboxEntry{Op: "shown", outboxID: e.outboxID, Shown: e.Shown, At: e.At})
+			continue
+		}
+		writeRecord(&buf, outboxEntry{Op: "reply", outboxID: e.outboxID, Text: e.Text, Shown: e.Shown, At: e.At})
 		if e.sending {
 			writeRecord(&buf, outboxEntry{Op: "sending", outboxID: e.outboxID})
 		}
@@ -133,7 +156,16 @@ func (o *Outbox) rewriteLocked() error {
 func (o *Outbox) applyLocked(e outboxEntry) {
 	switch e.Op {
 	case "reply":
+		if p := o.open[e.outboxID]; p != nil && e.Shown == "" {
+			e.Shown = p.Shown
+		}
 		o.open[e.outboxID] = &e
+	case "shown":
+		if p := o.open[e.outboxID]; p != nil {
+			p.Shown = e.Shown
+		} else {
+			o.open[e.outboxID] = &e
+		}
 	case "sending":
 		if p := o.open[e.outboxID]; p != nil {
 			p.sending = true
@@ -176,6 +208,11 @@ func (o *Outbox) Reply(key pipeline.Key, replyTo, text string) error {
 	return o.record(outboxEntry{Op: "reply", outboxID: outboxID{key.String(), replyTo}, Text: text, At: time.Now()})
 }
 
+// Shown records the message that shows a reply while it is streamed.
+func (o *Outbox) Shown(key pipeline.Key, replyTo, id string) error {
+	return o.record(outboxEntry{Op: "shown", outboxID: outboxID{key.String(), replyTo}, Shown: id, At: time.Now()})
+}
+
 // Sending records that the reply is being handed to the platform.
 func (o *Outbox) Sending(key pipeline.Key, replyTo string) error {
 	return o.record(outboxEntry{Op: "sending", outboxID: outboxID{key.String(), replyTo}})
@@ -200,12 +237,22 @@ func (o *Outbox) Redeliver(ctx context.Context, seen pipeline.Seen, channel stri
 	return r.Send(ctx, out)
 }
 
-// Redelivery is the work Unsent found: replies to send, and replies cut
-// mid-send whose users are to be told.
+// Redelivery is the work Unsent found: replies to send, replies cut
+// mid-send whose users are to be told, and messages showing part of a
+// streamed reply, to be replaced by a note.
 type Redelivery struct {
 	o      *Outbox
 	send   []outboxEntry
 	unsure []outboxEntry
+	cut    []cutReply
+}
+
+// cutReply is a message left showing part of a reply, and the note that
+// replaces it.
+type cutReply struct {
+	key  pipeline.Key
+	id   string
+	note string
 }
 
 // Unsent sorts out the replies of channel the last run left open, without
@@ -221,10 +268,21 @@ func (o *Outbox) Unsent(ctx context.Context, seen pipeline.Seen, channel string,
 			continue
 		}
 		if e.sending {
+			// Finish was replacing what was shown: it is the reply, or
+			// the note about it.
 			r.unsure = append(r.unsure, e)
 			continue
 		}
-		if time.Since(e.At) > window {
+		recent := time.Since(e.At) <= window
+		if !e.replied() {
+			// The stream was cut before the reply was stored: the
+			// message is answered again (Pending) if it is recent.
+			r.cutShown(key, e, recent)
+			_ = o.Done(key, e.ReplyTo)
+			continue
+		}
+		if !recent {
+			r.cutShown(key, e, false)
 			_ = o.Done(key, e.ReplyTo)
 			continue
 		}
@@ -232,6 +290,7 @@ func (o *Outbox) Unsent(ctx context.Context, seen pipeline.Seen, channel string,
 		if err != nil {
 			return nil, fmt.Errorf("looking up a stored reply: %w", err)
 		}
+		r.cutShown(key, e, true) // the reply follows, or the message is answered again
 		if !answered {
 			_ = o.Done(key, e.ReplyTo) // not stored: the message is answered again
 			continue
@@ -241,9 +300,36 @@ func (o *Outbox) Unsent(ctx context.Context, seen pipeline.Seen, channel string,
 	return r, nil
 }
 
-// Send sends the replies and the notes.
+// cutShown notes the message e's stream left showing, if any: follows
+// says whether the answer comes after the note.
+func (r *Redelivery) cutShown(key pipeline.Key, e outboxEntry, follows bool) {
+	if e.Shown == "" {
+		return
+	}
+	note := CutReplyResend
+	if follows {
+		note = CutReplyFollows
+	}
+	r.cut = append(r.cut, cutReply{key: key, id: e.Shown, note: note})
+}
+
+// Send replaces the partial replies with their notes (when out is a
+// pipeline.Editor), then sends the replies and the notes about replies cut
+// mid-send.
 func (r *Redelivery) Send(ctx context.Context, out pipeline.Sender) (sent, unsure int, err error) {
 	o := r.o
+	if ed, ok := out.(pipeline.Editor); ok {
+		for _, c := range r.cut {
+			o.log.Warn("the last run stopped while streaming a reply; replacing the part shown with a note",
+				"key", c.key, "message", c.id)
+			if eerr := ed.Edit(ctx, c.key, c.id, c.note); eerr != nil {
+				if ctx.Err() != nil {
+					return sent, unsure, ctx.Err()
+				}
+				o.log.Warn("replacing the part of a reply shown before the restart", "key", c.key, "message", c.id, "err", eerr)
+			}
+		}
+	}
 	for _, e := range r.unsure {
 		// Sending it again could show it twice: the user is told instead,
 		// in reply to the message.

@@ -25,6 +25,10 @@ func (c crashJournal) Reply(key pipeline.Key, replyTo, text string) error {
 	return c.o.Reply(key, replyTo, text)
 }
 
+func (c crashJournal) Shown(key pipeline.Key, replyTo, id string) error {
+	return c.o.Shown(key, replyTo, id)
+}
+
 func (c crashJournal) Sending(key pipeline.Key, replyTo string) error {
 	if c.before == "sending" {
 		return nil
@@ -210,5 +214,56 @@ func TestRedeliverLeavesThisRunsReplies(t *testing.T) {
 	}
 	if o.open[outboxID{key.String(), "m1"}] == nil {
 		t.Error("this run's reply was closed by Redeliver")
+	}
+}
+
+// The message showing a streamed reply is kept in the journal through the
+// reply record and a rewrite; at the next start each one is replaced by the
+// note that fits: the answer follows (the stored reply is sent, or the
+// message is answered again), or, too old for that, please resend.
+func TestRedeliverReplacesShownMessages(t *testing.T) {
+	f := newFixture(t, nil, Options{})
+	path := filepath.Join(f.dir, "outbox.jsonl")
+	o := openOutbox(t, path)
+	must(t, o.Shown(key, "m1", "41")) // stored, never sent
+	must(t, o.Reply(key, "m1", "the full reply"))
+	must(t, f.store.Append(context.Background(), memory.Message{Key: key, Role: memory.RoleAssistant, ReplyTo: "m1", Text: "the full reply", Time: time.Now()}))
+	must(t, o.Shown(key, "m2", "42")) // cut before the reply
+	must(t, o.Reply(key, "m3", "not stored"))
+	must(t, o.Shown(key, "m3", "43")) // the shown record may come after the reply
+	o.mu.Lock()
+	o.open[outboxID{key.String(), "m4"}] = &outboxEntry{Op: "shown", outboxID: outboxID{key.String(), "m4"}, Shown: "44", At: time.Now().Add(-2 * time.Hour)}
+	if err := o.rewriteLocked(); err != nil {
+		t.Fatal(err)
+	}
+	o.mu.Unlock()
+	must(t, o.Shown(key, "m5", "45"))
+	must(t, o.Done(key, "m5")) // finished: nothing to replace
+	o.Close()
+
+	out := &shownStreamer{}
+	sent, unsure, err := openOutbox(t, path).Redeliver(context.Background(), f.store, "telegram", out, time.Hour)
+	if err != nil || sent != 1 || unsure != 0 {
+		t.Fatalf("sent %d, unsure %d, %v", sent, unsure, err)
+	}
+	got := map[string]string{}
+	for _, e := range out.edits {
+		got[e.ReplyTo] = e.Text
+	}
+	want := map[string]string{"41": CutReplyFollows, "42": CutReplyFollows, "43": CutReplyFollows, "44": CutReplyResend}
+	if len(got) != len(want) || len(out.edits) != len(want) {
+		t.Errorf("edits %+v, want %v", out.edits, want)
+	}
+	for id, note := range want {
+		if got[id] != note {
+			t.Errorf("message %s became %q, want %q", id, got[id], note)
+		}
+	}
+	if len(out.sent) != 1 || out.sent[0].Text != "the full reply" || out.sent[0].ReplyTo != "m1" {
+		t.Errorf("sent %+v, want the stored reply to m1", out.sent)
+	}
+	again := &shownStreamer{}
+	if sent, unsure, err := openOutbox(t, path).Redeliver(context.Background(), f.store, "telegram", again, time.Hour); err != nil || sent+unsure != 0 || len(again.edits)+len(again.sent) != 0 {
+		t.Fatalf("second start: %d, %d, %v, %+v, %+v", sent, unsure, err, again.edits, again.sent)
 	}
 }

@@ -2,6 +2,8 @@ package chat
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -152,5 +154,118 @@ func TestStreamTypingStopsAtFirstText(t *testing.T) {
 	// ten more times before the second.
 	if st.typingAt < 1 || total > st.typingAt+1 {
 		t.Errorf("typing: %d before the first text, %d in all", st.typingAt, total)
+	}
+}
+
+// shownStreamer streams like a chat platform that shows the reply in a
+// message (id "41") from the first text, and can edit its messages.
+type shownStreamer struct {
+	streamer
+	edits []pipeline.Outbound // Key, ReplyTo (the message id) and Text of each Edit
+}
+
+type shownStream struct {
+	*fakeStream
+	onShown func(id string)
+	shown   bool
+}
+
+func (s *shownStreamer) Stream(ctx context.Context, key pipeline.Key, replyTo string) pipeline.Stream {
+	return &shownStream{fakeStream: s.streamer.Stream(ctx, key, replyTo).(*fakeStream)}
+}
+
+func (s *shownStreamer) Edit(_ context.Context, key pipeline.Key, id, text string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.edits = append(s.edits, pipeline.Outbound{Key: key, ReplyTo: id, Text: text})
+	return nil
+}
+
+func (st *shownStream) OnShown(fn func(id string)) { st.onShown = fn }
+
+func (st *shownStream) Append(text string) {
+	st.fakeStream.Append(text)
+	if !st.shown && st.onShown != nil {
+		st.shown = true
+		st.onShown("41")
+	}
+}
+
+// The bot is killed while a streamed reply is showing in a message (here
+// the turn hangs in the model's stream while the next run opens the same
+// store and journal, as after kill -9): the next start replaces that
+// partial text with a note, once, and the message is answered again.
+func TestStreamCutByACrashIsReplacedAtTheNextStart(t *testing.T) {
+	step := make(chan struct{})
+	f := newFixture(t, func(llmtest.Request) llmtest.Response {
+		return llmtest.Response{Pieces: []string{"The answer", " is"}, Step: step}
+	}, Options{})
+	path := filepath.Join(f.dir, "outbox.jsonl")
+	f.resp.Journal = openOutbox(t, path)
+	rec := &shownStreamer{}
+	done := make(chan error, 1)
+	go func() { done <- f.turn(t, inbound("m1", "what is it?"), rec) }()
+	step <- struct{}{} // "The answer" is shown
+	waitFor(t, func() bool {
+		data, _ := os.ReadFile(path)
+		return strings.Contains(string(data), `"op":"shown"`)
+	})
+	must(t, f.store.Flush(context.Background()))
+
+	for run := range 2 {
+		next := &shownStreamer{}
+		sent, unsure, err := openOutbox(t, path).Redeliver(context.Background(), f.store, "telegram", next, time.Hour)
+		if err != nil || sent+unsure != 0 || len(next.sent) != 0 {
+			t.Fatalf("start %d: sent %d, unsure %d, %v: %+v; want no reply sent", run, sent, unsure, err, next.sent)
+		}
+		want := 1
+		if run == 1 {
+			want = 0
+		}
+		if len(next.edits) != want {
+			t.Fatalf("start %d: edits %+v, want %d", run, next.edits, want)
+		}
+		if want == 1 && (next.edits[0].ReplyTo != "41" || next.edits[0].Key != key || next.edits[0].Text != CutReplyFollows) {
+			t.Errorf("edit %+v, want message 41 replaced by the note", next.edits[0])
+		}
+	}
+	pending, err := Pending(context.Background(), f.store, "telegram", time.Hour)
+	if err != nil || len(pending) != 1 || pending[0].MessageID != "m1" {
+		t.Errorf("pending %+v, %v; want m1 answered again", pending, err)
+	}
+	close(step) // the frozen run ends (its journal file was replaced)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A streamed reply that completes closes its journal entry: the next start
+// edits nothing.
+func TestFinishedStreamLeavesNothingToReplace(t *testing.T) {
+	f := newFixture(t, llmtest.Echo("echo: "), Options{})
+	path := filepath.Join(f.dir, "outbox.jsonl")
+	f.resp.Journal = openOutbox(t, path)
+	rec := &shownStreamer{}
+	if err := f.turn(t, inbound("m1", "hello"), rec); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+	if !strings.Contains(string(data), `"op":"shown","key":"telegram:555:","reply_to":"m1","shown":"41"`) {
+		t.Errorf("no shown record in the journal:\n%s", data)
+	}
+	next := &shownStreamer{}
+	if sent, unsure, err := openOutbox(t, path).Redeliver(context.Background(), f.store, "telegram", next, time.Hour); err != nil || sent+unsure != 0 || len(next.edits)+len(next.sent) != 0 {
+		t.Fatalf("after a finished stream: %d, %d, %v, edits %+v, sent %+v", sent, unsure, err, next.edits, next.sent)
+	}
+}
+
+// waitFor polls cond for up to 5 s.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

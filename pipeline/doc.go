@@ -37,10 +37,9 @@
 // # Senders
 //
 // Sender is all an adapter must implement. Typer, Chooser, Editor,
-// Streamer and FileSender are optional capabilities discovered by type
-// assertion; the
-// helpers (WithChoices, PickChoice) give the plain-text fallback when a
-// platform lacks buttons.
+// Streamer (and ShownStream) and FileSender are optional capabilities
+// discovered by type assertion; the helpers (WithChoices, PickChoice) give
+// the plain-text fallback when a platform lacks buttons.
 //
 // # Lifecycle
 //

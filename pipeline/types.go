@@ -114,6 +114,18 @@ type Stream interface {
 	Finish(ctx context.Context, out Outbound) (id string, err error)
 }
 
+// ShownStream is a Stream that tells the id of the message it shows the
+// reply in while the model writes it (a draft has none), so that a crash
+// before Finish leaves a trace: the next start replaces the partial text
+// left behind.
+type ShownStream interface {
+	Stream
+	// OnShown sets fn, called once with the message id as soon as a
+	// message shows the reply. It must be called before the first Append;
+	// fn runs on the adapter's goroutine and must return quickly.
+	OnShown(fn func(id string))
+}
+
 // FileSender sends a document with an optional caption.
 type FileSender interface {
 	SendFile(ctx context.Context, key Key, f File, caption string) error

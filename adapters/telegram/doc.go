@@ -79,6 +79,8 @@
 //     failed edit or send stops the showing and Finish sends the reply as
 //     new messages, so nothing is lost. Updates never block the model's
 //     stream: one goroutine per stream shows the text; Finish stops it.
+//     The stream is a pipeline.ShownStream: the id of the message showing
+//     it is reported as soon as it is sent, for the outbox's journal.
 //
 // # Goroutines
 //

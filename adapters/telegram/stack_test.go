@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -62,6 +63,7 @@ type stack struct {
 	resp   *chat.Responder
 	sum    *summary.Summarizer
 	disp   *pipeline.Dispatcher
+	outbox *chat.Outbox
 	ad     *Adapter
 	cancel context.CancelFunc
 	runErr chan error
@@ -156,6 +158,15 @@ func (s *stack) start() {
 	log := slog.New(slog.NewTextHandler(s.logs, &slog.HandlerOptions{Level: s.logLevel()}))
 	c := buildChainWith(t, s.dir, s.llm.URL, s.opts.allowed, log, chat.Options{TypingEvery: s.opts.typingEvery})
 	store, resp, sum, disp, cmds, access, intake := c.store, c.resp, c.sum, c.disp, c.cmds, c.access, c.intake
+	outbox, err := chat.OpenOutbox(filepath.Join(s.dir, "outbox.jsonl"), log)
+	if err != nil {
+		t.Fatalf("opening the outbox: %v", err)
+	}
+	resp.Journal = outbox
+	unsent, err := outbox.Unsent(ctx, store, Channel, time.Hour)
+	if err != nil {
+		t.Fatalf("listing unsent replies: %v", err)
+	}
 
 	var submit SubmitFunc = disp.Submit
 	if w := s.opts.submit; w != nil {
@@ -187,7 +198,11 @@ func (s *stack) start() {
 	listening := make(chan string, 1)
 	ad.listening = listening
 
-	// What cmd/bot does at start: answer what was accepted but not answered.
+	// What cmd/bot does at start: send the replies stored but not sent,
+	// then answer what was accepted but not answered.
+	if _, _, err := unsent.Send(ctx, ad.Sender()); err != nil {
+		t.Fatalf("redelivering: %v", err)
+	}
 	pending, err := chat.Pending(ctx, store, Channel, time.Hour)
 	if err != nil {
 		t.Fatalf("listing pending messages: %v", err)
@@ -199,7 +214,7 @@ func (s *stack) start() {
 	}
 
 	runCtx, cancel := context.WithCancel(context.Background())
-	s.store, s.resp, s.sum, s.disp, s.ad, s.cancel = store, resp, sum, disp, ad, cancel
+	s.store, s.resp, s.sum, s.disp, s.outbox, s.ad, s.cancel = store, resp, sum, disp, outbox, ad, cancel
 	s.runErr = make(chan error, 1)
 	go func() { s.runErr <- ad.Run(runCtx) }()
 	if s.opts.webhook != nil {
@@ -223,6 +238,32 @@ func (s *stack) stop() {
 		t.Errorf("Run: %v", err)
 	}
 	(&chain{store: s.store, resp: s.resp, sum: s.sum, disp: s.disp}).close(t)
+	s.outbox.Close()
+}
+
+// freeze stops the adapter and leaves the rest as kill -9 leaves it: the
+// turns in flight hang where they are (the test holds their LLM answers)
+// and write nothing more, while start opens the same data as the next run.
+// thaw cleans the frozen run up; call it once the test has looked.
+func (s *stack) freeze() (thaw func()) {
+	t := s.t
+	t.Helper()
+	s.cancel()
+	s.cancel = nil
+	if err := <-s.runErr; err != nil {
+		t.Errorf("Run: %v", err)
+	}
+	old := &chain{store: s.store, resp: s.resp, sum: s.sum, disp: s.disp}
+	outbox := s.outbox
+	return func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_ = old.disp.Shutdown(ctx) // cuts the hanging turns
+		old.resp.Wait()
+		old.sum.Wait()
+		old.store.Close(context.Background())
+		outbox.Close()
+	}
 }
 
 // restart stops everything and starts again on the same data.

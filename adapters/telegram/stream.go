@@ -27,7 +27,10 @@ const streamCallTimeout = 10 * time.Second
 // while the model writes them.
 type streamSender struct{ *sender }
 
-var _ pipeline.Streamer = streamSender{}
+var (
+	_ pipeline.Streamer    = streamSender{}
+	_ pipeline.ShownStream = (*replyStream)(nil)
+)
 
 // Stream starts a reply shown as it grows: in a private chat as a draft
 // (sendMessageDraft) while drafts work, else as a message sent with the
@@ -68,6 +71,7 @@ type replyStream struct {
 	mu         sync.Mutex
 	text       strings.Builder
 	cancelCall context.CancelFunc // cancels an update in flight that Finish may abandon
+	onShown    func(id string)    // OnShown's: told the message id once it is sent
 	kick       chan struct{}      // text was appended (capacity 1)
 	finish     chan struct{}      // closed by Finish
 	exited     chan struct{}      // closed when run returned
@@ -79,6 +83,14 @@ type replyStream struct {
 	broken    bool      // showing failed: the reply goes as new messages
 	notBefore time.Time // Telegram asked to wait (429) until then
 	last      time.Time // end of the latest update
+}
+
+// OnShown implements pipeline.ShownStream: fn is told the id of the
+// message the reply is shown in (never for a draft).
+func (st *replyStream) OnShown(fn func(id string)) {
+	st.mu.Lock()
+	st.onShown = fn
+	st.mu.Unlock()
 }
 
 // Append adds text; the next update shows it.
@@ -189,6 +201,12 @@ func (st *replyStream) show(ctx context.Context, text string) {
 		switch {
 		case err == nil && msg != nil && msg.ID != 0:
 			st.msgID, st.shown = msg.ID, text
+			st.mu.Lock()
+			fn := st.onShown
+			st.mu.Unlock()
+			if fn != nil {
+				fn(strconv.Itoa(msg.ID))
+			}
 		case err != nil && st.rateLimited(err, "sendMessage"):
 			// Nothing was sent; try again after retry_after.
 		default:

@@ -2,6 +2,8 @@ package telegram
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -11,6 +13,7 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	"github.com/recallbot/recall/adapters/telegram/format"
+	"github.com/recallbot/recall/chat"
 	"github.com/recallbot/recall/llm"
 	"github.com/recallbot/recall/llm/llmtest"
 	"github.com/recallbot/recall/memory"
@@ -301,6 +304,81 @@ func TestStreamBrokenKeepsShownTextWithNote(t *testing.T) {
 	}
 	if _, answered := st.lookup(k, in.ID); !answered {
 		t.Error("the message is not answered: it would be answered again after a restart")
+	}
+}
+
+// The bot dies while a reply is streaming in a group: the message left
+// showing its first words is replaced at the next start by a note saying
+// the answer was cut off, and the user's message is answered again, in a
+// new message; a second restart changes nothing.
+func TestStreamCutByACrashIsReplacedAtTheNextStart(t *testing.T) {
+	api := newFakeAPI(t)
+	step := make(chan struct{})
+	var calls atomic.Int32
+	st := newStack(t, api, stackOptions{stream: true, streamEvery: testEvery, llm: func(r llmtest.Request) llmtest.Response {
+		if calls.Add(1) == 1 {
+			return llmtest.Response{Pieces: []string{"The answer", " is"}, Step: step}
+		}
+		return llmtest.Response{Text: "The answer is 42."}
+	}})
+	forum := groupChat(-100500, true)
+	k := key(forum.ID, "77")
+
+	in := topicMessage(api, forum, "what is it?")
+	step <- struct{}{}
+	first := waitCall(api, "the first text", isCall("sendMessage", forum.ID, "The answer"))
+	// The journal names the message before the next step of the turn.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		data, _ := os.ReadFile(filepath.Join(st.dir, "outbox.jsonl"))
+		if strings.Contains(string(data), `"op":"shown"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no shown record in the outbox:\n%s", data)
+		}
+	}
+	thaw := st.freeze()
+	defer thaw()
+	if got := api.ShownText(forum.ID, first.MsgID); got != "The answer" {
+		t.Fatalf("before the restart the message shows %q", got)
+	}
+
+	st.start()
+	waitCall(api, "the note", func(c fakeCall) bool {
+		return c.Method == "editMessageText" && c.Err == nil && c.Fields["message_id"] == itoa(first.MsgID)
+	})
+	if got, want := api.ShownText(forum.ID, first.MsgID), format.Render(chat.CutReplyFollows); got != want {
+		t.Errorf("the cut message shows %q, want %q", got, want)
+	}
+	// The final edit (stored before it) of a new message.
+	final := waitCall(api, "the answer again", func(c fakeCall) bool {
+		return c.Method == "editMessageText" && c.Fields["parse_mode"] == "HTML" && c.Fields["message_id"] != itoa(first.MsgID)
+	})
+	again := waitCall(api, "the new message", func(c fakeCall) bool {
+		return c.Method == "sendMessage" && c.Err == nil && itoa(c.MsgID) == final.Fields["message_id"]
+	})
+	if got, want := api.ShownText(forum.ID, again.MsgID), format.Render("The answer is 42."); got != want || again.ReplyTo() != in.ID {
+		t.Errorf("the new answer shows %q replying to %d, want %q replying to %d", got, again.ReplyTo(), want, in.ID)
+	}
+	if _, answered := st.lookup(k, in.ID); !answered {
+		t.Error("the message is not answered after the restart")
+	}
+
+	st.restart()
+	if _, answered := st.lookup(k, in.ID); !answered {
+		t.Error("the message is not answered after the second restart")
+	}
+	notes := 0
+	for _, c := range api.Calls("editMessageText") {
+		if c.Fields["message_id"] == itoa(first.MsgID) {
+			notes++
+		}
+	}
+	if notes != 1 {
+		t.Errorf("the cut message was edited %d times, want once: %s", notes, dumpCalls(api.Calls()))
+	}
+	if n := len(updates(api.Calls(), forum.ID, "sendMessage")); n != 2 {
+		t.Errorf("%d messages sent, want the cut one and the answer: %s", n, dumpCalls(api.Calls()))
 	}
 }
 
