@@ -5,7 +5,7 @@ package main
 // measured side by side in one run; nothing asserts on time.
 //
 //	go test -run='^$' -bench=. ./bench/                         # ~6 min on 2 cores
-//	go test -run='^$' -bench=TurnOverhead ./bench/              # ~1 min; builds $TMPDIR/recall-bench-turn-v1 once (~1 min)
+//	go test -run='^$' -bench=TurnOverhead ./bench/              # ~1 min; builds $TMPDIR/recall-bench-turn-v2 once (~1 min)
 //	go test -run='^$' -bench=ConcurrentConversations ./bench/   # ~4 min: 4 × 10,000 turns at 200 ms each
 //	go test -run='^$' -bench=PromptTokensPerTurn ./bench/       # ~20 s
 //

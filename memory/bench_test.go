@@ -9,9 +9,10 @@ package memory_test
 //	go test -run='^$' -bench=SearchArchive -benchtime=1x ./memory/   # builds the 1M fixture once
 //	go test -run='^$' -bench=RecentWindow -benchtime=2s ./memory/
 //	go test -run='^$' -bench=RetrievalQuality -benchtime=1x ./memory/
+//	go test -run='^$' -bench=SearchMergedIndex -benchtime=1x ./memory/  # merge.go; ~30 s
 //
 // BenchmarkSearchArchive and BenchmarkRecentWindow need the 1M-message
-// fixture (figures.Archive1M, cached in $TMPDIR/recall-bench-1m-v1); they
+// fixture (figures.Archive1M, cached in $TMPDIR/recall-bench-1m-v2); they
 // skip unless the -bench pattern contains "Archive" or "Recent", so
 // -bench=. never starts the build.
 

@@ -8,4 +8,9 @@
 // <data.dir>/recall.db; and JSON, one file per owner under <data.dir>/json/.
 // Store routes each owner to its backend and moves an owner between them.
 // Writer is the write-behind queue that the chat pipeline appends through.
+//
+// Beside the SQLite writer run two goroutines of its own: the checkpointer
+// (checkpoint.go) moves the WAL into the database file, and the index
+// merger (merge.go) merges the search index's segments when the store is
+// idle.
 package memory

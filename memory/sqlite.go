@@ -37,6 +37,7 @@ type SQLite struct {
 	w    *sql.DB       // exactly one connection: every write goes through it
 	r    *sql.DB       // readers
 	ckpt *checkpointer // moves the WAL into the database file beside the writer
+	mrg  *indexMerger  // merges the search index's segments when the store is idle
 	rc   *stmtCache    // the readers' prepared statements
 	wc   *stmtCache    // the writer's, prepared at open
 	rd   cachedDB      // the readers, through rc
@@ -97,9 +98,14 @@ func openSQLite(ctx context.Context, path, vfs string, log *slog.Logger) (*SQLit
 		return nil, fmt.Errorf("opening database %s: %w", path, err)
 	}
 	ckpt := newCheckpointer(cdb, log)
-	// The WAL hook replaces SQLite's auto-checkpoint on the writer.
+	mrg := newIndexMerger(log)
+	// The WAL hook replaces SQLite's auto-checkpoint on the writer, and
+	// tells the merger the store is busy.
 	w, err := driver.Open(sqliteDSN(path, false, vfs), func(c *sqlite3.Conn) error {
-		c.WALHook(ckpt.hook)
+		c.WALHook(func(c *sqlite3.Conn, schema string, pages int) error {
+			mrg.committed()
+			return ckpt.hook(c, schema, pages)
+		})
 		return nil
 	})
 	if err != nil {
@@ -110,7 +116,7 @@ func openSQLite(ctx context.Context, path, vfs string, log *slog.Logger) (*SQLit
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	s := &SQLite{path: path, w: w, ckpt: ckpt, search: newSearchCache()}
+	s := &SQLite{path: path, w: w, ckpt: ckpt, mrg: mrg, search: newSearchCache()}
 	if err := s.migrate(ctx); err != nil {
 		w.Close()
 		ckpt.close()
@@ -136,6 +142,7 @@ func openSQLite(ctx context.Context, path, vfs string, log *slog.Logger) (*SQLit
 		s.Close()
 		return nil, err
 	}
+	mrg.start(w)
 	return s, nil
 }
 
@@ -145,8 +152,9 @@ func (s *SQLite) Path() string { return s.path }
 // DB exposes the writer connection for maintenance (backup, checkpoints).
 func (s *SQLite) DB() *sql.DB { return s.w }
 
-// Close stops the background checkpoints and closes the pools.
+// Close stops the background checkpoints and merges and closes the pools.
 func (s *SQLite) Close() error {
+	s.mrg.close()
 	return errors.Join(s.rc.close(), s.wc.close(), s.ckpt.close(), s.r.Close(), s.w.Close())
 }
 

@@ -36,9 +36,9 @@ var (
 // archived messages; bump the version when the content changes.
 func turnFixtureName(archived int) string {
 	if archived == 100_000 {
-		return "recall-bench-turn-v1"
+		return "recall-bench-turn-v2"
 	}
-	return "recall-bench-turn-" + count(archived) + "-v1"
+	return "recall-bench-turn-" + count(archived) + "-v2"
 }
 
 // TurnFixture returns the path of the cached turn fixture database (its
@@ -175,6 +175,10 @@ func buildTurnFixture(ctx context.Context, archived int, path string) error {
 	}
 	if n != total || nArchived != archived || sums != fxActiveSums {
 		return fmt.Errorf("fixture has %d messages (%d archived) and %d active summaries; want %d (%d), %d", n, nArchived, sums, total, archived, fxActiveSums)
+	}
+	// Merged as the bot merges its index when idle (see buildArchive).
+	if _, err := s.MergeIndex(ctx); err != nil {
+		return err
 	}
 	return s.Checkpoint(ctx)
 }
