@@ -43,7 +43,11 @@ const (
 // until there is nothing left to merge (a handful of segments, one per
 // level). A write that arrives meanwhile waits for the step in progress
 // only: the next one waits for the next idle moment. What is merged never
-// changes what a search finds, only how fast.
+// changes what a search finds, only how fast. The price is idle-time work:
+// merging two segments per level, a page of the index is rewritten about
+// log2 (not log4) of the store's growth times over its life, the biggest
+// segment at exponentially spaced idle moments (at 20,000 messages, 1,089
+// pages in 163 ms of 32-page steps after 16 bursts, then after 32, 64...).
 type indexMerger struct {
 	db            *sql.DB // the writer pool (one connection); set before start
 	log           *slog.Logger
