@@ -101,10 +101,25 @@ func checkFileKeys(data []byte) error {
 				errs = append(errs, fmt.Errorf("%s: must be a mapping of keys (e.g. %s.%s: …), got a single %T value", k, k, firstChild(k), v))
 			}
 		default:
-			errs = append(errs, fmt.Errorf("%s: unknown key", k))
+			errs = append(errs, unknownKey(k))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// unknownKey reports a key the configuration does not have. Keys are
+// letters, digits, underscores and dots; one with anything else is most
+// likely a value glued to its key ("api_key:sk-…:" or "token=123:AAH…"
+// parse as one key), so it is named only up to there: the rest may be a
+// secret.
+func unknownKey(k string) error {
+	i := strings.IndexFunc(k, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.')
+	})
+	if i < 0 {
+		return fmt.Errorf("%s: unknown key", k)
+	}
+	return fmt.Errorf("%s…: unknown key (the rest of it is not shown: a value written without a space after its colon? write \"key: value\")", k[:i+1])
 }
 
 // firstChild names the first key of section key, for messages.

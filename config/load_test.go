@@ -319,6 +319,7 @@ func TestLoadErrors(t *testing.T) {
 		path     string // used when file is ""
 		env      map[string]string
 		wantErrs []string
+		hidden   string // must not be in the error
 	}{
 		{name: "missing file", path: missing, wantErrs: []string{missing}},
 		{name: "unknown top-level key", file: "datta:\n  dir: x\n", wantErrs: []string{"datta.dir: unknown key"}},
@@ -327,6 +328,8 @@ func TestLoadErrors(t *testing.T) {
 		{name: "all unknown keys reported", file: "llm:\n  modle: x\nhttp:\n  listn: y\n",
 			wantErrs: []string{"llm.modle", "http.listn"}},
 		{name: "section as scalar", file: "memory: 5\n", wantErrs: []string{"memory: must be a mapping"}},
+		{name: "value glued to its key", file: "llm:\n  api_key:sk-gluedsecret:\n", wantErrs: []string{"llm.api_key:…: unknown key", "without a space"}, hidden: "gluedsecret"},
+		{name: "value glued with =", file: "telegram:\n  token=123456:aahsecret:\n", wantErrs: []string{"telegram.token=…: unknown key"}, hidden: "aahsecret"},
 		{name: "bad yaml", file: "memory: [\n", wantErrs: []string{"parsing"}},
 		{name: "duration without unit in file", file: "llm:\n  timeout: 30\n", wantErrs: []string{"llm.timeout", "no unit"}},
 		{name: "bad duration in env", env: map[string]string{"RECALL_SHUTDOWN_TIMEOUT": "soon"},
@@ -356,6 +359,9 @@ func TestLoadErrors(t *testing.T) {
 				if !strings.Contains(err.Error(), want) {
 					t.Errorf("error %q does not contain %q", err, want)
 				}
+			}
+			if tt.hidden != "" && strings.Contains(err.Error(), tt.hidden) {
+				t.Errorf("error %q quotes %q", err, tt.hidden)
 			}
 			if !reflect.DeepEqual(c, Config{}) {
 				t.Errorf("Load returned non-zero Config with error")
