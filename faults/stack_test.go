@@ -1,7 +1,6 @@
 package faults
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/ncruces/go-sqlite3/vfs"
 
+	"github.com/recallbot/recall/adapters/adaptertest"
 	"github.com/recallbot/recall/adapters/telegram"
 	"github.com/recallbot/recall/adapters/telegram/telegramtest"
 	"github.com/recallbot/recall/assemble"
@@ -53,7 +53,7 @@ type stack struct {
 	vfs  string
 	api  *telegramtest.Server
 	llm  *llmtest.Server
-	logs *syncBuffer
+	logs *adaptertest.SyncBuffer
 
 	mu       sync.Mutex
 	llmFault func(r llmtest.Request) (llmtest.Response, bool) // nil: echo
@@ -70,7 +70,7 @@ type stack struct {
 
 func newStack(t *testing.T) *stack {
 	t.Helper()
-	s := &stack{t: t, dir: t.TempDir(), disk: newFaultyDisk(), api: telegramtest.NewServer(t), logs: &syncBuffer{}}
+	s := &stack{t: t, dir: t.TempDir(), disk: newFaultyDisk(), api: telegramtest.NewServer(t), logs: &adaptertest.SyncBuffer{}}
 	s.vfs = fmt.Sprintf("faulty-%d", vfsSeq.Add(1))
 	vfs.Register(s.vfs, s.disk)
 	t.Cleanup(func() { vfs.Unregister(s.vfs) })
@@ -282,22 +282,4 @@ func (s *stack) readDB() stored {
 		t.Fatal(err)
 	}
 	return out
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

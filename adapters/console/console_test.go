@@ -1,7 +1,6 @@
 package console_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/recallbot/recall/adapters/adaptertest"
 	"github.com/recallbot/recall/adapters/console"
 	"github.com/recallbot/recall/pipeline"
 )
@@ -45,28 +45,10 @@ func (r *recorder) texts() []string {
 	return out
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // run runs an adapter over input to its end and returns the output.
 func run(t *testing.T, input io.Reader, h pipeline.Handler, prompt bool) string {
 	t.Helper()
-	var out syncBuffer
+	var out adaptertest.SyncBuffer
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	if err := console.New(input, &out, h, prompt).Run(ctx); err != nil {
@@ -132,7 +114,7 @@ func TestInboundIsTheLocalUser(t *testing.T) {
 // a time: the handler of a line must run before the next line is written.
 func TestEachLineIsAnsweredBeforeTheNextIsRead(t *testing.T) {
 	pr, pw := io.Pipe()
-	var out syncBuffer
+	var out adaptertest.SyncBuffer
 	handled := make(chan string)
 	h := &recorder{reply: func(ctx context.Context, t *pipeline.Turn) error {
 		handled <- t.In.Text

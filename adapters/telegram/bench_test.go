@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/recallbot/recall/adapters/adaptertest"
 	"github.com/recallbot/recall/llm/llmtest"
 	"github.com/recallbot/recall/pipeline"
 )
@@ -43,8 +44,8 @@ func BenchmarkTelegramThroughput(b *testing.B) {
 	st.cancel = nil
 
 	// The pipeline alone: the same messages, submitted directly.
-	c := buildChain(b, b.TempDir(), st.llm.URL, users, nil)
-	defer c.close(b)
+	c := adaptertest.NewChain(b, adaptertest.ChainOptions{Dir: b.TempDir(), LLMURL: st.llm.URL, Allowed: users, BotName: fakeBotName})
+	defer c.Close(b, nil)
 	out := &countingSender{done: make(chan struct{}), want: int64(b.N)}
 	ins := make([]pipeline.Inbound, b.N)
 	now := time.Now()
@@ -56,7 +57,7 @@ func BenchmarkTelegramThroughput(b *testing.B) {
 	b.StartTimer()
 	start = time.Now()
 	for _, in := range ins {
-		if err := c.disp.Submit(in, out); err != nil {
+		if err := c.Disp.Submit(in, out); err != nil {
 			b.Fatal(err)
 		}
 	}

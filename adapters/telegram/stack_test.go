@@ -1,17 +1,14 @@
 package telegram
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/recallbot/recall/assemble"
+	"github.com/recallbot/recall/adapters/adaptertest"
 	"github.com/recallbot/recall/chat"
-	"github.com/recallbot/recall/commands"
 	"github.com/recallbot/recall/llm"
 	"github.com/recallbot/recall/llm/llmtest"
 	"github.com/recallbot/recall/memory"
@@ -57,8 +54,9 @@ type stack struct {
 	dir  string
 	api  *fakeAPI
 	llm  *llmtest.Server
-	logs *syncBuffer
+	logs *adaptertest.SyncBuffer
 
+	chain  *adaptertest.Chain
 	store  *memory.Store
 	resp   *chat.Responder
 	sum    *summary.Summarizer
@@ -78,7 +76,7 @@ func newStack(t testing.TB, api *fakeAPI, opts stackOptions) *stack {
 	if opts.llm == nil {
 		opts.llm = llmtest.Echo("echo: ")
 	}
-	s := &stack{t: t, opts: opts, dir: t.TempDir(), api: api, logs: &syncBuffer{}}
+	s := &stack{t: t, opts: opts, dir: t.TempDir(), api: api, logs: &adaptertest.SyncBuffer{}}
 	s.llm = llmtest.NewServer(t, opts.llm)
 	t.Cleanup(func() {
 		if s.cancel != nil {
@@ -92,63 +90,6 @@ func newStack(t testing.TB, api *fakeAPI, opts stackOptions) *stack {
 	return s
 }
 
-// chain is the pipeline cmd/bot builds, without an adapter.
-type chain struct {
-	store  *memory.Store
-	resp   *chat.Responder
-	sum    *summary.Summarizer
-	disp   *pipeline.Dispatcher
-	cmds   *commands.Commands
-	access *pipeline.Access
-	intake *chat.Intake
-}
-
-// buildChain opens the store in dir and builds the stages on the LLM at
-// llmURL, as cmd/bot/wire.go does.
-func buildChain(t testing.TB, dir, llmURL string, allowed []string, log *slog.Logger) *chain {
-	t.Helper()
-	return buildChainWith(t, dir, llmURL, allowed, log, chat.Options{})
-}
-
-// buildChainWith is buildChain with the responder's options (its system
-// prompt and log are set here).
-func buildChainWith(t testing.TB, dir, llmURL string, allowed []string, log *slog.Logger, copts chat.Options) *chain {
-	t.Helper()
-	ctx := context.Background()
-	defaults := memory.Settings{MemoryEnabled: true, Storage: memory.StorageSQLite, Threshold: 10}
-	store, err := memory.Open(ctx, memory.Options{Dir: dir, Defaults: defaults, Logger: log})
-	if err != nil {
-		t.Fatalf("opening the store: %v", err)
-	}
-	counter := llm.NewCounter("test-model")
-	model := llm.New(llm.Options{BaseURL: llmURL, Model: "test-model", MaxRetries: -1, Timeout: 10 * time.Second})
-	asm := assemble.New(store, counter, assemble.DefaultBudget)
-	sum := summary.New(store, model, counter, summary.Policy{}, log)
-	copts.SystemPrompt, copts.Log = "You are Recall.", log
-	resp := chat.New(store, model, asm, sum, counter, copts)
-	cmds := commands.New(store, sum, resp, commands.Options{BotName: fakeBotName, Defaults: defaults, Log: log})
-	access := pipeline.NewAccess(false, allowed)
-	handler := pipeline.Chain(resp, access.Middleware(), pipeline.Dedupe(store, log), cmds.Middleware())
-	disp := pipeline.NewDispatcher(handler, 8, log, pipeline.WithGrace(10*time.Second))
-	intake := &chat.Intake{Store: store, Allowed: access.Allowed, Counter: counter}
-	return &chain{store: store, resp: resp, sum: sum, disp: disp, cmds: cmds, access: access, intake: intake}
-}
-
-// close drains the dispatcher, waits for background work and closes the
-// store.
-func (c *chain) close(t testing.TB) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := c.disp.Shutdown(ctx); err != nil {
-		t.Errorf("dispatcher shutdown: %v", err)
-	}
-	c.resp.Wait()
-	c.sum.Wait()
-	if err := c.store.Close(ctx); err != nil {
-		t.Errorf("closing the store: %v", err)
-	}
-}
-
 // start opens the store on the stack's directory, builds the chain,
 // resubmits the accepted-but-unanswered messages and runs the adapter.
 func (s *stack) start() {
@@ -156,8 +97,9 @@ func (s *stack) start() {
 	t.Helper()
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(s.logs, &slog.HandlerOptions{Level: s.logLevel()}))
-	c := buildChainWith(t, s.dir, s.llm.URL, s.opts.allowed, log, chat.Options{TypingEvery: s.opts.typingEvery})
-	store, resp, sum, disp, cmds, access, intake := c.store, c.resp, c.sum, c.disp, c.cmds, c.access, c.intake
+	c := adaptertest.NewChain(t, adaptertest.ChainOptions{Dir: s.dir, LLMURL: s.llm.URL, Allowed: s.opts.allowed,
+		BotName: fakeBotName, Log: log, Chat: chat.Options{TypingEvery: s.opts.typingEvery}})
+	store, resp, sum, disp, cmds, access, intake := c.Store, c.Resp, c.Sum, c.Disp, c.Cmds, c.Access, c.Intake
 	outbox, err := chat.OpenOutbox(filepath.Join(s.dir, "outbox.jsonl"), log)
 	if err != nil {
 		t.Fatalf("opening the outbox: %v", err)
@@ -214,7 +156,7 @@ func (s *stack) start() {
 	}
 
 	runCtx, cancel := context.WithCancel(context.Background())
-	s.store, s.resp, s.sum, s.disp, s.outbox, s.ad, s.cancel = store, resp, sum, disp, outbox, ad, cancel
+	s.chain, s.store, s.resp, s.sum, s.disp, s.outbox, s.ad, s.cancel = c, store, resp, sum, disp, outbox, ad, cancel
 	s.runErr = make(chan error, 1)
 	go func() { s.runErr <- ad.Run(runCtx) }()
 	if s.opts.webhook != nil {
@@ -237,7 +179,7 @@ func (s *stack) stop() {
 	if err := <-s.runErr; err != nil {
 		t.Errorf("Run: %v", err)
 	}
-	(&chain{store: s.store, resp: s.resp, sum: s.sum, disp: s.disp}).close(t)
+	s.chain.Close(t, nil)
 	s.outbox.Close()
 }
 
@@ -253,15 +195,14 @@ func (s *stack) freeze() (thaw func()) {
 	if err := <-s.runErr; err != nil {
 		t.Errorf("Run: %v", err)
 	}
-	old := &chain{store: s.store, resp: s.resp, sum: s.sum, disp: s.disp}
-	outbox := s.outbox
+	old, outbox := s.chain, s.outbox
 	return func() {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		_ = old.disp.Shutdown(ctx) // cuts the hanging turns
-		old.resp.Wait()
-		old.sum.Wait()
-		old.store.Close(context.Background())
+		_ = old.Disp.Shutdown(ctx) // cuts the hanging turns
+		old.Resp.Wait()
+		old.Sum.Wait()
+		old.Store.Close(context.Background())
 		outbox.Close()
 	}
 }
@@ -290,22 +231,4 @@ func (s *stack) lastPrompt() []llm.Message {
 		return nil
 	}
 	return reqs[len(reqs)-1].Messages
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

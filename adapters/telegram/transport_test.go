@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-telegram/bot/models"
 
+	"github.com/recallbot/recall/adapters/adaptertest"
 	"github.com/recallbot/recall/adapters/telegram/telegramtest"
 	"github.com/recallbot/recall/pipeline"
 )
@@ -22,7 +23,7 @@ import (
 // bare is an adapter without a pipeline: submitted messages are collected.
 type bare struct {
 	ad     *Adapter
-	logs   *syncBuffer
+	logs   *adaptertest.SyncBuffer
 	cancel context.CancelFunc
 	runErr chan error
 
@@ -33,7 +34,7 @@ type bare struct {
 
 func newBare(t *testing.T, api *fakeAPI, opts Options) *bare {
 	t.Helper()
-	b := &bare{logs: &syncBuffer{}, in: make(chan pipeline.Inbound, 100), runErr: make(chan error, 1)}
+	b := &bare{logs: &adaptertest.SyncBuffer{}, in: make(chan pipeline.Inbound, 100), runErr: make(chan error, 1)}
 	if opts.Token == "" {
 		opts.Token = fakeToken
 	}

@@ -1,12 +1,10 @@
 package whatsapp
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,9 +14,8 @@ import (
 	"go.mau.fi/whatsmeow/types/events"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/recallbot/recall/assemble"
+	"github.com/recallbot/recall/adapters/adaptertest"
 	"github.com/recallbot/recall/chat"
-	"github.com/recallbot/recall/commands"
 	"github.com/recallbot/recall/llm"
 	"github.com/recallbot/recall/llm/llmtest"
 	"github.com/recallbot/recall/memory"
@@ -48,8 +45,9 @@ type stack struct {
 	dir  string
 	wa   *fakeClient
 	llm  *llmtest.Server
-	logs *syncBuffer
+	logs *adaptertest.SyncBuffer
 
+	chain  *adaptertest.Chain
 	store  *memory.Store
 	resp   *chat.Responder
 	sum    *summary.Summarizer
@@ -68,7 +66,7 @@ func newStack(t testing.TB, opts stackOptions) *stack {
 	if opts.llm == nil {
 		opts.llm = llmtest.Echo("echo: ")
 	}
-	s := &stack{t: t, opts: opts, dir: t.TempDir(), wa: newFakeClient(t), logs: &syncBuffer{}}
+	s := &stack{t: t, opts: opts, dir: t.TempDir(), wa: newFakeClient(t), logs: &adaptertest.SyncBuffer{}}
 	s.llm = llmtest.NewServer(t, opts.llm)
 	t.Cleanup(func() {
 		if s.cancel != nil {
@@ -90,21 +88,8 @@ func (s *stack) start() {
 	t.Helper()
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	defaults := memory.Settings{MemoryEnabled: true, Storage: memory.StorageSQLite, Threshold: 10}
-	store, err := memory.Open(ctx, memory.Options{Dir: s.dir, Defaults: defaults, Logger: log})
-	if err != nil {
-		t.Fatalf("opening the store: %v", err)
-	}
-	counter := llm.NewCounter("test-model")
-	model := llm.New(llm.Options{BaseURL: s.llm.URL, Model: "test-model", MaxRetries: -1, Timeout: 10 * time.Second})
-	asm := assemble.New(store, counter, assemble.DefaultBudget)
-	sum := summary.New(store, model, counter, summary.Policy{}, log)
-	resp := chat.New(store, model, asm, sum, counter, chat.Options{SystemPrompt: "You are Recall.", Log: log})
-	cmds := commands.New(store, sum, resp, commands.Options{Defaults: defaults, Log: log})
-	access := pipeline.NewAccess(false, s.opts.allowed)
-	handler := pipeline.Chain(resp, access.Middleware(), pipeline.Dedupe(store, log), cmds.Middleware())
-	disp := pipeline.NewDispatcher(handler, 8, log, pipeline.WithGrace(10*time.Second))
-	intake := &chat.Intake{Store: store, Allowed: access.Allowed, Counter: counter}
+	c := adaptertest.NewChain(t, adaptertest.ChainOptions{Dir: s.dir, LLMURL: s.llm.URL, Allowed: s.opts.allowed, Log: log})
+	store, resp, sum, disp, intake := c.Store, c.Resp, c.Sum, c.Disp, c.Intake
 
 	var accept AcceptFunc = intake.Accept
 	if w := s.opts.accept; w != nil {
@@ -133,7 +118,7 @@ func (s *stack) start() {
 	}
 
 	runCtx, cancel := context.WithCancel(context.Background())
-	s.store, s.resp, s.sum, s.disp, s.ad, s.cancel = store, resp, sum, disp, ad, cancel
+	s.chain, s.store, s.resp, s.sum, s.disp, s.ad, s.cancel = c, store, resp, sum, disp, ad, cancel
 	s.runErr = make(chan error, 1)
 	go func() { s.runErr <- ad.Run(runCtx) }()
 	s.wa.waitFor("the adapter to connect", func() bool { return s.wa.connected })
@@ -154,20 +139,7 @@ func (s *stack) stop() {
 
 // shutdown drains and closes what start opened (Run has returned).
 func (s *stack) shutdown() {
-	t := s.t
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := s.disp.Shutdown(ctx); err != nil {
-		t.Errorf("dispatcher shutdown: %v", err)
-	}
-	if err := s.ad.Close(); err != nil {
-		t.Errorf("closing the adapter: %v", err)
-	}
-	s.resp.Wait()
-	s.sum.Wait()
-	if err := s.store.Close(ctx); err != nil {
-		t.Errorf("closing the store: %v", err)
-	}
+	s.chain.Close(s.t, s.ad.Close)
 }
 
 // restart stops everything and starts again on the same data and account.
@@ -259,22 +231,4 @@ func quotedReply(chat, sender types.JID, id, text, quotedID string) *events.Mess
 	})
 	ev.Info.Timestamp = time.Now()
 	return ev
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

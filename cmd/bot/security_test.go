@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/recallbot/recall/adapters/adaptertest"
 	"github.com/recallbot/recall/chat"
 	"github.com/recallbot/recall/config"
 	"github.com/recallbot/recall/llm/llmtest"
@@ -104,30 +105,12 @@ func (s *secSender) since(mark int) string {
 	return strings.Join(all[mark:], "\n")
 }
 
-// lockedBuffer is a log sink safe for concurrent writers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // secWorld is one bot wired by newApp, driven turn by turn.
 type secWorld struct {
 	t    *testing.T
 	app  *app
 	llm  *llmtest.Server
-	logs *lockedBuffer
+	logs *adaptertest.SyncBuffer
 	data string
 	seq  int
 }
@@ -165,7 +148,7 @@ func newSecWorld(t *testing.T, storage string, change func(*config.Config)) *sec
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	logs := &lockedBuffer{}
+	logs := &adaptertest.SyncBuffer{}
 	a, err := newApp(t.Context(), cfg, logs)
 	if err != nil {
 		t.Fatalf("newApp: %v", err)
