@@ -4,13 +4,19 @@ package main
 // Telegram mode is telegramtest.Server, with helpers for private chats.
 
 import (
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/go-telegram/bot/models"
+
 	"github.com/recallbot/recall/adapters/telegram/telegramtest"
+	"github.com/recallbot/recall/llm/llmtest"
 )
 
 const fakeTGToken = telegramtest.Token
@@ -69,5 +75,97 @@ func TestTelegramStreamSetting(t *testing.T) {
 				t.Fatalf("exit code %d:\n%s", code, bot.output())
 			}
 		})
+	}
+}
+
+// The real binary is killed (SIGKILL) while a reply is streaming in a
+// group: at the restart the message showing its first words becomes a note
+// that the answer was cut off, the question is answered again in a new
+// message, and it is answered once in the store.
+func TestKillMidStream(t *testing.T) {
+	tg := newFakeTelegram(t)
+	step := make(chan struct{})
+	var chats atomic.Int32
+	model := llmtest.NewServer(t, func(r llmtest.Request) llmtest.Response {
+		if isSummaryRequest(r) {
+			return llmtest.Response{Text: summaryText}
+		}
+		if chats.Add(1) == 1 {
+			return llmtest.Response{Pieces: []string{"The answer", " is"}, Step: step} // the second piece never comes
+		}
+		return llmtest.Response{Text: "The answer is 42."}
+	})
+	env := telegramEnv(t, tg, model.URL, "RECALL_TELEGRAM_STREAM=true")
+	bot := env.startDaemon(t)
+	bot.waitLog("running", 30*time.Second)
+
+	group := telegramtest.GroupChat(-100777, false)
+	m := tg.TextMessage(group, 42, "@"+telegramtest.BotName+" what is it?")
+	m.Entities = []models.MessageEntity{telegramtest.Mention()}
+	tg.Push(models.Update{Message: m})
+	step <- struct{}{}
+	var first telegramtest.Call
+	if _, ok := tg.UntilWithin(30*time.Second, func(calls []telegramtest.Call) bool {
+		for _, c := range telegramtest.FilterCalls(calls, "sendMessage") {
+			if c.Err == nil && c.ChatID() == group.ID && c.Fields["text"] == "The answer" {
+				first = c
+				return true
+			}
+		}
+		return false
+	}); !ok {
+		t.Fatalf("the stream showed nothing:\n%s", bot.output())
+	}
+	// Killed once the journal names the message (it is written right after
+	// Telegram answers the sendMessage).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		data, _ := os.ReadFile(filepath.Join(env.Data, "outbox.jsonl"))
+		if strings.Contains(string(data), `"op":"shown"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no shown record in the outbox:\n%s", data)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	bot.kill()
+	if got := tg.ShownText(group.ID, first.MsgID); got != "The answer" {
+		t.Fatalf("before the restart the message shows %q", got)
+	}
+
+	bot = env.startDaemon(t)
+	bot.waitLog("running", 30*time.Second)
+	if _, ok := tg.UntilWithin(30*time.Second, func([]telegramtest.Call) bool {
+		return strings.Contains(tg.ShownText(group.ID, first.MsgID), "cut off when I was restarted")
+	}); !ok {
+		t.Fatalf("the cut message still shows %q:\n%s", tg.ShownText(group.ID, first.MsgID), bot.output())
+	}
+	if _, ok := tg.UntilWithin(30*time.Second, func(calls []telegramtest.Call) bool {
+		for _, c := range telegramtest.FilterCalls(calls, "sendMessage") {
+			if c.Err == nil && c.ChatID() == group.ID && c.MsgID != first.MsgID && c.ReplyTo() == m.ID &&
+				tg.ShownText(group.ID, c.MsgID) == "The answer is 42." {
+				return true
+			}
+		}
+		return false
+	}); !ok {
+		t.Fatalf("no new answer:\n%s", bot.output())
+	}
+	bot.signal(syscall.SIGTERM)
+	if code := bot.wait(30 * time.Second); code != 0 {
+		t.Fatalf("exit code %d:\n%s", code, bot.output())
+	}
+	answers := 0
+	for _, s := range readDB(t, env.Data) {
+		if s.Role == "assistant" && s.ReplyTo == strconv.Itoa(m.ID) {
+			answers++
+			if s.Text != "The answer is 42." {
+				t.Errorf("stored answer %q", s.Text)
+			}
+		}
+	}
+	if answers != 1 {
+		t.Errorf("%d answers stored, want 1", answers)
 	}
 }
