@@ -67,7 +67,7 @@ type outboxID struct {
 }
 
 type outboxEntry struct {
-	Op string `json:"op"` // reply, sending, done
+	Op string `json:"op"` // reply, shown, sending, done
 	outboxID
 	Text    string    `json:"text,omitempty"`
 	Shown   string    `json:"shown,omitempty"` // the message showing a streamed reply
