@@ -172,15 +172,20 @@ func (s *stack) start() {
 
 // stop stops the adapter, drains the dispatcher and closes the store.
 func (s *stack) stop() {
-	t := s.t
-	t.Helper()
+	s.t.Helper()
+	s.stopAdapter()
+	s.chain.Close(s.t, nil)
+	s.outbox.Close()
+}
+
+// stopAdapter stops taking updates and waits for Run to return.
+func (s *stack) stopAdapter() {
+	s.t.Helper()
 	s.cancel()
 	s.cancel = nil
 	if err := <-s.runErr; err != nil {
-		t.Errorf("Run: %v", err)
+		s.t.Errorf("Run: %v", err)
 	}
-	s.chain.Close(t, nil)
-	s.outbox.Close()
 }
 
 // freeze stops the adapter and leaves the rest as kill -9 leaves it: the
@@ -188,13 +193,8 @@ func (s *stack) stop() {
 // and write nothing more, while start opens the same data as the next run.
 // thaw cleans the frozen run up; call it once the test has looked.
 func (s *stack) freeze() (thaw func()) {
-	t := s.t
-	t.Helper()
-	s.cancel()
-	s.cancel = nil
-	if err := <-s.runErr; err != nil {
-		t.Errorf("Run: %v", err)
-	}
+	s.t.Helper()
+	s.stopAdapter()
 	old, outbox := s.chain, s.outbox
 	return func() {
 		ctx, cancel := context.WithCancel(context.Background())
