@@ -267,7 +267,8 @@ func (r *Responder) Prompt(ctx context.Context, key pipeline.Key, text string) (
 // after the user saw some text, the reply is that text with a note saying
 // it was cut off (cut): it is stored and delivered like any reply, so what
 // the user read is in the history, and the message is not answered again
-// after a restart.
+// after a restart. A stream cut because the turn was cancelled (the bot
+// stopping) is left as a crash leaves it.
 func (r *Responder) stream(ctx context.Context, t *pipeline.Turn, sm StreamModel, st pipeline.Streamer, msgs []llm.Message) (
 	reply llm.Reply, send func(context.Context, pipeline.Outbound) (string, error), cut bool, err error) {
 	s := st.Stream(ctx, t.In.Key, t.In.MessageID)
@@ -290,6 +291,12 @@ func (r *Responder) stream(ctx context.Context, t *pipeline.Turn, sm StreamModel
 	})
 	stopTyping()
 	var se *llm.StreamError
+	if errors.As(err, &se) && errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		// The turn was cancelled: the bot is stopping. As after a crash,
+		// nothing is stored and the message is answered again at the next
+		// start, which replaces what was shown with a note (Outbox).
+		return reply, s.Finish, false, err
+	}
 	if errors.As(err, &se) && strings.TrimSpace(se.Partial) != "" {
 		t.Logger().Error("the streamed answer broke off; keeping what was shown", "err", err, "partial_bytes", len(se.Partial))
 		reply.Text = se.Partial + "\n\n⚠️ " + llm.UserMessage(err)

@@ -11,8 +11,9 @@
 // is the reply stored and delivered, so the history holds what the user
 // read and the message is not answered again. A failure before any text is
 // handled as without streaming (a plain message; the user's message stays
-// unanswered). A crash in the middle of a stream leaves the partial text on
-// the platform and nothing stored: the Outbox journals the message showing
-// it (pipeline.ShownStream), the next start edits that message into a note
-// (CutReplyFollows) and answers the message again (Pending).
+// unanswered). A crash in the middle of a stream, or a stop that cancels
+// the turn, leaves the partial text on the platform and nothing stored: the
+// Outbox journals the message showing it (pipeline.ShownStream), the next
+// start edits that message into a note (CutReplyFollows) and answers the
+// message again (Pending).
 package chat

@@ -2,6 +2,7 @@ package chat
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -267,5 +268,45 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("timed out")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// The bot stops (its turn is cancelled) while a streamed reply is showing:
+// as after a crash, nothing is stored, the message stays unanswered and the
+// next start replaces what was shown with a note.
+func TestStreamCancelledByAStopIsLeftAsACrashLeavesIt(t *testing.T) {
+	step := make(chan struct{})
+	f := newFixture(t, func(llmtest.Request) llmtest.Response {
+		return llmtest.Response{Pieces: []string{"The answer", " is"}, Step: step}
+	}, Options{})
+	path := filepath.Join(f.dir, "outbox.jsonl")
+	f.resp.Journal = openOutbox(t, path)
+	rec := &shownStreamer{}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.chain.Handle(ctx, &pipeline.Turn{In: inbound("m1", "what is it?"), Out: rec}) }()
+	step <- struct{}{} // "The answer" is shown
+	waitFor(t, func() bool {
+		data, _ := os.ReadFile(path)
+		return strings.Contains(string(data), `"op":"shown"`)
+	})
+	stop()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the stopped turn returned %v", err)
+	}
+	must(t, f.store.Flush(context.Background()))
+	if stored, answered, _ := f.store.Lookup(context.Background(), key, "m1"); !stored || answered {
+		t.Errorf("stored=%v answered=%v, want the message kept unanswered", stored, answered)
+	}
+	next := &shownStreamer{}
+	if _, _, err := openOutbox(t, path).Redeliver(context.Background(), f.store, "telegram", next, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if len(next.edits) != 1 || next.edits[0].ReplyTo != "41" || next.edits[0].Text != CutReplyFollows {
+		t.Errorf("edits at the next start %+v, want message 41 replaced by the note", next.edits)
+	}
+	pending, err := Pending(context.Background(), f.store, "telegram", time.Hour)
+	if err != nil || len(pending) != 1 || pending[0].MessageID != "m1" {
+		t.Errorf("pending %+v, %v; want m1 answered again", pending, err)
 	}
 }
