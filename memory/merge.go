@@ -108,6 +108,10 @@ func (m *indexMerger) run() {
 		case <-ctx.Done():
 		}
 	}()
+	var run struct {
+		steps int
+		start time.Time
+	}
 	for {
 		select {
 		case <-m.stop:
@@ -117,7 +121,17 @@ func (m *indexMerger) run() {
 		if !m.waitIdle() {
 			return
 		}
+		t0 := time.Now()
 		more, err := m.step(ctx)
+		if more && run.steps == 0 {
+			run.start = t0
+		}
+		if more {
+			run.steps++
+		} else if run.steps > 0 {
+			m.log.Debug("merged the search index", "steps", run.steps, "pages_per_step", m.pages, "over", time.Since(run.start).Round(time.Millisecond))
+			run.steps = 0
+		}
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return
