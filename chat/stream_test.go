@@ -192,25 +192,37 @@ func (st *shownStream) Append(text string) {
 	}
 }
 
-// The bot is killed while a streamed reply is showing in a message (here
-// the turn hangs in the model's stream while the next run opens the same
-// store and journal, as after kill -9): the next start replaces that
-// partial text with a note, once, and the message is answered again.
-func TestStreamCutByACrashIsReplacedAtTheNextStart(t *testing.T) {
-	step := make(chan struct{})
-	f := newFixture(t, func(llmtest.Request) llmtest.Response {
+// midStream runs turn m1 on ctx against a model that streams "The answer"
+// and then waits for step, to a sender that shows it in message 41, with
+// the outbox at path as the journal. It returns once the journal names
+// that message; done receives the turn's result, and closing step lets the
+// model finish.
+func midStream(t *testing.T, ctx context.Context) (f *fixture, path string, step chan struct{}, done chan error) {
+	t.Helper()
+	step = make(chan struct{})
+	f = newFixture(t, func(llmtest.Request) llmtest.Response {
 		return llmtest.Response{Pieces: []string{"The answer", " is"}, Step: step}
 	}, Options{})
-	path := filepath.Join(f.dir, "outbox.jsonl")
+	path = filepath.Join(f.dir, "outbox.jsonl")
 	f.resp.Journal = openOutbox(t, path)
-	rec := &shownStreamer{}
-	done := make(chan error, 1)
-	go func() { done <- f.turn(t, inbound("m1", "what is it?"), rec) }()
+	done = make(chan error, 1)
+	go func() {
+		done <- f.chain.Handle(ctx, &pipeline.Turn{In: inbound("m1", "what is it?"), Out: &shownStreamer{}})
+	}()
 	step <- struct{}{} // "The answer" is shown
 	waitFor(t, func() bool {
 		data, _ := os.ReadFile(path)
 		return strings.Contains(string(data), `"op":"shown"`)
 	})
+	return f, path, step, done
+}
+
+// The bot is killed while a streamed reply is showing in a message (here
+// the turn hangs in the model's stream while the next run opens the same
+// store and journal, as after kill -9): the next start replaces that
+// partial text with a note, once, and the message is answered again.
+func TestStreamCutByACrashIsReplacedAtTheNextStart(t *testing.T) {
+	f, path, step, done := midStream(t, context.Background())
 	must(t, f.store.Flush(context.Background()))
 
 	for run := range 2 {
@@ -275,21 +287,8 @@ func waitFor(t *testing.T, cond func() bool) {
 // as after a crash, nothing is stored, the message stays unanswered and the
 // next start replaces what was shown with a note.
 func TestStreamCancelledByAStopIsLeftAsACrashLeavesIt(t *testing.T) {
-	step := make(chan struct{})
-	f := newFixture(t, func(llmtest.Request) llmtest.Response {
-		return llmtest.Response{Pieces: []string{"The answer", " is"}, Step: step}
-	}, Options{})
-	path := filepath.Join(f.dir, "outbox.jsonl")
-	f.resp.Journal = openOutbox(t, path)
-	rec := &shownStreamer{}
 	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- f.chain.Handle(ctx, &pipeline.Turn{In: inbound("m1", "what is it?"), Out: rec}) }()
-	step <- struct{}{} // "The answer" is shown
-	waitFor(t, func() bool {
-		data, _ := os.ReadFile(path)
-		return strings.Contains(string(data), `"op":"shown"`)
-	})
+	f, path, _, done := midStream(t, ctx)
 	stop()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("the stopped turn returned %v", err)
