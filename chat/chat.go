@@ -41,18 +41,19 @@ type Assembler interface {
 	Build(ctx context.Context, req assemble.Request) (assemble.Prompt, error)
 }
 
-// Summarizer is poked after each stored reply.
+// Summarizer is poked after each stored reply. onFail hears, once per
+// failure streak, that a background summary failed.
 type Summarizer interface {
-	MaybeStart(ctx context.Context, key pipeline.Key, threshold int) bool
+	MaybeStart(ctx context.Context, key pipeline.Key, threshold int, onFail func(ctx context.Context, err error)) bool
 }
 
-// Observer hears about each finished turn (metrics); may be nil.
+// Observer hears about each finished turn (metrics).
 type Observer interface {
 	Turn(channel, outcome string, latency time.Duration, reply llm.Reply)
 }
 
 // Journal records the delivery of each reply (Outbox), so a restart can
-// send a reply that was stored but never sent; may be nil.
+// send a reply that was stored but never sent.
 type Journal interface {
 	Reply(key pipeline.Key, replyTo, text string) error
 	Shown(key pipeline.Key, replyTo, id string) error // a streamed reply is showing in message id
@@ -69,29 +70,45 @@ type Options struct {
 	TypingEvery   time.Duration // typing indicator refresh (default 4s)
 	NotConfigured string        // reply when no LLM is configured
 	Log           *slog.Logger
+
+	// Observer hears about each finished turn (metrics); nil hears nothing.
+	Observer Observer
+	// Usage hears what each answer cost (the daily token quota); nil
+	// records nothing.
+	Usage Usage
+	// Journal records the delivery of each reply (the Outbox); nil
+	// records nothing (a crash may then lose a stored reply's delivery).
+	Journal Journal
 }
 
-// Responder is the final stage of the chain.
+// Responder is the final stage of the chain: it answers a turn (assemble,
+// LLM), delivers the answer (durable first, then sent), and starts what
+// comes after (summaries, facts). It owns the fact extractions it starts:
+// their contexts derive from a base context that Close cancels.
 type Responder struct {
-	store    Store
-	model    Model // nil when no LLM is configured
-	asm      Assembler
-	sum      Summarizer
-	counter  llm.Counter
-	facts    *FactExtractor
-	opts     Options
-	Observer Observer
-	Usage    Usage // tokens per user for the daily quota; may be nil
-	Journal  Journal
+	store   Store
+	model   Model // nil when no LLM is configured
+	asm     Assembler
+	sum     Summarizer
+	counter llm.Counter
+	facts   *FactExtractor
+	opts    Options
+	base    context.Context // parent of background work; Close cancels it
+	stop    context.CancelFunc
 
 	mu     sync.Mutex
 	warned map[pipeline.Key]time.Time // the storage outage a conversation was warned about
+	closed bool                       // Close was called: no new background work
 	bg     sync.WaitGroup
 }
 
-// New returns a Responder. model may be nil (no LLM configured): the bot
-// then explains how to configure one and commands keep working.
+// New returns a Responder. store, asm and counter are required; model may
+// be nil (no LLM configured): the bot then explains how to configure one and
+// commands keep working. sum may be nil (no background summaries).
 func New(store Store, model Model, asm Assembler, sum Summarizer, counter llm.Counter, opts Options) *Responder {
+	if store == nil || asm == nil || counter == nil {
+		panic("chat.New: the store, the assembler and the token counter are required")
+	}
 	if opts.StoreTimeout <= 0 {
 		opts.StoreTimeout = 10 * time.Second
 	}
@@ -105,16 +122,51 @@ func New(store Store, model Model, asm Assembler, sum Summarizer, counter llm.Co
 		opts.NotConfigured = llm.UserMessage(llm.ErrNotConfigured)
 	}
 	r := &Responder{store: store, model: model, asm: asm, sum: sum, counter: counter, opts: opts, warned: map[pipeline.Key]time.Time{}}
+	r.base, r.stop = context.WithCancel(context.Background())
 	if opts.Facts && model != nil {
 		r.facts = &FactExtractor{Model: model}
 	}
 	return r
 }
 
+// factTimeout bounds one fact extraction.
+const factTimeout = 2 * time.Minute
+
 // Wait waits for background work (fact extraction) to finish.
 func (r *Responder) Wait() { r.bg.Wait() }
 
-// Handle answers one message.
+// Close refuses new background work and lets the fact extractions in
+// progress finish until ctx ends; then it cancels them and returns once
+// they have returned. The error says work was cut.
+func (r *Responder) Close(ctx context.Context) error {
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		r.bg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		r.stop()
+		return nil
+	case <-ctx.Done():
+	}
+	r.stop()
+	<-done
+	return fmt.Errorf("stopping fact extraction: %w", context.Cause(ctx))
+}
+
+// answered is what answer produced for deliver.
+type answered struct {
+	reply llm.Reply
+	send  func(context.Context, pipeline.Outbound) (string, error) // delivers the final reply (or the failure message)
+	cut   bool                                                     // the stream broke after the user saw some of it
+}
+
+// Handle answers one message: answer (assemble, ask the model), deliver
+// (durable, then sent), after (summaries, facts).
 func (r *Responder) Handle(ctx context.Context, t *pipeline.Turn) error {
 	in := t.In
 	if !in.Addressed() {
@@ -124,14 +176,12 @@ func (r *Responder) Handle(ctx context.Context, t *pipeline.Turn) error {
 		return nil
 	}
 	start := time.Now()
-	log := t.Logger()
 	settings, err := r.store.Settings(ctx, in.Key.Owner())
 	if err != nil {
 		return r.fail(ctx, t, "storage", fmt.Errorf("loading settings: %w", err), "Sorry, I can't reach my storage right now. Please try again in a moment.")
 	}
-	user := UserMessage(in, r.counter)
-	if err := r.store.Enqueue(user); err != nil {
-		log.Error("queueing the user message", "err", err)
+	if err := r.store.Enqueue(UserMessage(in, r.counter)); err != nil {
+		t.Logger().Error("queueing the user message", "err", err)
 		r.warnStorage(ctx, t, true)
 	} else {
 		r.warnStorage(ctx, t, false)
@@ -141,50 +191,69 @@ func (r *Responder) Handle(ctx context.Context, t *pipeline.Turn) error {
 		r.observe(in.Key.Channel, "not_configured", start, llm.Reply{})
 		return err
 	}
+	a, err := r.answer(ctx, t, settings)
+	if err != nil {
+		return err // the user was told
+	}
+	if err := r.deliver(ctx, t, a, start); err != nil {
+		return err
+	}
+	if a.cut {
+		r.observe(in.Key.Channel, "llm_error", start, a.reply)
+		return nil // a partial answer teaches no facts; the user was told
+	}
+	r.observe(in.Key.Channel, "ok", start, a.reply)
+	r.after(ctx, t, settings, a.reply)
+	return nil
+}
+
+// answer assembles the prompt and asks the model, streaming when both the
+// model and the sender can. An error ends the turn: the user was told.
+func (r *Responder) answer(ctx context.Context, t *pipeline.Turn, settings memory.Settings) (answered, error) {
+	in := t.In
 	prompt, err := r.asm.Build(ctx, r.request(in, settings))
 	if err != nil {
-		return r.fail(ctx, t, "storage", err, "Sorry, I couldn't load our conversation from storage. Please try again in a moment.")
+		return answered{}, r.fail(ctx, t, "storage", err, "Sorry, I couldn't load our conversation from storage. Please try again in a moment.")
 	}
-	var (
-		reply   llm.Reply
-		send    = t.Out.Send // delivers the final reply (or the failure message)
-		cut     bool         // the stream broke after the user saw some of it
-		sm, isM = r.model.(StreamModel)
-		st, isS = t.Out.(pipeline.Streamer)
-	)
+	a := answered{send: t.Out.Send}
+	sm, isM := r.model.(StreamModel)
+	st, isS := t.Out.(pipeline.Streamer)
 	if isM && isS {
-		reply, send, cut, err = r.stream(ctx, t, sm, st, prompt.Messages)
+		a.reply, a.send, a.cut, err = r.stream(ctx, t, sm, st, prompt.Messages)
 	} else {
 		stopTyping := r.typing(ctx, t)
-		reply, err = r.model.Chat(ctx, prompt.Messages)
+		a.reply, err = r.model.Chat(ctx, prompt.Messages)
 		stopTyping()
 	}
 	if err != nil {
-		ferr := r.failTo(ctx, t, send, "llm_error", err, llm.UserMessage(err))
-		if isM && isS && r.Journal != nil && in.MessageID != "" && ctx.Err() == nil {
+		ferr := r.failTo(ctx, t, a.send, "llm_error", err, llm.UserMessage(err))
+		if isM && isS && r.opts.Journal != nil && in.MessageID != "" && ctx.Err() == nil {
 			// The failure message replaced what the stream showed.
-			r.journal(log, r.Journal.Done(in.Key, in.MessageID))
+			r.journal(t.Logger(), r.opts.Journal.Done(in.Key, in.MessageID))
 		}
-		return ferr
+		return answered{}, ferr
 	}
-	r.recordUsage(ctx, t, prompt, reply)
+	r.recordUsage(ctx, t, prompt, a.reply)
+	return a, nil
+}
+
+// deliver makes the reply durable, then sends it. The reply is durable
+// before the user sees it: after a crash every answer the user read is in
+// the store, and a redelivered message is recognized as answered. The
+// journal tells a restart which stored replies were never sent.
+func (r *Responder) deliver(ctx context.Context, t *pipeline.Turn, a answered, start time.Time) error {
+	in, log := t.In, t.Logger()
 	answer := memory.Message{
-		Key: in.Key, Role: memory.RoleAssistant, ReplyTo: in.MessageID, Text: reply.Text,
-		Time: time.Now(), Tokens: r.counter.Count(reply.Text),
+		Key: in.Key, Role: memory.RoleAssistant, ReplyTo: in.MessageID, Text: a.reply.Text,
+		Time: time.Now(), Tokens: r.counter.Count(a.reply.Text),
 	}
-	if answer.ReplyTo == "" {
-		answer.ReplyTo = in.MessageID
-	}
-	// The reply is durable before the user sees it: after a crash every
-	// answer the user read is in the store, and a redelivered message is
-	// recognized as answered. The journal tells a restart which stored
-	// replies were never sent.
-	journal := r.Journal != nil && answer.ReplyTo != ""
+	journal := r.opts.Journal != nil && answer.ReplyTo != ""
 	if journal {
-		r.journal(log, r.Journal.Reply(in.Key, answer.ReplyTo, reply.Text))
+		r.journal(log, r.opts.Journal.Reply(in.Key, answer.ReplyTo, a.reply.Text))
 	}
 	// While storage fails, waiting would only hold the reply back: it is
 	// queued and lands once storage recovers (the user was warned).
+	var err error
 	if r.store.WriteStats().Failing != nil {
 		err = r.store.Enqueue(answer)
 	} else {
@@ -196,39 +265,64 @@ func (r *Responder) Handle(ctx context.Context, t *pipeline.Turn) error {
 		log.Error("storing the reply before sending it", "err", err)
 	}
 	if journal {
-		r.journal(log, r.Journal.Sending(in.Key, answer.ReplyTo))
+		r.journal(log, r.opts.Journal.Sending(in.Key, answer.ReplyTo))
 	}
-	_, serr := send(ctx, pipeline.Outbound{Key: in.Key, Text: reply.Text, ReplyTo: in.MessageID})
+	_, serr := a.send(ctx, pipeline.Outbound{Key: in.Key, Text: a.reply.Text, ReplyTo: in.MessageID})
 	if journal && (serr == nil || ctx.Err() == nil) {
 		// Answered by the platform. (Cut short by a stop, it stays open:
 		// the next start cannot know whether it was delivered.)
-		r.journal(log, r.Journal.Done(in.Key, answer.ReplyTo))
+		r.journal(log, r.opts.Journal.Done(in.Key, answer.ReplyTo))
 	}
 	if serr != nil {
-		r.observe(in.Key.Channel, "send_error", start, reply)
+		r.observe(in.Key.Channel, "send_error", start, a.reply)
 		return fmt.Errorf("sending the reply: %w", serr)
 	}
 	if err != nil {
 		r.warnStorage(ctx, t, true)
 	}
-	if cut {
-		r.observe(in.Key.Channel, "llm_error", start, reply)
-		return nil // a partial answer teaches no facts; the user was told
-	}
-	r.observe(in.Key.Channel, "ok", start, reply)
-	if settings.MemoryEnabled && r.sum != nil {
-		r.sum.MaybeStart(ctx, in.Key, settings.Threshold)
-	}
-	if r.facts != nil && settings.MemoryEnabled {
-		r.bg.Add(1)
-		go func() {
-			defer r.bg.Done()
-			fctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			r.extractFacts(fctx, in, reply.Text, log)
-		}()
-	}
 	return nil
+}
+
+// summaryFailed is what a conversation reads, once per failure streak, when
+// its background summary failed.
+const summaryFailed = "⚠️ I couldn't update my summary of our conversation. Nothing was archived and nothing is lost; I'll retry."
+
+// noticeTimeout bounds sending a notice from background work.
+const noticeTimeout = 30 * time.Second
+
+// after starts the work that follows a delivered answer: the summary when
+// its trigger holds (a failure is told to the conversation through the
+// turn's sender, once per failure streak), and fact extraction.
+func (r *Responder) after(ctx context.Context, t *pipeline.Turn, settings memory.Settings, reply llm.Reply) {
+	if !settings.MemoryEnabled {
+		return
+	}
+	in, log := t.In, t.Logger()
+	if r.sum != nil {
+		out := t.Out
+		r.sum.MaybeStart(ctx, in.Key, settings.Threshold, func(ctx context.Context, err error) {
+			nctx, cancel := context.WithTimeout(ctx, noticeTimeout)
+			defer cancel()
+			if _, serr := out.Send(nctx, pipeline.Outbound{Key: in.Key, Text: summaryFailed, Plain: true}); serr != nil {
+				log.Warn("telling the conversation its summary failed", "err", serr)
+			}
+		})
+	}
+	if r.facts == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	r.bg.Add(1)
+	go func() {
+		defer r.bg.Done()
+		fctx, cancel := context.WithTimeout(r.base, factTimeout)
+		defer cancel()
+		r.extractFacts(fctx, in, reply.Text, log)
+	}()
 }
 
 // journal logs a failure to record a delivery step (the reply still goes
@@ -272,11 +366,11 @@ func (r *Responder) Prompt(ctx context.Context, key pipeline.Key, text string) (
 func (r *Responder) stream(ctx context.Context, t *pipeline.Turn, sm StreamModel, st pipeline.Streamer, msgs []llm.Message) (
 	reply llm.Reply, send func(context.Context, pipeline.Outbound) (string, error), cut bool, err error) {
 	s := st.Stream(ctx, t.In.Key, t.In.MessageID)
-	if ss, ok := s.(pipeline.ShownStream); ok && r.Journal != nil && t.In.MessageID != "" {
+	if ss, ok := s.(pipeline.ShownStream); ok && r.opts.Journal != nil && t.In.MessageID != "" {
 		// A crash before the reply is stored leaves that message showing
 		// part of it: the next start replaces it with a note.
 		key, replyTo, log := t.In.Key, t.In.MessageID, t.Logger()
-		ss.OnShown(func(id string) { r.journal(log, r.Journal.Shown(key, replyTo, id)) })
+		ss.OnShown(func(id string) { r.journal(log, r.opts.Journal.Shown(key, replyTo, id)) })
 	}
 	tctx, cancelTyping := context.WithCancel(ctx)
 	defer cancelTyping()
@@ -321,8 +415,8 @@ func (r *Responder) failTo(ctx context.Context, t *pipeline.Turn, send func(cont
 }
 
 func (r *Responder) observe(channel, outcome string, start time.Time, reply llm.Reply) {
-	if r.Observer != nil {
-		r.Observer.Turn(channel, outcome, time.Since(start), reply)
+	if r.opts.Observer != nil {
+		r.opts.Observer.Turn(channel, outcome, time.Since(start), reply)
 	}
 }
 

@@ -64,6 +64,8 @@ type fixture struct {
 	resp   *Responder
 	chain  pipeline.Handler
 	dir    string
+	model  Model
+	sum    Summarizer // nil: no background summaries
 }
 
 func newFixture(t *testing.T, h llmtest.Handler, opts Options) *fixture {
@@ -82,7 +84,6 @@ func (f *fixture) open(t *testing.T, h llmtest.Handler, opts Options) {
 	}
 	t.Cleanup(func() { store.Close(context.Background()) })
 	f.store = store
-	counter := llm.NewCounter("gpt-4o-mini")
 	var model Model
 	if h != nil {
 		if f.server == nil {
@@ -90,8 +91,16 @@ func (f *fixture) open(t *testing.T, h llmtest.Handler, opts Options) {
 		}
 		model = llm.New(llm.Options{BaseURL: f.server.URL, APIKey: "sk-test", Model: "gpt-4o-mini", MaxRetries: -1, Timeout: 5 * time.Second})
 	}
-	f.resp = New(store, model, assemble.New(store, counter, assemble.DefaultBudget), nil, counter, opts)
-	f.chain = pipeline.Chain(f.resp, pipeline.Dedupe(store, nil))
+	f.model = model
+	f.respond(opts)
+}
+
+// respond builds the responder and the chain with opts, on the fixture's
+// store and model.
+func (f *fixture) respond(opts Options) {
+	counter := llm.NewCounter("gpt-4o-mini")
+	f.resp = New(f.store, f.model, assemble.New(f.store, counter, assemble.DefaultBudget), f.sum, counter, opts)
+	f.chain = pipeline.Chain(f.resp, pipeline.Dedupe(f.store, nil))
 }
 
 func (f *fixture) turn(t *testing.T, in pipeline.Inbound, out pipeline.Sender) error {

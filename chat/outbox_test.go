@@ -55,7 +55,7 @@ func openOutbox(t *testing.T, path string) *Outbox {
 func TestStoredReplyNeverSentIsSentAtTheNextStart(t *testing.T) {
 	f := newFixture(t, llmtest.Echo("echo: "), Options{})
 	path := filepath.Join(f.dir, "outbox.jsonl")
-	f.resp.Journal = crashJournal{o: openOutbox(t, path), before: "sending"}
+	f.respond(Options{Journal: crashJournal{o: openOutbox(t, path), before: "sending"}})
 	lost := &recorder{} // what the dead process would have sent: nothing reached the user
 	if err := f.turn(t, inbound("m1", "hello"), lost); err != nil {
 		t.Fatal(err)
@@ -88,7 +88,7 @@ func TestStoredReplyNeverSentIsSentAtTheNextStart(t *testing.T) {
 func TestReplyCutMidSendIsNotSentTwice(t *testing.T) {
 	f := newFixture(t, llmtest.Echo("echo: "), Options{})
 	path := filepath.Join(f.dir, "outbox.jsonl")
-	f.resp.Journal = crashJournal{o: openOutbox(t, path), before: "done"}
+	f.respond(Options{Journal: crashJournal{o: openOutbox(t, path), before: "done"}})
 	delivered := &recorder{}
 	if err := f.turn(t, inbound("m1", "hello"), delivered); err != nil {
 		t.Fatal(err)
@@ -113,7 +113,7 @@ func TestJournalOrder(t *testing.T) {
 	f := newFixture(t, llmtest.Echo("echo: "), Options{})
 	path := filepath.Join(f.dir, "outbox.jsonl")
 	o := openOutbox(t, path)
-	f.resp.Journal = o
+	f.respond(Options{Journal: o})
 	out := &recorder{onSend: func(pipeline.Outbound) {
 		data, _ := os.ReadFile(path)
 		if s := string(data); !strings.Contains(s, `"op":"reply"`) || !strings.Contains(s, `"op":"sending"`) || strings.Contains(s, `"op":"done"`) {

@@ -204,7 +204,7 @@ func midStream(t *testing.T, ctx context.Context) (f *fixture, path string, step
 		return llmtest.Response{Pieces: []string{"The answer", " is"}, Step: step}
 	}, Options{})
 	path = filepath.Join(f.dir, "outbox.jsonl")
-	f.resp.Journal = openOutbox(t, path)
+	f.respond(Options{Journal: openOutbox(t, path)})
 	done = make(chan error, 1)
 	go func() {
 		done <- f.chain.Handle(ctx, &pipeline.Turn{In: inbound("m1", "what is it?"), Out: &shownStreamer{}})
@@ -257,7 +257,7 @@ func TestStreamCutByACrashIsReplacedAtTheNextStart(t *testing.T) {
 func TestFinishedStreamLeavesNothingToReplace(t *testing.T) {
 	f := newFixture(t, llmtest.Echo("echo: "), Options{})
 	path := filepath.Join(f.dir, "outbox.jsonl")
-	f.resp.Journal = openOutbox(t, path)
+	f.respond(Options{Journal: openOutbox(t, path)})
 	rec := &shownStreamer{}
 	if err := f.turn(t, inbound("m1", "hello"), rec); err != nil {
 		t.Fatal(err)

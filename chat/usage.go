@@ -10,8 +10,7 @@ import (
 )
 
 // Usage hears what each answer cost, per user: limits.Quota counts it
-// against the daily token quota. Set Responder.Usage before the first turn;
-// nil records nothing.
+// against the daily token quota (Options.Usage).
 type Usage interface {
 	// Add adds tokens to what the user (Inbound.UserID) used today. An error
 	// is logged; the answer goes out anyway.
@@ -22,11 +21,11 @@ type Usage interface {
 // whatever happens to the turn, so a cancelled turn still records them.
 const usageTimeout = 5 * time.Second
 
-// recordUsage tells r.Usage what the answer cost: the prompt and completion
+// recordUsage tells Options.Usage what the answer cost: the prompt and completion
 // tokens the server reported or, when it reported none (some local
 // servers), the assembled prompt and the reply as counted here.
 func (r *Responder) recordUsage(ctx context.Context, t *pipeline.Turn, prompt assemble.Prompt, reply llm.Reply) {
-	if r.Usage == nil {
+	if r.opts.Usage == nil {
 		return
 	}
 	tokens := reply.PromptTokens + reply.CompletionTokens
@@ -39,7 +38,7 @@ func (r *Responder) recordUsage(ctx context.Context, t *pipeline.Turn, prompt as
 	user := t.In.UserID()
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), usageTimeout)
 	defer cancel()
-	if err := r.Usage.Add(uctx, user, tokens); err != nil {
+	if err := r.opts.Usage.Add(uctx, user, tokens); err != nil {
 		t.Logger().Warn("recording token usage", "user", user, "tokens", tokens, "err", err)
 	}
 }

@@ -41,7 +41,7 @@ func TestUsageIsRecordedPerUser(t *testing.T) {
 				return resp
 			}, Options{})
 			u := &usageLog{}
-			f.resp.Usage = u
+			f.respond(Options{Usage: u})
 			if err := f.turn(t, inbound("m1", "hello there"), &recorder{}); err != nil {
 				t.Fatal(err)
 			}
@@ -61,7 +61,7 @@ func TestUsageIsRecordedPerUser(t *testing.T) {
 func TestUsageNotRecordedWithoutAnAnswer(t *testing.T) {
 	f := newFixture(t, func(llmtest.Request) llmtest.Response { return llmtest.Response{Status: 500} }, Options{})
 	u := &usageLog{}
-	f.resp.Usage = u
+	f.respond(Options{Usage: u})
 	_ = f.turn(t, inbound("m1", "hello"), &recorder{})
 	if u.calls != 0 {
 		t.Errorf("a failed LLM call recorded usage: %v", u.tokens)

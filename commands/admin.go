@@ -36,15 +36,15 @@ const (
 	welcomeText    = "You're in — an admin let you in. Just write to me; /help lists what I can do."
 )
 
-// EnableAdmin adds the admin commands — /allow, /deny, /pending, /stats —
-// declared in adminCommands. Only admins (Access.IsAdmin: access.admins and
+// enableAdmin adds the admin commands — /allow, /deny, /pending, /stats —
+// declared in adminCommands (Options.Admin). Only admins (Access.IsAdmin: access.admins and
 // the terminal user) may run them, and only in a private chat (their answers
 // name users); anyone else is told the command is for the bot's admins. They
 // are not in List (the platforms' command menus are everyone's); /help shows
-// them to admins. Call it once, before the commands stage runs.
-func (c *Commands) EnableAdmin(opts AdminOptions) {
+// them to admins.
+func (c *Commands) enableAdmin(opts AdminOptions) {
 	if opts.Access == nil {
-		panic("commands: EnableAdmin needs an access list")
+		panic("commands.New: Options.Admin needs an access list")
 	}
 	admin := adminCommands(opts)
 	for _, cmd := range admin {

@@ -52,8 +52,8 @@ func startAdminBot(t *testing.T, dir string, clk *clock) *adminBot {
 	if err := b.access.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
-	b.cmds = commands.New(store, nil, nil, commands.Options{BotName: "RecallBot", Now: clk.Now})
-	b.cmds.EnableAdmin(commands.AdminOptions{Access: b.access, Stats: store, MessagesPerMinute: 20, TokensPerDay: 50000})
+	b.cmds = commands.New(store, nil, nil, commands.Options{BotName: "RecallBot", Now: clk.Now,
+		Admin: &commands.AdminOptions{Access: b.access, Stats: store, MessagesPerMinute: 20, TokensPerDay: 50000}})
 	b.chain = pipeline.Chain(pipeline.HandlerFunc(func(_ context.Context, t *pipeline.Turn) error {
 		b.mu.Lock()
 		defer b.mu.Unlock()

@@ -79,6 +79,9 @@ type Options struct {
 	Log       *slog.Logger
 	Now       func() time.Time
 	ExtraHelp string // appended to /help (e.g. how to configure the LLM)
+	// Admin adds the admin commands (/allow, /deny, /pending, /stats) for
+	// the admins of its access list; nil: none.
+	Admin *AdminOptions
 }
 
 // Commands is the registry and the stage that runs them.
@@ -111,6 +114,9 @@ func New(store Store, sum Summarizer, preview Previewer, opts Options) *Commands
 	for _, cmd := range c.list {
 		c.byName[cmd.Name] = cmd
 	}
+	if opts.Admin != nil {
+		c.enableAdmin(*opts.Admin)
+	}
 	return c
 }
 
@@ -118,7 +124,7 @@ func New(store Store, sum Summarizer, preview Previewer, opts Options) *Commands
 func (c *Commands) List() []*Command { return c.list }
 
 // Names returns the name of every command that can be run, admin commands
-// (EnableAdmin) included, sorted: what a test must cover to cover them all.
+// (Options.Admin) included, sorted: what a test must cover to cover them all.
 func (c *Commands) Names() []string {
 	names := make([]string, 0, len(c.byName))
 	for name := range c.byName {

@@ -61,30 +61,40 @@ var ErrNothingToSummarize = errors.New("nothing to summarize yet")
 // ErrRunning: a summary of this conversation is being written already.
 var ErrRunning = errors.New("a summary is already being written")
 
-// Summarizer runs summaries.
+// runTimeout bounds one background run.
+const runTimeout = 10 * time.Minute
+
+// Summarizer runs summaries. It owns its background runs: their contexts
+// derive from a base context that Close cancels.
 type Summarizer struct {
 	store  Store
 	llm    LLM
 	policy Policy
 	log    *slog.Logger
 	count  llm.Counter
-	// Notify tells a conversation that a background summary failed (set by
-	// the wiring; may be nil).
-	Notify func(key pipeline.Key, err error)
+	base   context.Context // parent of every background run; Close cancels it
+	stop   context.CancelFunc
 
 	mu      sync.Mutex
 	running map[pipeline.Key]bool
+	failing map[pipeline.Key]bool // the last background run failed: the conversation was told
 	wg      sync.WaitGroup
 	closed  bool
 }
 
-// New returns a Summarizer.
+// New returns a Summarizer. store, model and counter are required.
 func New(store Store, model LLM, counter llm.Counter, p Policy, log *slog.Logger) *Summarizer {
+	if store == nil || model == nil || counter == nil {
+		panic("summary.New: the store, the model and the token counter are required")
+	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Summarizer{store: store, llm: model, policy: p.withDefaults(), log: log, count: counter, running: map[pipeline.Key]bool{}}
+	base, stop := context.WithCancel(context.Background())
+	return &Summarizer{store: store, llm: model, policy: p.withDefaults(), log: log, count: counter, base: base, stop: stop,
+		running: map[pipeline.Key]bool{}, failing: map[pipeline.Key]bool{}}
 }
+
 
 // Due reports whether the trigger holds: the user turns since the last
 // summary reached the threshold.
@@ -94,18 +104,23 @@ func Due(st memory.Status, threshold int) bool {
 
 // MaybeStart starts a background run for key when the trigger holds and none
 // is running for it. It returns whether a run was started.
-func (s *Summarizer) MaybeStart(ctx context.Context, key pipeline.Key, threshold int) bool {
+//
+// onFail (may be nil) hears that the run failed (nothing was archived; the
+// next trigger retries), once per failure streak of the conversation: not
+// again until a run of it succeeds. Its ctx is the run's own (it ends when
+// the Summarizer closes). A run cut short by Close is not a failure.
+func (s *Summarizer) MaybeStart(ctx context.Context, key pipeline.Key, threshold int, onFail func(ctx context.Context, err error)) bool {
 	turns, err := s.store.TurnsSinceSummary(ctx, key)
 	if err != nil || !Due(memory.Status{TurnsSinceSummary: turns}, threshold) {
 		return false
 	}
-	return s.start(key, func(ctx context.Context) error {
+	return s.start(key, onFail, func(ctx context.Context) error {
 		_, err := s.run(ctx, key)
 		return err
 	})
 }
 
-func (s *Summarizer) start(key pipeline.Key, fn func(context.Context) error) bool {
+func (s *Summarizer) start(key pipeline.Key, onFail func(context.Context, error), fn func(context.Context) error) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed || s.running[key] {
@@ -120,16 +135,42 @@ func (s *Summarizer) start(key pipeline.Key, fn func(context.Context) error) boo
 			delete(s.running, key)
 			s.mu.Unlock()
 		}()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		ctx, cancel := context.WithTimeout(s.base, runTimeout)
 		defer cancel()
-		if err := fn(ctx); err != nil && !errors.Is(err, ErrNothingToSummarize) {
+		err := fn(ctx)
+		switch {
+		case err == nil:
+			s.succeeded(key)
+		case errors.Is(err, ErrNothingToSummarize):
+		case s.base.Err() != nil:
+			s.log.Info("summary stopped: the bot is stopping; nothing was archived, the next trigger retries", "key", key)
+		default:
 			s.log.Warn("summary failed; nothing was archived, the next trigger retries", "key", key, "err", err)
-			if s.Notify != nil {
-				s.Notify(key, err)
+			if s.firstFailure(key) && onFail != nil {
+				onFail(ctx, err)
 			}
 		}
 	}()
 	return true
+}
+
+// firstFailure records a failed run of key and reports whether it starts a
+// failure streak.
+func (s *Summarizer) firstFailure(key pipeline.Key) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failing[key] {
+		return false
+	}
+	s.failing[key] = true
+	return true
+}
+
+// succeeded ends key's failure streak.
+func (s *Summarizer) succeeded(key pipeline.Key) {
+	s.mu.Lock()
+	delete(s.failing, key)
+	s.mu.Unlock()
 }
 
 // Running reports whether a run is in progress for key.
@@ -145,6 +186,29 @@ func (s *Summarizer) Wait() {
 	s.closed = true
 	s.mu.Unlock()
 	s.wg.Wait()
+}
+
+// Close refuses new runs and lets the background runs in progress finish
+// until ctx ends; then it cancels them (nothing is archived by a cancelled
+// run) and returns once they have returned. The error says runs were cut.
+func (s *Summarizer) Close(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		s.stop()
+		return nil
+	case <-ctx.Done():
+	}
+	s.stop()
+	<-done
+	return fmt.Errorf("stopping background summaries: %w", context.Cause(ctx))
 }
 
 // Run summarizes now (used by /summary_now and by the trigger): archive the
@@ -164,7 +228,11 @@ func (s *Summarizer) Run(ctx context.Context, key pipeline.Key) (Result, error) 
 		delete(s.running, key)
 		s.mu.Unlock()
 	}()
-	return s.run(ctx, key)
+	res, err := s.run(ctx, key)
+	if err == nil {
+		s.succeeded(key)
+	}
+	return res, err
 }
 
 func (s *Summarizer) run(ctx context.Context, key pipeline.Key) (Result, error) {

@@ -150,7 +150,7 @@ func TestSixtyExchangesAtThreshold10(t *testing.T) {
 	s := New(st, newClient(srv, -1), counter, Policy{}, nil) // defaults: keep 4, 5 per level, 10 in all
 	var mu sync.Mutex
 	var notified []error
-	s.Notify = func(_ pipeline.Key, err error) {
+	notify := func(_ context.Context, err error) {
 		mu.Lock()
 		notified = append(notified, err)
 		mu.Unlock()
@@ -160,7 +160,7 @@ func TestSixtyExchangesAtThreshold10(t *testing.T) {
 	var prevTotal int64
 	for i := 1; i <= 60; i++ {
 		exchange(t, st, key, "ann", i)
-		if started := s.MaybeStart(ctx, key, 10); started != (i%10 == 0) {
+		if started := s.MaybeStart(ctx, key, 10, notify); started != (i%10 == 0) {
 			t.Fatalf("exchange %d: MaybeStart started a run: %v, want %v", i, started, i%10 == 0)
 		}
 		waitIdle(s)
@@ -190,7 +190,7 @@ func TestSixtyExchangesAtThreshold10(t *testing.T) {
 		}
 	}
 	s.Wait()
-	if s.MaybeStart(ctx, key, 1) {
+	if s.MaybeStart(ctx, key, 1, notify) {
 		t.Error("MaybeStart started a run after Wait")
 	}
 	if len(notified) != 0 {
@@ -353,15 +353,15 @@ func TestSummaryFailureArchivesNothing(t *testing.T) {
 			s := New(st, newClient(srv, -1), llm.NewCounter("test-model"), Policy{}, nil)
 			var mu sync.Mutex
 			var notified []pipeline.Key
-			s.Notify = func(k pipeline.Key, err error) {
+			key := pipeline.Key{Channel: "whatsapp", Chat: "4915112345678@s.whatsapp.net"}
+			notify := func(_ context.Context, err error) {
 				mu.Lock()
 				defer mu.Unlock()
 				if err == nil {
 					t.Error("Notify without an error")
 				}
-				notified = append(notified, k)
+				notified = append(notified, key)
 			}
-			key := pipeline.Key{Channel: "whatsapp", Chat: "4915112345678@s.whatsapp.net"}
 			for i := 1; i <= 10; i++ {
 				exchange(t, st, key, "ann", i)
 			}
@@ -387,7 +387,7 @@ func TestSummaryFailureArchivesNothing(t *testing.T) {
 			unchanged("after a failed Run")
 
 			// The same in the background: the conversation is told once.
-			if !s.MaybeStart(ctx, key, 10) {
+			if !s.MaybeStart(ctx, key, 10, notify) {
 				t.Fatal("MaybeStart did not start a run at the threshold")
 			}
 			waitIdle(s)
@@ -402,7 +402,7 @@ func TestSummaryFailureArchivesNothing(t *testing.T) {
 			// exchange taken while the summary is written still counts.
 			failing.Store(false)
 			exchange(t, st, key, "ann", 11)
-			if !s.MaybeStart(ctx, key, 10) {
+			if !s.MaybeStart(ctx, key, 10, notify) {
 				t.Fatal("MaybeStart did not retry at the next trigger")
 			}
 			<-entered
@@ -436,7 +436,7 @@ func TestRunNothingToSummarize(t *testing.T) {
 	st := openStore(t)
 	s := New(st, newClient(srv, -1), llm.NewCounter("test-model"), Policy{KeepRecentTurns: 4}, nil)
 	notified := 0
-	s.Notify = func(pipeline.Key, error) { notified++ }
+	notify := func(context.Context, error) { notified++ }
 	key := pipeline.Key{Channel: "console", Chat: "local"}
 	if _, err := s.Run(ctx, key); !errors.Is(err, ErrNothingToSummarize) {
 		t.Errorf("Run on an empty conversation = %v, want ErrNothingToSummarize", err)
@@ -447,7 +447,7 @@ func TestRunNothingToSummarize(t *testing.T) {
 	if _, err := s.Run(ctx, key); !errors.Is(err, ErrNothingToSummarize) {
 		t.Errorf("Run with only the keep-recent window = %v, want ErrNothingToSummarize", err)
 	}
-	if !s.MaybeStart(ctx, key, 4) {
+	if !s.MaybeStart(ctx, key, 4, notify) {
 		t.Fatal("MaybeStart did not start at the threshold")
 	}
 	s.Wait()
@@ -482,7 +482,7 @@ func TestOneRunAtATimePerConversation(t *testing.T) {
 	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
 	st := openStore(t)
 	s := New(st, newClient(srv, -1), llm.NewCounter("test-model"), Policy{}, nil)
-	s.Notify = func(k pipeline.Key, err error) { t.Errorf("run for %s failed: %v", k, err) }
+	failed := func(ctx context.Context, err error) { t.Errorf("a run failed: %v", err) }
 	a := pipeline.Key{Channel: "telegram", Chat: "100"}
 	b := pipeline.Key{Channel: "telegram", Chat: "200"}
 	for i := 1; i <= 10; i++ {
@@ -501,12 +501,12 @@ func TestOneRunAtATimePerConversation(t *testing.T) {
 		}
 	}
 
-	if !s.MaybeStart(ctx, a, 10) {
+	if !s.MaybeStart(ctx, a, 10, failed) {
 		t.Fatal("MaybeStart(a) did not start")
 	}
 	wait("alpha") // a's run is now blocked in the model
 	for range 2 {
-		if s.MaybeStart(ctx, a, 10) {
+		if s.MaybeStart(ctx, a, 10, failed) {
 			t.Error("a second run started for a conversation that has one running")
 		}
 	}
@@ -514,7 +514,7 @@ func TestOneRunAtATimePerConversation(t *testing.T) {
 		t.Errorf("Running: a %v, b %v; want a only", s.Running(a), s.Running(b))
 	}
 	// Another conversation is not held up by a's run.
-	if !s.MaybeStart(ctx, b, 10) {
+	if !s.MaybeStart(ctx, b, 10, failed) {
 		t.Fatal("MaybeStart(b) did not start while a runs")
 	}
 	wait("beta")
@@ -741,7 +741,7 @@ func TestRunRefusesWhileBackgroundRunIsBusy(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if !s.MaybeStart(ctx, k, 3) {
+	if !s.MaybeStart(ctx, k, 3, nil) {
 		t.Fatal("the trigger did not start a run")
 	}
 	<-started
