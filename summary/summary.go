@@ -95,7 +95,6 @@ func New(store Store, model LLM, counter llm.Counter, p Policy, log *slog.Logger
 		running: map[pipeline.Key]bool{}, failing: map[pipeline.Key]bool{}}
 }
 
-
 // Due reports whether the trigger holds: the user turns since the last
 // summary reached the threshold.
 func Due(st memory.Status, threshold int) bool {
