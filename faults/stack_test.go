@@ -16,15 +16,12 @@ import (
 	"github.com/recallbot/recall/adapters/adaptertest"
 	"github.com/recallbot/recall/adapters/telegram"
 	"github.com/recallbot/recall/adapters/telegram/telegramtest"
-	"github.com/recallbot/recall/assemble"
+	"github.com/recallbot/recall/app"
 	"github.com/recallbot/recall/chat"
-	"github.com/recallbot/recall/commands"
-	"github.com/recallbot/recall/limits"
 	"github.com/recallbot/recall/llm"
 	"github.com/recallbot/recall/llm/llmtest"
 	"github.com/recallbot/recall/memory"
 	"github.com/recallbot/recall/pipeline"
-	"github.com/recallbot/recall/summary"
 )
 
 // Timing of the stack: the shape of production (several LLM attempts,
@@ -43,7 +40,7 @@ const (
 // vfsSeq names each test's faulty disk.
 var vfsSeq atomic.Int64
 
-// stack is the whole bot as cmd/bot/wire.go builds it, on a temp data dir
+// stack is the whole bot as package app builds it, on a temp data dir
 // whose recall.db goes through a faulty disk, the fake OpenAI server and the
 // fake Bot API.
 type stack struct {
@@ -59,11 +56,8 @@ type stack struct {
 	llmFault func(r llmtest.Request) (llmtest.Response, bool) // nil: echo
 	llmAt    []llmCall                                        // every LLM request
 
+	app    *app.App
 	store  *memory.Store
-	resp   *chat.Responder
-	sum    *summary.Summarizer
-	disp   *pipeline.Dispatcher
-	ad     *telegram.Adapter
 	cancel context.CancelFunc
 	runErr chan error
 }
@@ -112,76 +106,49 @@ func (s *stack) setLLMFault(f func(r llmtest.Request) (llmtest.Response, bool)) 
 	s.llmFault = f
 }
 
-// start opens the store and runs the bot: the chain of cmd/bot/wire.go,
-// the accepted-but-unanswered messages resubmitted, the adapter polling.
+// start builds the bot through package app on the stack's data dir and
+// runs it with the Telegram adapter on the fake Bot API: the messages
+// accepted but never answered are resubmitted, the adapter polls.
 func (s *stack) start() {
 	t := s.t
 	t.Helper()
-	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	defaults := memory.Settings{MemoryEnabled: true, Storage: memory.StorageSQLite, Threshold: 10}
-	store, err := memory.Open(ctx, memory.Options{
-		Dir: s.dir, Defaults: defaults, Logger: log, VFS: s.vfs,
-		RetryBase: 10 * time.Millisecond, RetryMax: 100 * time.Millisecond,
-	})
-	if err != nil {
-		t.Fatalf("opening the store: %v", err)
-	}
-	counter := llm.NewCounter("test-model")
 	model := llm.New(llm.Options{
 		BaseURL: s.llm.URL, Model: "test-model", Timeout: llmTimeout, MaxRetries: llmRetries,
 		BaseDelay: 10 * time.Millisecond, MaxDelay: 50 * time.Millisecond,
 	})
-	asm := assemble.New(store, counter, assemble.DefaultBudget)
-	sum := summary.New(store, model, counter, summary.Policy{}, log)
-	resp := chat.New(store, model, asm, sum, counter, chat.Options{SystemPrompt: "You are Recall.", StoreTimeout: storeTimeout, Log: log})
-	cmds := commands.New(store, sum, resp, commands.Options{BotName: telegramtest.BotName, Defaults: defaults, Log: log})
-	access := pipeline.NewAccess(false, []string{"telegram:111", "telegram:222"},
-		pipeline.WithAccessStore(store), pipeline.WithAccessLog(log))
-	if err := access.Load(ctx); err != nil {
-		t.Fatalf("loading access decisions: %v", err)
-	}
-	lim := limits.Options{Exempt: access.IsAdmin, Discard: store}
-	rate := limits.NewRate(0, lim)
-	quota := limits.NewQuota(0, store, lim)
-	resp.Usage = quota
-	handler := pipeline.Chain(resp,
-		access.Middleware(),
-		pipeline.Dedupe(store, log),
-		rate.Middleware(),
-		cmds.Middleware(),
-		quota.Middleware(),
-	)
-	disp := pipeline.NewDispatcher(handler, 8, log, pipeline.WithGrace(10*time.Second))
-	intake := &chat.Intake{Store: store, Allowed: access.Allowed, Counter: counter, Wait: intakeWait}
-	var menu []telegram.Command
-	for _, c := range cmds.List() {
-		menu = append(menu, telegram.Command{Name: c.Name, Help: c.Help})
-	}
-	ad, err := telegram.New(telegram.Options{
-		Token: telegramtest.Token, APIURL: s.api.URL, Log: log, Commands: menu, Allowed: access.Allowed,
-		PollTimeout: time.Second, HTTPClient: &http.Client{Timeout: botTimeout},
-	}, disp.Submit, intake.Accept)
+	a, err := app.New(context.Background(), adaptertest.Config(s.dir, []string{"telegram:111", "telegram:222"}), app.Parts{
+		Model: model, Logger: log, BotName: telegramtest.BotName, IntakeWait: intakeWait,
+		Store: func(o *memory.Options) {
+			o.VFS, o.RetryBase, o.RetryMax = s.vfs, 10*time.Millisecond, 100*time.Millisecond
+		},
+		Chat: func(o *chat.Options) { o.StoreTimeout = storeTimeout },
+	})
 	if err != nil {
-		t.Fatalf("telegram.New: %v", err)
+		t.Fatalf("building the bot: %v", err)
 	}
-	pending, err := chat.Pending(ctx, store, telegram.Channel, time.Hour)
-	if err != nil {
-		t.Fatalf("listing unanswered messages: %v", err)
-	}
-	for _, in := range pending {
-		if err := disp.Submit(in, ad.Sender()); err != nil {
-			t.Fatalf("resubmitting %s: %v", in.MessageID, err)
+	tg := func(w app.Wiring) (app.Channel, error) {
+		var menu []telegram.Command
+		for _, c := range w.Commands {
+			menu = append(menu, telegram.Command{Name: c.Name, Help: c.Help})
 		}
+		ad, err := telegram.New(telegram.Options{
+			Token: telegramtest.Token, APIURL: s.api.URL, Log: log, Commands: menu, Allowed: w.Allowed,
+			PollTimeout: time.Second, HTTPClient: &http.Client{Timeout: botTimeout},
+		}, w.Submit, w.Accept)
+		if err != nil {
+			return app.Channel{}, err
+		}
+		return app.Channel{Name: telegram.Channel, Sender: ad.Sender(), Run: ad.Run, Health: ad}, nil
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	s.store, s.resp, s.sum, s.disp, s.ad, s.cancel = store, resp, sum, disp, ad, cancel
+	s.app, s.store, s.cancel = a, a.Store, cancel
 	s.runErr = make(chan error, 1)
-	go func() { s.runErr <- ad.Run(runCtx) }()
+	go func() { s.runErr <- a.Run(runCtx, tg) }()
 }
 
-// stop stops taking updates, lets the turns finish, waits for background
-// work and closes the store, flushing the write queue.
+// stop stops taking updates, lets the turns finish, stops background work
+// and closes the store, flushing the write queue.
 func (s *stack) stop() {
 	t := s.t
 	t.Helper()
@@ -190,15 +157,8 @@ func (s *stack) stop() {
 	if err := <-s.runErr; err != nil {
 		t.Errorf("Run: %v", err)
 	}
-	if err := s.disp.Close(); err != nil {
-		t.Errorf("dispatcher: %v", err)
-	}
-	s.resp.Wait()
-	s.sum.Wait()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := s.store.Close(ctx); err != nil {
-		t.Errorf("closing the store: %v", err)
+	if err := s.app.Close(); err != nil {
+		t.Errorf("closing the bot: %v", err)
 	}
 }
 

@@ -8,20 +8,23 @@ import (
 	"testing"
 	"time"
 
-	"github.com/recallbot/recall/assemble"
+	"github.com/recallbot/recall/app"
 	"github.com/recallbot/recall/chat"
 	"github.com/recallbot/recall/commands"
+	"github.com/recallbot/recall/config"
 	"github.com/recallbot/recall/llm"
 	"github.com/recallbot/recall/memory"
 	"github.com/recallbot/recall/pipeline"
 	"github.com/recallbot/recall/summary"
 )
 
-// Chain is the pipeline cmd/bot builds, without an adapter: the store on a
-// directory, the LLM client on a fake OpenAI server, assembly, summaries,
-// commands, the responder, access, dedupe and the dispatcher (8 turns at a
-// time). Adapters' tests put their adapter in front of it.
+// Chain is the bot as package app builds it, without an adapter: the store
+// on a directory, the LLM client on a fake OpenAI server, assembly,
+// summaries, commands, the responder, access, dedupe, rate and token limits
+// and a dispatcher (8 turns at a time). Adapters' tests put their adapter in
+// front of it.
 type Chain struct {
+	App    *app.App
 	Store  *memory.Store
 	Resp   *chat.Responder
 	Sum    *summary.Summarizer
@@ -38,42 +41,49 @@ type ChainOptions struct {
 	Allowed []string // access.allowed_users
 	BotName string   // for /cmd@botname
 	Log     *slog.Logger
-	// Chat are the responder's options; SystemPrompt and Log are set by
-	// NewChain.
-	Chat chat.Options
+	// Journal opens the delivery journal (App.Outbox) in Dir.
+	Journal bool
+	// Chat adjusts the responder's options (timings).
+	Chat func(*chat.Options)
 }
 
 // Defaults are the memory settings of a Chain's users.
 var Defaults = memory.Settings{MemoryEnabled: true, Storage: memory.StorageSQLite, Threshold: 10}
 
-// NewChain opens the store in o.Dir and builds the stages, as
-// cmd/bot/wire.go does.
+// Config is the configuration of a Chain on dir: the defaults, with the
+// test model, 8 turns at a time and a 10s shutdown.
+func Config(dir string, allowed []string) config.Config {
+	cfg := config.Default()
+	cfg.Data.Dir = dir
+	cfg.HTTP.Listen = ""
+	cfg.LLM.Model = "test-model"
+	cfg.LLM.SystemPrompt = "You are Recall."
+	cfg.Memory.EnabledByDefault, cfg.Memory.Storage, cfg.Memory.Threshold = Defaults.MemoryEnabled, string(Defaults.Storage), Defaults.Threshold
+	cfg.Access.AllowedUsers = allowed
+	cfg.Pipeline.MaxConcurrent = 8
+	cfg.Shutdown.Timeout = 10 * time.Second
+	return cfg
+}
+
+// NewChain opens the store in o.Dir and builds the bot through package app.
 func NewChain(t testing.TB, o ChainOptions) *Chain {
 	t.Helper()
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	store, err := memory.Open(context.Background(), memory.Options{Dir: o.Dir, Defaults: Defaults, Logger: o.Log})
-	if err != nil {
-		t.Fatalf("opening the store: %v", err)
-	}
-	counter := llm.NewCounter("test-model")
 	model := llm.New(llm.Options{BaseURL: o.LLMURL, Model: "test-model", MaxRetries: -1, Timeout: 10 * time.Second})
-	asm := assemble.New(store, counter, assemble.DefaultBudget)
-	sum := summary.New(store, model, counter, summary.Policy{}, o.Log)
-	copts := o.Chat
-	copts.SystemPrompt, copts.Log = "You are Recall.", o.Log
-	resp := chat.New(store, model, asm, sum, counter, copts)
-	cmds := commands.New(store, sum, resp, commands.Options{BotName: o.BotName, Defaults: Defaults, Log: o.Log})
-	access := pipeline.NewAccess(false, o.Allowed)
-	handler := pipeline.Chain(resp, access.Middleware(), pipeline.Dedupe(store, o.Log), cmds.Middleware())
-	disp := pipeline.NewDispatcher(handler, 8, o.Log, pipeline.WithGrace(10*time.Second))
-	intake := &chat.Intake{Store: store, Allowed: access.Allowed, Counter: counter}
-	return &Chain{Store: store, Resp: resp, Sum: sum, Disp: disp, Cmds: cmds, Access: access, Intake: intake}
+	a, err := app.New(context.Background(), Config(o.Dir, o.Allowed), app.Parts{
+		Model: model, Logger: o.Log, BotName: o.BotName, Journal: o.Journal, Chat: o.Chat,
+	})
+	if err != nil {
+		t.Fatalf("building the bot: %v", err)
+	}
+	return &Chain{App: a, Store: a.Store, Resp: a.Responder, Sum: a.Summarizer, Disp: a.NewDispatcher(),
+		Cmds: a.Commands, Access: a.Access, Intake: a.Intake}
 }
 
-// Close drains the dispatcher, waits for background work and closes the
-// store; before (may be nil) runs once the turns are done (an adapter's
+// Close drains the dispatcher, then closes the bot (background work, the
+// store); before (may be nil) runs once the turns are done (an adapter's
 // Close).
 func (c *Chain) Close(t testing.TB, before func() error) {
 	t.Helper()
@@ -87,10 +97,8 @@ func (c *Chain) Close(t testing.TB, before func() error) {
 			t.Errorf("closing the adapter: %v", err)
 		}
 	}
-	c.Resp.Wait()
-	c.Sum.Wait()
-	if err := c.Store.Close(ctx); err != nil {
-		t.Errorf("closing the store: %v", err)
+	if err := c.App.Close(); err != nil {
+		t.Errorf("closing the bot: %v", err)
 	}
 }
 

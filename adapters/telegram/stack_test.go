@@ -3,7 +3,6 @@ package telegram
 import (
 	"context"
 	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -98,13 +97,9 @@ func (s *stack) start() {
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(s.logs, &slog.HandlerOptions{Level: s.logLevel()}))
 	c := adaptertest.NewChain(t, adaptertest.ChainOptions{Dir: s.dir, LLMURL: s.llm.URL, Allowed: s.opts.allowed,
-		BotName: fakeBotName, Log: log, Chat: chat.Options{TypingEvery: s.opts.typingEvery}})
+		BotName: fakeBotName, Log: log, Journal: true, Chat: func(o *chat.Options) { o.TypingEvery = s.opts.typingEvery }})
 	store, resp, sum, disp, cmds, access, intake := c.Store, c.Resp, c.Sum, c.Disp, c.Cmds, c.Access, c.Intake
-	outbox, err := chat.OpenOutbox(filepath.Join(s.dir, "outbox.jsonl"), log)
-	if err != nil {
-		t.Fatalf("opening the outbox: %v", err)
-	}
-	resp.Journal = outbox
+	outbox := c.App.Outbox
 	unsent, err := outbox.Unsent(ctx, store, Channel, time.Hour)
 	if err != nil {
 		t.Fatalf("listing unsent replies: %v", err)
@@ -174,8 +169,7 @@ func (s *stack) start() {
 func (s *stack) stop() {
 	s.t.Helper()
 	s.stopAdapter()
-	s.chain.Close(s.t, nil)
-	s.outbox.Close()
+	s.chain.Close(s.t, nil) // closes the outbox too
 }
 
 // stopAdapter stops taking updates and waits for Run to return.
@@ -195,15 +189,12 @@ func (s *stack) stopAdapter() {
 func (s *stack) freeze() (thaw func()) {
 	s.t.Helper()
 	s.stopAdapter()
-	old, outbox := s.chain, s.outbox
+	old := s.chain
 	return func() {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		_ = old.Disp.Shutdown(ctx) // cuts the hanging turns
-		old.Resp.Wait()
-		old.Sum.Wait()
-		old.Store.Close(context.Background())
-		outbox.Close()
+		_ = old.App.Close()
 	}
 }
 

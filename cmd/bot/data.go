@@ -171,11 +171,11 @@ func runContext(ctx context.Context, cfg config.Config, args []string, stdout io
 		return err
 	}
 	defer func() {
-		if cerr := a.close(); cerr != nil && err == nil {
+		if cerr := a.Close(); cerr != nil && err == nil {
 			err = cerr
 		}
 	}()
-	p, err := a.responder.Prompt(ctx, k, text)
+	p, err := a.Responder.Prompt(ctx, k, text)
 	if err != nil {
 		return err
 	}

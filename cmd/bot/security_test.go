@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/recallbot/recall/adapters/adaptertest"
+	"github.com/recallbot/recall/app"
 	"github.com/recallbot/recall/chat"
 	"github.com/recallbot/recall/config"
 	"github.com/recallbot/recall/llm/llmtest"
@@ -108,7 +109,7 @@ func (s *secSender) since(mark int) string {
 // secWorld is one bot wired by newApp, driven turn by turn.
 type secWorld struct {
 	t    *testing.T
-	app  *app
+	app  *app.App
 	llm  *llmtest.Server
 	logs *adaptertest.SyncBuffer
 	data string
@@ -153,7 +154,7 @@ func newSecWorld(t *testing.T, storage string, change func(*config.Config)) *sec
 	if err != nil {
 		t.Fatalf("newApp: %v", err)
 	}
-	t.Cleanup(func() { _ = a.close() })
+	t.Cleanup(func() { _ = a.Close() })
 	return &secWorld{t: t, app: a, llm: srv, logs: logs, data: cfg.Data.Dir}
 }
 
@@ -168,16 +169,16 @@ func (w *secWorld) say(out *secSender, key pipeline.Key, sender, text string) {
 		Key: key, SenderID: sender, SenderName: "user" + sender, MessageID: fmt.Sprint(w.seq),
 		Text: text, IsGroup: group, MentionsBot: group, Time: time.Now(),
 	}
-	if err := w.app.handler.Handle(w.t.Context(), &pipeline.Turn{In: in, Out: out}); err != nil {
+	if err := w.app.Handler.Handle(w.t.Context(), &pipeline.Turn{In: in, Out: out}); err != nil {
 		w.t.Logf("turn %q in %s: %v", text, key, err)
 	}
 	w.settle()
 }
 
 func (w *secWorld) settle() {
-	w.app.responder.Wait()
-	if w.app.summarize != nil {
-		w.app.summarize.Wait()
+	w.app.Responder.Wait()
+	if w.app.Summarizer != nil {
+		w.app.Summarizer.Wait()
 	}
 }
 
@@ -242,7 +243,7 @@ var followUps = []string{"1", "yes", "/cancel"}
 // attack runs every registered command with every attack argument as B in
 // key, answering the questions they ask, then B's normal questions.
 func (w *secWorld) attack(b *secSender, key pipeline.Key) {
-	names := w.app.commands.Names()
+	names := w.app.Commands.Names()
 	if len(names) < 15 {
 		w.t.Fatalf("only %d commands registered: %v", len(names), names)
 	}
@@ -366,7 +367,7 @@ func TestUnknownUserReachesNothing(t *testing.T) {
 			keyU := pipeline.Key{Channel: "telegram", Chat: stranger}
 			tries := []string{"hello " + unknownSecret, "/start", "/help", "/remember x " + unknownSecret, "/search locker combination",
 				"/export", "/memories", "/context locker", "/summary json 1", "/purge all", "yes", "/allow telegram:" + stranger, "/pending", "/stats"}
-			for _, name := range w.app.commands.Names() {
+			for _, name := range w.app.Commands.Names() {
 				tries = append(tries, "/"+name, "/"+name+" telegram:"+userA)
 			}
 			for _, text := range tries {
@@ -391,7 +392,7 @@ func TestUnknownUserReachesNothing(t *testing.T) {
 				}
 			}
 			// Nothing of what they wrote is kept, in any file.
-			if err := w.app.store.Close(t.Context()); err != nil {
+			if err := w.app.Store.Close(t.Context()); err != nil {
 				t.Fatal(err)
 			}
 			err := filepath.Walk(w.data, func(path string, info os.FileInfo, err error) error {

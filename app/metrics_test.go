@@ -1,10 +1,12 @@
-package main
+package app
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/recallbot/recall/memory"
 	"github.com/recallbot/recall/metrics"
@@ -24,7 +26,7 @@ func TestSummaryCounter(t *testing.T) {
 	key := pipeline.Key{Channel: "telegram", Chat: "42"}
 	var level1 []int64
 	for i := range 2 {
-		if err := s.Append(ctx, backupExchange(key, i)...); err != nil {
+		if err := s.Append(ctx, exchange(key, i)...); err != nil {
 			t.Fatal(err)
 		}
 		active, err := s.Active(ctx, key)
@@ -52,5 +54,14 @@ func TestSummaryCounter(t *testing.T) {
 		if !strings.Contains(rec.Body.String(), want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
+	}
+}
+
+func exchange(key pipeline.Key, i int) []memory.Message {
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Second)
+	id := fmt.Sprint(i)
+	return []memory.Message{
+		{Key: key, Role: memory.RoleUser, SenderID: key.Chat, PlatformID: id, Text: "message " + id, Time: at},
+		{Key: key, Role: memory.RoleAssistant, ReplyTo: id, Text: "reply " + id, Time: at.Add(time.Millisecond)},
 	}
 }

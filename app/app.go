@@ -1,0 +1,314 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/recallbot/recall/assemble"
+	"github.com/recallbot/recall/chat"
+	"github.com/recallbot/recall/commands"
+	"github.com/recallbot/recall/config"
+	"github.com/recallbot/recall/limits"
+	"github.com/recallbot/recall/llm"
+	"github.com/recallbot/recall/logs"
+	"github.com/recallbot/recall/memory"
+	"github.com/recallbot/recall/metrics"
+	"github.com/recallbot/recall/ops"
+	"github.com/recallbot/recall/pipeline"
+	"github.com/recallbot/recall/summary"
+)
+
+// Model is what the bot needs from a language model: chat answers and
+// summaries. *llm.Client implements it (and streams, chat.StreamModel).
+type Model interface {
+	chat.Model
+	summary.LLM
+}
+
+// Parts are the outside parts of the bot, injectable by tests and
+// benchmarks. The zero value is production: the model from llm.*, the
+// logger on stderr, the system clock.
+type Parts struct {
+	// Model answers; nil builds an llm.Client from the configuration when
+	// llm.base_url is set (else the bot explains how to configure one).
+	Model Model
+	// LogWriter receives the logs (format and level from log.*); nil is
+	// os.Stderr. Logger, when set, is used instead.
+	LogWriter io.Writer
+	Logger    *slog.Logger
+	// Now is the clock of commands, limits and access decisions; nil is
+	// time.Now.
+	Now func() time.Time
+	// Version is reported by /metrics.
+	Version string
+	// BotName is the bot's @username, for commands addressed "/cmd@name".
+	// (The production wiring knows none: every "/cmd@anybot" is answered.)
+	BotName string
+	// Store adjusts how the store is opened (a test's faulty disk, short
+	// retries); nil leaves the options from the configuration.
+	Store func(*memory.Options)
+	// Chat adjusts the responder's options (a test's short timeouts).
+	Chat func(*chat.Options)
+	// IntakeWait is how long an update waits to be durable before the
+	// intake looks whether storage fails (0: chat.Intake's default).
+	IntakeWait time.Duration
+	// Journal opens the delivery journal (outbox.jsonl in the data dir):
+	// the bot running chat channels sets it. The terminal chat and the
+	// subcommands leave it alone (a subcommand may run beside the bot).
+	Journal bool
+	// ForegroundSummaries: the responder starts no summaries; the caller
+	// runs them (a benchmark that needs them at known turns).
+	ForegroundSummaries bool
+	// WrapAssembler and WrapStore let a benchmark time the responder's
+	// assembly and store calls; nil leaves them alone.
+	WrapAssembler func(chat.Assembler) chat.Assembler
+	WrapStore     func(*memory.Store) chat.Store
+}
+
+// App is the bot, wired. Its fields are the parts, for the subcommands and
+// for tests to look at; Close stops what it owns.
+type App struct {
+	Config     config.Config
+	Log        *slog.Logger
+	Store      *memory.Store
+	Model      Model               // nil when no model is configured
+	Summarizer *summary.Summarizer // nil when no model is configured
+	Responder  *chat.Responder
+	Commands   *commands.Commands
+	Access     *pipeline.Access
+	Counter    llm.Counter
+	Metrics    *metrics.Metrics
+	Health     *ops.Health // /healthz: database, write queue, then each channel as it starts
+	Intake     *chat.Intake
+	Outbox     *chat.Outbox // the delivery journal; nil when not open (the terminal chat)
+	// Handler is the chain of stages: access, dedupe, rate limit,
+	// commands, token quota, then the responder.
+	Handler pipeline.Handler
+}
+
+// The metrics hear about every turn.
+var _ chat.Observer = (*metrics.Metrics)(nil)
+
+// NotConfigured is what the user reads when no LLM is set up.
+const NotConfigured = "I'm running, but no language model is configured yet, so I can't answer. " +
+	"Set llm.base_url and llm.api_key in config.yaml, or the environment variables " +
+	"RECALL_LLM_BASE_URL and RECALL_LLM_API_KEY (any OpenAI-compatible server works, e.g. a local Ollama at http://localhost:11434/v1), then restart me. " +
+	"Commands such as /help, /remember and /summary_status work meanwhile."
+
+// OutboxFile, in the data dir, is the journal of replies being delivered.
+const OutboxFile = "outbox.jsonl"
+
+// New opens the store in data.dir and builds the bot. Close releases it.
+func New(ctx context.Context, cfg config.Config, parts Parts) (*App, error) {
+	a := &App{Config: cfg, Log: parts.Logger}
+	if a.Log == nil {
+		w := parts.LogWriter
+		if w == nil {
+			w = os.Stderr
+		}
+		a.Log = logs.New(w, cfg.Log.Level, cfg.Log.Format, cfg.Secrets())
+	}
+	now := parts.Now
+	if now == nil {
+		now = time.Now
+	}
+	defaults := Defaults(cfg)
+	mopts := memory.Options{
+		Dir: cfg.Data.Dir, Defaults: defaults, MaxMemories: cfg.Memory.MaxMemories,
+		QueueSize: cfg.Memory.WriteQueue, Logger: a.Log,
+	}
+	if parts.Store != nil {
+		parts.Store(&mopts)
+	}
+	store, err := memory.Open(ctx, mopts)
+	if err != nil {
+		return nil, fmt.Errorf("opening the store in %s: %w", cfg.Data.Dir, err)
+	}
+	a.Store = store
+	a.Metrics = metrics.New(metrics.Options{Version: parts.Version, Channels: enabledChannels(cfg), WriteQueue: store})
+	a.Health = ops.NewHealth(logs.NewRedactor(nil, cfg.Secrets()).Redact,
+		ops.Database(store.SQLite().DB()), ops.WriteQueueCheck(store))
+	a.Counter = llm.NewCounter(cfg.LLM.Model)
+	a.Model = parts.Model
+	if a.Model == nil && cfg.LLM.Configured() {
+		a.Model = llm.New(llm.Options{
+			BaseURL: cfg.LLM.BaseURL, APIKey: cfg.LLM.APIKey, Model: cfg.LLM.Model, SummaryModel: cfg.LLM.SummaryModel,
+			Temperature: cfg.LLM.Temperature, MaxTokens: cfg.LLM.MaxTokens, Timeout: cfg.LLM.Timeout,
+			MaxRetries: cfg.LLM.MaxRetries, Concurrency: cfg.LLM.Concurrency,
+		})
+	}
+	if err := a.build(ctx, parts, defaults, now); err != nil {
+		return nil, errors.Join(err, store.Close(context.Background()))
+	}
+	return a, nil
+}
+
+// build makes the stages on the open store.
+func (a *App) build(ctx context.Context, parts Parts, defaults memory.Settings, now func() time.Time) error {
+	cfg, store := a.Config, a.Store
+	b := cfg.Memory.Budget
+	facts := 0
+	if cfg.Memory.Facts.Enabled {
+		facts = cfg.Memory.Facts.Budget
+	}
+	var asm chat.Assembler = assemble.New(store, a.Counter, assemble.Budget{Total: b.Total, System: b.System,
+		Memories: b.Memories + facts, Summaries: b.Summaries, Snippets: b.Snippets, Recent: b.Recent})
+	if parts.WrapAssembler != nil {
+		asm = parts.WrapAssembler(asm)
+	}
+	policy := summary.Policy{KeepRecentTurns: cfg.Memory.KeepRecentTurns, MaxActivePerLevel: cfg.Memory.MaxActivePerLevel, MaxActiveTotal: cfg.Memory.MaxActiveTotal}
+	var (
+		model  chat.Model
+		sum    chat.Summarizer
+		cmdSum commands.Summarizer
+	)
+	if a.Model != nil {
+		model = a.Model
+		a.Summarizer = summary.New(summaryCounter{store, a.Metrics}, a.Model, a.Counter, policy, a.Log)
+		cmdSum = a.Summarizer
+		if !parts.ForegroundSummaries {
+			sum = a.Summarizer
+		}
+	}
+	if parts.Journal {
+		// The journal of replies being delivered: a reply stored but
+		// never sent before a crash is sent at the next start.
+		outbox, err := chat.OpenOutbox(filepath.Join(cfg.Data.Dir, OutboxFile), a.Log)
+		if err != nil {
+			return err
+		}
+		a.Outbox = outbox
+	}
+	a.Access = pipeline.NewAccess(cfg.Access.Open, cfg.Access.AllowedUsers,
+		pipeline.WithAdmins(cfg.Access.Admins...), pipeline.WithAccessStore(store), pipeline.WithAccessLog(a.Log),
+		pipeline.WithAccessClock(now))
+	if err := a.Access.Load(ctx); err != nil {
+		return errors.Join(fmt.Errorf("loading access decisions: %w", err), a.closeOutbox())
+	}
+	lim := limits.Options{Exempt: a.Access.IsAdmin, Discard: store, Now: now}
+	rate := limits.NewRate(cfg.Limits.MessagesPerMinute, lim)
+	quota := limits.NewQuota(cfg.Limits.TokensPerDay, store, lim)
+	copts := chat.Options{
+		SystemPrompt: cfg.LLM.SystemPrompt, Facts: cfg.Memory.Facts.Enabled, MaxMemories: cfg.Memory.MaxMemories,
+		NotConfigured: NotConfigured, Log: a.Log, Observer: a.Metrics, Usage: quota,
+	}
+	if a.Outbox != nil {
+		copts.Journal = a.Outbox
+	}
+	if parts.Chat != nil {
+		parts.Chat(&copts)
+	}
+	var cstore chat.Store = store
+	if parts.WrapStore != nil {
+		cstore = parts.WrapStore(store)
+	}
+	a.Responder = chat.New(cstore, model, asm, sum, a.Counter, copts)
+	extra := ""
+	if a.Model == nil {
+		extra = NotConfigured
+	}
+	a.Commands = commands.New(store, cmdSum, a.Responder, commands.Options{
+		BotName: parts.BotName, Defaults: defaults, Facts: cfg.Memory.Facts.Enabled, Log: a.Log, Now: now, ExtraHelp: extra,
+		Admin: &commands.AdminOptions{Access: a.Access, Stats: store,
+			MessagesPerMinute: cfg.Limits.MessagesPerMinute, TokensPerDay: cfg.Limits.TokensPerDay},
+	})
+	// The stages of DESIGN.md in order: access, dedupe, (rate limit),
+	// commands, (token quota), then the responder: persist, assemble, LLM,
+	// reply, persist, summarize.
+	a.Handler = pipeline.Chain(a.Responder,
+		a.Access.Middleware(),
+		pipeline.Dedupe(store, a.Log),
+		rate.Middleware(),
+		a.Commands.Middleware(),
+		quota.Middleware(),
+	)
+	a.Intake = &chat.Intake{Store: store, Allowed: a.Access.Allowed, Counter: a.Counter, Wait: parts.IntakeWait}
+	return nil
+}
+
+// Defaults are the memory settings of owners who never chose.
+func Defaults(cfg config.Config) memory.Settings {
+	return memory.Settings{
+		MemoryEnabled: cfg.Memory.EnabledByDefault,
+		Storage:       memory.Storage(cfg.Memory.Storage),
+		Threshold:     cfg.Memory.Threshold,
+	}
+}
+
+// Close stops the background work — summaries and fact extraction get until
+// shutdown.timeout to finish, then are cancelled — and flushes the write
+// queue (shutdown.timeout again) and closes the store. Call it once the
+// channels stopped (Run returned).
+func (a *App) Close() error {
+	bctx, cancel := context.WithTimeout(context.Background(), a.Config.Shutdown.Timeout)
+	var berr error
+	if a.Summarizer != nil {
+		berr = a.Summarizer.Close(bctx)
+	}
+	berr = errors.Join(berr, a.Responder.Close(bctx))
+	cancel()
+	if berr != nil {
+		a.Log.Warn("stopped background work that was still running; it retries at the next trigger", "err", berr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), a.Config.Shutdown.Timeout)
+	defer cancel()
+	err := a.Store.Close(ctx)
+	if err != nil {
+		a.Log.Error("stopped, but the write queue could not be flushed", "err", err)
+	} else {
+		a.Log.Info("stopped; everything is written")
+	}
+	return errors.Join(err, a.closeOutbox())
+}
+
+func (a *App) closeOutbox() error {
+	if a.Outbox == nil {
+		return nil
+	}
+	return a.Outbox.Close()
+}
+
+// enabledChannels names the chat channels this configuration runs.
+func enabledChannels(cfg config.Config) []string {
+	var out []string
+	if cfg.TelegramEnabled() {
+		out = append(out, "telegram")
+	}
+	if cfg.WhatsApp.Enabled {
+		out = append(out, "whatsapp")
+	}
+	if len(out) == 0 {
+		out = append(out, "console")
+	}
+	return out
+}
+
+// summaryCounter is the store as the summarizer sees it: it counts the
+// summaries written (recall_summaries_created_total) — level 1 by Archive,
+// higher levels by Fold.
+type summaryCounter struct {
+	*memory.Store
+	m *metrics.Metrics
+}
+
+func (s summaryCounter) Archive(ctx context.Context, key pipeline.Key, ids []int64, sum memory.Summary, turnsSeen int) (memory.Summary, error) {
+	out, err := s.Store.Archive(ctx, key, ids, sum, turnsSeen)
+	if err == nil {
+		s.m.SummaryCreated(max(out.Level, 1))
+	}
+	return out, err
+}
+
+func (s summaryCounter) Fold(ctx context.Context, key pipeline.Key, ids []int64, sum memory.Summary) (memory.Summary, error) {
+	out, err := s.Store.Fold(ctx, key, ids, sum)
+	if err == nil {
+		s.m.SummaryCreated(out.Level)
+	}
+	return out, err
+}

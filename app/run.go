@@ -1,0 +1,189 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/recallbot/recall/chat"
+	"github.com/recallbot/recall/commands"
+	"github.com/recallbot/recall/metrics"
+	"github.com/recallbot/recall/ops"
+	"github.com/recallbot/recall/pipeline"
+)
+
+// Channel is a chat platform as the bot runs it: an adapter built by a
+// ChannelFunc on the bot's Wiring.
+type Channel struct {
+	Name   string          // "telegram"
+	Sender pipeline.Sender // sends to the platform
+	// Run receives updates until ctx ends.
+	Run func(ctx context.Context) error
+	// Health reports the channel's state on /healthz; nil reports nothing.
+	Health ops.HealthReporter
+	// Close releases the adapter once the turns finished; may be nil.
+	Close func() error
+	// Window is how old an accepted but unanswered message may be to be
+	// answered after a restart; 0 is PendingWindow.
+	Window time.Duration
+	// Connects: the sender waits for the connection Run makes. The
+	// replies the last run never sent go out once it runs (else before),
+	// and a failure of Run is logged and stops this channel only (else it
+	// stops the bot).
+	Connects bool
+}
+
+// Wiring is what a channel needs from the bot to be built.
+type Wiring struct {
+	Submit   func(in pipeline.Inbound, out pipeline.Sender) error // queues a turn (the dispatcher)
+	Accept   func(ctx context.Context, in pipeline.Inbound) error // makes an update durable before it is acknowledged (the intake)
+	Allowed  func(userID string) bool                             // the access list
+	Commands []*commands.Command                                  // the platforms' command menu
+	Log      *slog.Logger
+	Metrics  *metrics.Metrics
+}
+
+// ChannelFunc builds a channel on the bot's wiring.
+type ChannelFunc func(w Wiring) (Channel, error)
+
+// NewDispatcher returns a dispatcher running the chain, with
+// pipeline.max_concurrent turns at a time and shutdown.timeout of grace. Run
+// makes its own; a test that drives an adapter by hand uses this one.
+func (a *App) NewDispatcher() *pipeline.Dispatcher {
+	return pipeline.NewDispatcher(a.Handler, a.Config.Pipeline.MaxConcurrent, a.Log, pipeline.WithGrace(a.Config.Shutdown.Timeout))
+}
+
+// PendingWindow is how old an accepted but unanswered message may be to be
+// answered after a restart.
+const PendingWindow = time.Hour
+
+// Run runs the channels and the dispatcher (pipeline.max_concurrent turns at
+// a time) until ctx ends or a channel fails, then stops taking updates and
+// lets turns in flight finish (shutdown.timeout). Each channel, in order,
+// first sends the replies the last run stored but never sent, then answers
+// the messages it accepted but never answered, then runs.
+func (a *App) Run(ctx context.Context, channels ...ChannelFunc) error {
+	cfg := a.Config
+	disp := a.NewDispatcher()
+	w := Wiring{Submit: disp.Submit, Accept: a.Intake.Accept, Allowed: a.Access.Allowed,
+		Commands: a.Commands.List(), Log: a.Log, Metrics: a.Metrics}
+	g, gctx := errgroup.WithContext(ctx)
+	var closers []func() error
+	var err error
+	for _, mk := range channels {
+		var ch Channel
+		if ch, err = mk(w); err != nil {
+			break
+		}
+		if ch.Close != nil {
+			closers = append(closers, ch.Close)
+		}
+		if err = a.start(ctx, gctx, g, disp, ch); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		// Keep serving until asked to stop, even when a channel gave up.
+		g.Go(func() error { <-gctx.Done(); return nil })
+		a.Log.Info("running", "telegram", cfg.TelegramEnabled(), "whatsapp", cfg.WhatsApp.Enabled)
+		err = g.Wait() // returns when ctx ends (or a channel fails)
+		inFlight, queued := disp.Stats()
+		a.Log.Info("stopping: no new updates; letting turns in flight finish",
+			"cause", context.Cause(ctx), "in_flight", inFlight, "queued", queued, "timeout", cfg.Shutdown.Timeout)
+	}
+	derr := disp.Close()
+	for _, c := range closers {
+		derr = errors.Join(derr, c())
+	}
+	if err == nil && derr == nil {
+		a.Log.Info("turns finished; flushing the write queue", "queued", a.Store.WriteStats().Queued)
+	}
+	return errors.Join(err, derr)
+}
+
+// start brings one channel up: replies left unsent → messages left
+// unanswered → health → run.
+func (a *App) start(ctx, gctx context.Context, g *errgroup.Group, disp *pipeline.Dispatcher, ch Channel) error {
+	var unsent *chat.Redelivery
+	if a.Outbox != nil {
+		var err error
+		if unsent, err = a.unsent(ctx, ch.Name); err != nil {
+			return err
+		}
+	}
+	if unsent != nil && !ch.Connects {
+		// Replies stored but never sent by the last run go first, then
+		// the messages accepted before a stop but never answered.
+		if err := a.redeliver(ctx, unsent, ch.Name, ch.Sender); err != nil {
+			return err
+		}
+	}
+	window := ch.Window
+	if window <= 0 {
+		window = PendingWindow
+	}
+	pending, err := chat.Pending(ctx, a.Store, ch.Name, window)
+	if err != nil {
+		return fmt.Errorf("listing unanswered %s messages: %w", ch.Name, err)
+	}
+	for _, in := range pending {
+		if err := disp.Submit(in, ch.Sender); err != nil {
+			a.Log.Warn("resubmitting an unanswered message", "key", in.Key, "err", err)
+		}
+	}
+	if len(pending) > 0 {
+		a.Log.Info("answering messages left unanswered by the last run", "channel", ch.Name, "count", len(pending))
+	}
+	if ch.Health != nil {
+		a.Health.Add(ops.Channel(ch.Name, ch.Health))
+	}
+	if !ch.Connects {
+		g.Go(func() error { return ch.Run(gctx) })
+		return nil
+	}
+	if unsent != nil {
+		// The sender waits for the connection, which Run makes: the
+		// replies the last run never sent go out once it is up.
+		g.Go(func() error {
+			if err := a.redeliver(gctx, unsent, ch.Name, ch.Sender); err != nil && gctx.Err() == nil {
+				a.Log.Error("sending the replies the last run never sent", "channel", ch.Name, "err", err)
+			}
+			return nil
+		})
+	}
+	// A failure (not linked, logged out) stops only this channel: it is
+	// logged, the others keep running.
+	g.Go(func() error {
+		if err := ch.Run(gctx); err != nil {
+			a.Log.Error("a channel stopped; the other channels keep running", "channel", ch.Name, "err", err)
+		}
+		return nil
+	})
+	return nil
+}
+
+// unsent sorts out the replies of channel the last run stored but never
+// sent; before anything of the channel is answered.
+func (a *App) unsent(ctx context.Context, channel string) (*chat.Redelivery, error) {
+	r, err := a.Outbox.Unsent(ctx, a.Store, channel, PendingWindow)
+	if err != nil {
+		return nil, fmt.Errorf("listing the %s replies left unsent by the last run: %w", channel, err)
+	}
+	return r, nil
+}
+
+// redeliver sends them.
+func (a *App) redeliver(ctx context.Context, r *chat.Redelivery, channel string, out pipeline.Sender) error {
+	sent, unsure, err := r.Send(ctx, out)
+	if sent > 0 || unsure > 0 {
+		a.Log.Info("sent the replies the last run stored but never sent", "channel", channel, "sent", sent, "maybe_delivered_not_resent", unsure)
+	}
+	if err != nil {
+		return fmt.Errorf("sending the %s replies left unsent by the last run: %w", channel, err)
+	}
+	return nil
+}

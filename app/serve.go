@@ -1,0 +1,62 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/recallbot/recall/ops"
+)
+
+// ServeHTTP starts the health and metrics server on http.listen (nothing
+// when it is empty) and returns the function that stops it. Failing to
+// listen is an error naming http.listen, except when optional (the terminal
+// chat, which runs without the server then: another Recall may hold the
+// port).
+func (a *App) ServeHTTP(optional bool) (stop func(), err error) {
+	addr := a.Config.HTTP.Listen
+	if addr == "" {
+		return func() {}, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		if optional {
+			a.Log.Warn("the health and metrics server is off: cannot listen on http.listen", "addr", addr, "err", err)
+			return func() {}, nil
+		}
+		return nil, fmt.Errorf("http.listen %s: %w (is another Recall running? set http.listen to a free host:port, or to \"\" in config.yaml to turn the health and metrics server off)", addr, err)
+	}
+	a.Log.Info("serving /healthz and /metrics", "addr", ln.Addr().String())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := ops.Serve(ctx, ln, ops.Handler(a.Health, a.Metrics.Handler())); err != nil {
+			a.Log.Error("the health and metrics server failed", "addr", addr, "err", err)
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}, nil
+}
+
+// StartRetention runs the retention sweep (memory.retention_days) until ctx
+// ends or the returned function is called; that function returns once the
+// sweep stopped.
+func (a *App) StartRetention(ctx context.Context) (stop func()) {
+	cfg := a.Config
+	done := make(chan struct{})
+	rctx, cancel := context.WithCancel(ctx)
+	go func() {
+		defer close(done)
+		if err := a.Store.RunRetention(rctx, time.Duration(cfg.Memory.RetentionDays)*24*time.Hour, cfg.Memory.RetentionInterval); err != nil && rctx.Err() == nil {
+			a.Log.Error("the retention sweep stopped", "err", err)
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"github.com/recallbot/recall/adapters/telegram"
+	"github.com/recallbot/recall/adapters/whatsapp"
+	"github.com/recallbot/recall/app"
+	"github.com/recallbot/recall/config"
+	"github.com/recallbot/recall/ops"
+)
+
+// telegramChannel builds the Telegram adapter from telegram.*.
+func telegramChannel(cfg config.Config) app.ChannelFunc {
+	return func(w app.Wiring) (app.Channel, error) {
+		var menu []telegram.Command
+		for _, c := range w.Commands {
+			menu = append(menu, telegram.Command{Name: c.Name, Help: c.Help})
+		}
+		tg, err := telegram.New(telegram.Options{
+			Token: cfg.Telegram.Token, APIURL: cfg.Telegram.APIURL,
+			Webhook:     telegram.Webhook{URL: cfg.Telegram.Webhook.URL, Listen: cfg.Telegram.Webhook.Listen, Secret: cfg.Telegram.Webhook.Secret},
+			GroupsReply: cfg.Telegram.Groups.Reply, Stream: cfg.Telegram.Stream,
+			Log: w.Log.With("channel", telegram.Channel), Commands: menu, Allowed: w.Allowed,
+			OnReconnect: func() { w.Metrics.ChannelReconnected(telegram.Channel) },
+		}, w.Submit, w.Accept)
+		if err != nil {
+			return app.Channel{}, err
+		}
+		return app.Channel{Name: telegram.Channel, Sender: tg.Sender(), Run: tg.Run, Health: tg}, nil
+	}
+}
+
+// whatsappChannel builds the WhatsApp adapter from whatsapp.*. Its sender
+// waits for the connection, and a failure (not linked, logged out) stops
+// only this channel.
+func whatsappChannel(cfg config.Config) app.ChannelFunc {
+	return func(w app.Wiring) (app.Channel, error) {
+		wa, err := whatsapp.New(whatsapp.Options{DataDir: cfg.Data.Dir, GroupsReply: cfg.WhatsApp.Groups.Reply,
+			BacklogWindow: cfg.WhatsApp.BacklogWindow, SplitLimit: cfg.WhatsApp.SplitLimit,
+			Log: w.Log.With("channel", whatsapp.Channel)}, w.Submit, w.Accept)
+		if err != nil {
+			return app.Channel{}, err
+		}
+		return app.Channel{Name: whatsapp.Channel, Sender: wa.Sender(), Run: wa.Run, Health: wa, Close: wa.Close,
+			Window: wa.BacklogWindow(), Connects: true}, nil
+	}
+}
+
+var (
+	_ ops.HealthReporter = (*telegram.Adapter)(nil)
+	_ ops.HealthReporter = (*whatsapp.Adapter)(nil)
+)
