@@ -127,6 +127,7 @@ func (s *stack) start() {
 	if err != nil {
 		t.Fatalf("building the bot: %v", err)
 	}
+	running := make(chan struct{}) // the unanswered messages are resubmitted; the adapter starts
 	tg := func(w app.Wiring) (app.Channel, error) {
 		var menu []telegram.Command
 		for _, c := range w.Commands {
@@ -139,12 +140,22 @@ func (s *stack) start() {
 		if err != nil {
 			return app.Channel{}, err
 		}
-		return app.Channel{Name: telegram.Channel, Sender: ad.Sender(), Run: ad.Run, Health: ad}, nil
+		run := func(ctx context.Context) error {
+			close(running)
+			return ad.Run(ctx)
+		}
+		return app.Channel{Name: telegram.Channel, Sender: ad.Sender(), Run: run, Health: ad}, nil
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	s.app, s.store, s.cancel = a, a.Store, cancel
 	s.runErr = make(chan error, 1)
 	go func() { s.runErr <- a.Run(runCtx, tg) }()
+	select {
+	case <-running:
+	case err := <-s.runErr:
+		s.runErr <- err
+		t.Fatalf("the bot stopped while starting: %v", err)
+	}
 }
 
 // stop stops taking updates, lets the turns finish, stops background work

@@ -1,6 +1,6 @@
 package figures
 
-// The application as cmd/bot/wire.go builds it, from config.Default(), with
+// The application as package app builds it, from config.Default(), with
 // an instant fake model, senders that record what is sent, and timing
 // wrappers.
 
@@ -14,9 +14,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/recallbot/recall/app"
 	"github.com/recallbot/recall/assemble"
 	"github.com/recallbot/recall/chat"
-	"github.com/recallbot/recall/commands"
 	"github.com/recallbot/recall/config"
 	"github.com/recallbot/recall/llm"
 	"github.com/recallbot/recall/memory"
@@ -48,10 +48,12 @@ type rigConfig struct {
 	log       *slog.Logger // nil discards
 }
 
-// rig is the application as cmd/bot/wire.go builds it, with config.Default()
-// values: access, dedupe and commands middleware in front of the responder.
+// rig is the application as package app builds it, with config.Default()
+// values: access, dedupe, rate limit, commands and token quota in front of
+// the responder.
 type rig struct {
 	cfg        config.Config
+	app        *app.App
 	store      *memory.Store
 	counter    llm.Counter
 	summarizer *summary.Summarizer
@@ -63,6 +65,9 @@ var discardLog = slog.New(slog.DiscardHandler)
 
 func newRig(ctx context.Context, rc rigConfig) (*rig, error) {
 	cfg := config.Default()
+	cfg.Data.Dir = rc.dir
+	cfg.HTTP.Listen = ""
+	cfg.Access.AllowedUsers = rc.allowed
 	log := rc.log
 	if log == nil {
 		log = discardLog
@@ -70,59 +75,21 @@ func newRig(ctx context.Context, rc rigConfig) (*rig, error) {
 	if rc.threshold > 0 {
 		cfg.Memory.Threshold = rc.threshold
 	}
-	defaults := memory.Settings{
-		MemoryEnabled: cfg.Memory.EnabledByDefault,
-		Storage:       memory.Storage(cfg.Memory.Storage),
-		Threshold:     cfg.Memory.Threshold,
-	}
-	store, err := memory.Open(ctx, memory.Options{
-		Dir: rc.dir, Defaults: defaults, MaxMemories: cfg.Memory.MaxMemories,
-		QueueSize: cfg.Memory.WriteQueue, Logger: log,
+	a, err := app.New(ctx, cfg, app.Parts{
+		Model: rc.model, Logger: log, ForegroundSummaries: !rc.bgSummary,
+		WrapAssembler: rc.wrapAsm, WrapStore: rc.wrapStore,
 	})
 	if err != nil {
 		return nil, err
 	}
-	counter := llm.NewCounter(cfg.LLM.Model)
-	bu := cfg.Memory.Budget
-	facts := 0
-	if cfg.Memory.Facts.Enabled {
-		facts = cfg.Memory.Facts.Budget
-	}
-	var asm chat.Assembler = assemble.New(store, counter, assemble.Budget{Total: bu.Total, System: bu.System,
-		Memories: bu.Memories + facts, Summaries: bu.Summaries, Snippets: bu.Snippets, Recent: bu.Recent})
-	if rc.wrapAsm != nil {
-		asm = rc.wrapAsm(asm)
-	}
-	policy := summary.Policy{KeepRecentTurns: cfg.Memory.KeepRecentTurns, MaxActivePerLevel: cfg.Memory.MaxActivePerLevel, MaxActiveTotal: cfg.Memory.MaxActiveTotal}
-	summarizer := summary.New(store, rc.model, counter, policy, log)
-	var chatSum chat.Summarizer
-	if rc.bgSummary {
-		chatSum = summarizer
-	}
-	var cstore chat.Store = store
-	if rc.wrapStore != nil {
-		cstore = rc.wrapStore(store)
-	}
-	responder := chat.New(cstore, rc.model, asm, chatSum, counter, chat.Options{
-		SystemPrompt: cfg.LLM.SystemPrompt, Facts: cfg.Memory.Facts.Enabled, MaxMemories: cfg.Memory.MaxMemories, Log: log,
-	})
-	cmds := commands.New(store, summarizer, responder, commands.Options{Defaults: defaults, Facts: cfg.Memory.Facts.Enabled, Log: log})
-	access := pipeline.NewAccess(cfg.Access.Open, rc.allowed)
-	handler := pipeline.Chain(responder,
-		access.Middleware(),
-		pipeline.Dedupe(store, log),
-		cmds.Middleware(),
-	)
-	return &rig{cfg: cfg, store: store, counter: counter, summarizer: summarizer, responder: responder, handler: handler}, nil
+	return &rig{cfg: cfg, app: a, store: a.Store, counter: a.Counter, summarizer: a.Summarizer, responder: a.Responder, handler: a.Handler}, nil
 }
 
 // close waits for background work and flushes and closes the store.
 func (r *rig) close() error {
 	r.summarizer.Wait()
 	r.responder.Wait()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	return r.store.Close(ctx)
+	return r.app.Close()
 }
 
 // ---------------------------------------------------------------------------
