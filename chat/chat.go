@@ -65,6 +65,7 @@ type Options struct {
 	SystemPrompt  string
 	Facts         bool          // extract facts after each exchange
 	MaxMemories   int           // user memories injected at most
+	Tools         Tools         // memory tools offered to the model (none when zero)
 	StoreTimeout  time.Duration // how long a reply waits to be durable before it is sent anyway (default 10s)
 	TypingEvery   time.Duration // typing indicator refresh (default 4s)
 	NotConfigured string        // reply when no LLM is configured
@@ -83,6 +84,9 @@ type Responder struct {
 	Observer Observer
 	Usage    Usage // tokens per user for the daily quota; may be nil
 	Journal  Journal
+
+	tools       Tools
+	toolSupport toolSupport
 
 	mu     sync.Mutex
 	warned map[pipeline.Key]time.Time // the storage outage a conversation was warned about
@@ -104,7 +108,7 @@ func New(store Store, model Model, asm Assembler, sum Summarizer, counter llm.Co
 	if opts.NotConfigured == "" {
 		opts.NotConfigured = llm.UserMessage(llm.ErrNotConfigured)
 	}
-	r := &Responder{store: store, model: model, asm: asm, sum: sum, counter: counter, opts: opts, warned: map[pipeline.Key]time.Time{}}
+	r := &Responder{store: store, model: model, asm: asm, sum: sum, counter: counter, opts: opts, tools: opts.Tools, warned: map[pipeline.Key]time.Time{}}
 	if opts.Facts && model != nil {
 		r.facts = &FactExtractor{Model: model}
 	}
@@ -145,19 +149,23 @@ func (r *Responder) Handle(ctx context.Context, t *pipeline.Turn) error {
 	if err != nil {
 		return r.fail(ctx, t, "storage", err, "Sorry, I couldn't load our conversation from storage. Please try again in a moment.")
 	}
+	model, tools := r.turnModel(in, log)
 	var (
 		reply   llm.Reply
 		send    = t.Out.Send // delivers the final reply (or the failure message)
 		cut     bool         // the stream broke after the user saw some of it
-		sm, isM = r.model.(StreamModel)
+		sm, isM = model.(StreamModel)
 		st, isS = t.Out.(pipeline.Streamer)
 	)
 	if isM && isS {
 		reply, send, cut, err = r.stream(ctx, t, sm, st, prompt.Messages)
 	} else {
 		stopTyping := r.typing(ctx, t)
-		reply, err = r.model.Chat(ctx, prompt.Messages)
+		reply, err = model.Chat(ctx, prompt.Messages)
 		stopTyping()
+	}
+	if err == nil {
+		reply.Text += tools.announce()
 	}
 	if err != nil {
 		ferr := r.failTo(ctx, t, send, "llm_error", err, llm.UserMessage(err))
