@@ -62,14 +62,18 @@ type Journal interface {
 
 // Options configure the responder.
 type Options struct {
-	SystemPrompt  string
-	Facts         bool          // extract facts after each exchange
-	MaxMemories   int           // user memories injected at most
-	Tools         Tools         // memory tools offered to the model (none when zero)
-	StoreTimeout  time.Duration // how long a reply waits to be durable before it is sent anyway (default 10s)
-	TypingEvery   time.Duration // typing indicator refresh (default 4s)
-	NotConfigured string        // reply when no LLM is configured
-	Log           *slog.Logger
+	SystemPrompt string
+	Facts        bool  // extract facts after each exchange
+	MaxMemories  int   // user memories injected at most
+	Tools        Tools // memory tools offered to the model (none when zero)
+	// ContextWindow is the model's context window in tokens (0: from
+	// llm.ContextWindow's table); the prompt is capped to it less
+	// ReplyReserve (the reply's max_tokens).
+	ContextWindow, ReplyReserve int
+	StoreTimeout                time.Duration // how long a reply waits to be durable before it is sent anyway (default 10s)
+	TypingEvery                 time.Duration // typing indicator refresh (default 4s)
+	NotConfigured               string        // reply when no LLM is configured
+	Log                         *slog.Logger
 }
 
 // Responder is the final stage of the chain.
@@ -88,9 +92,10 @@ type Responder struct {
 	tools       Tools
 	toolSupport toolSupport
 
-	mu     sync.Mutex
-	warned map[pipeline.Key]time.Time // the storage outage a conversation was warned about
-	bg     sync.WaitGroup
+	mu      sync.Mutex
+	warned  map[pipeline.Key]time.Time // the storage outage a conversation was warned about
+	learned int                        // the prompt cap a context-length error taught (0: none)
+	bg      sync.WaitGroup
 }
 
 // New returns a Responder. model may be nil (no LLM configured): the bot
@@ -157,12 +162,25 @@ func (r *Responder) Handle(ctx context.Context, t *pipeline.Turn) error {
 		sm, isM = model.(StreamModel)
 		st, isS = t.Out.(pipeline.Streamer)
 	)
-	if isM && isS {
-		reply, send, cut, err = r.stream(ctx, t, sm, st, prompt.Messages)
-	} else {
-		stopTyping := r.typing(ctx, t)
-		reply, err = model.Chat(ctx, prompt.Messages)
-		stopTyping()
+	ask := func(msgs []llm.Message) {
+		if isM && isS {
+			reply, send, cut, err = r.stream(ctx, t, sm, st, msgs)
+		} else {
+			stopTyping := r.typing(ctx, t)
+			reply, err = model.Chat(ctx, msgs)
+			stopTyping()
+		}
+	}
+	ask(prompt.Messages)
+	if w, ok := llm.IsContextLength(err); ok && !cut && ctx.Err() == nil {
+		// Emergency compaction: the model's window is smaller than we
+		// thought. Rebuild at a budget that fits and try once more.
+		req := r.request(in, settings)
+		req.MaxTotal = r.learnWindow(w, prompt.Breakdown.Total, log)
+		if smaller, berr := r.asm.Build(ctx, req); berr == nil && smaller.Breakdown.Total < prompt.Breakdown.Total {
+			prompt = smaller
+			ask(prompt.Messages)
+		}
 	}
 	if err == nil {
 		reply.Text += tools.announce()
@@ -251,6 +269,7 @@ func (r *Responder) request(in pipeline.Inbound, st memory.Settings) assemble.Re
 	return assemble.Request{
 		Key: in.Key, Text: in.Text, MessageID: in.MessageID, SystemPrompt: r.opts.SystemPrompt,
 		Memory: st.MemoryEnabled, Facts: r.opts.Facts, MaxMemories: r.opts.MaxMemories,
+		MaxTotal: r.promptCap(),
 	}
 }
 

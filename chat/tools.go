@@ -191,3 +191,53 @@ func (tt *toolTurn) announce() string {
 	}
 	return sb.String()
 }
+
+// promptCap is the most tokens a prompt may take: the model's context window
+// less the reply's reserve, or what a context-length error taught.
+func (r *Responder) promptCap() int {
+	r.mu.Lock()
+	learned := r.learned
+	r.mu.Unlock()
+	if learned > 0 {
+		return learned
+	}
+	w := r.opts.ContextWindow
+	if w <= 0 {
+		name := ""
+		if n, ok := r.model.(interface{ Model() string }); ok {
+			name = n.Model()
+		}
+		w = llm.ContextWindow(name)
+	}
+	return fitWindow(w, r.opts.ReplyReserve)
+}
+
+// fitWindow is the prompt room of a window once the reply's reserve is
+// kept, never below half the window.
+func fitWindow(window, reserve int) int {
+	return max(window-reserve, window/2)
+}
+
+// learnWindow records that a prompt of used tokens did not fit: window is
+// the size the provider named (0: not named, then the cap shrinks to two
+// thirds of what was sent). It returns the new cap, logged once per change.
+func (r *Responder) learnWindow(window, used int, log *slog.Logger) int {
+	next := used * 2 / 3
+	if window > 0 {
+		next = min(fitWindow(window, r.opts.ReplyReserve), next+next/2)
+	}
+	next = max(next, 256)
+	r.mu.Lock()
+	changed := r.learned == 0 || next < r.learned
+	if changed {
+		r.learned = next
+	} else {
+		next = r.learned
+	}
+	r.mu.Unlock()
+	if changed {
+		log.Warn("the model's context window is smaller than the prompt; prompts are cut to fit from now on (set llm.context_window)",
+			"window_named", window, "prompt_tokens", used, "new_cap", next)
+	}
+	return next
+}

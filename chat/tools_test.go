@@ -270,3 +270,57 @@ func TestGroupNotesAreAnnounced(t *testing.T) {
 		t.Fatalf("reply = %q", got)
 	}
 }
+
+func TestContextLengthErrorIsAnsweredByASmallerPrompt(t *testing.T) {
+	size := func(r llmtest.Request) int {
+		n := 0
+		for _, m := range r.Messages {
+			n += len(m.Content)
+		}
+		return n
+	}
+	const window = 1024 // tokens; the fake counts 4 characters a token
+	h := func(r llmtest.Request) llmtest.Response {
+		if size(r)/4 > window-200 {
+			return llmtest.Response{Status: 400, Text: "This model's maximum context length is 1024 tokens. However, your messages resulted in many more tokens."}
+		}
+		return llmtest.Response{Text: "fits"}
+	}
+	f := newToolFixture(t, t.TempDir(), h, ToolsOff)
+	ctx := context.Background()
+	long := strings.Repeat("word ", 100) // ~125 tokens
+	for i := range 20 {
+		role := memory.RoleUser
+		if i%2 == 1 {
+			role = memory.RoleAssistant
+		}
+		if err := f.store.Append(ctx, memory.Message{Key: key, Role: role, PlatformID: "old" + string(rune('a'+i)), Text: long, Time: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := f.turn(t, inbound("1", "hello")); len(got) != 1 || got[0] != "fits" {
+		t.Fatalf("reply = %q; a context-length error must be answered by a smaller prompt", got)
+	}
+	reqs := f.server.Requests()
+	if len(reqs) != 2 || size(reqs[1]) >= size(reqs[0]) {
+		t.Fatalf("want a second, smaller request; got %d requests", len(reqs))
+	}
+	// The window is remembered: the next turn fits at once.
+	if got := f.turn(t, inbound("2", "again")); len(got) != 1 || got[0] != "fits" {
+		t.Fatalf("reply = %q", got)
+	}
+	if n := len(f.server.Requests()); n != 3 {
+		t.Fatalf("%d requests after the second turn; the learned window was not used", n)
+	}
+}
+
+func TestBudgetWithinAWindow(t *testing.T) {
+	b := assemble.DefaultBudget
+	if got := b.Within(0); got != b {
+		t.Fatal("no cap changed the budget")
+	}
+	small := b.Within(5000)
+	if small.Total != 5000 || small.Snippets != 0 || small.Summaries != b.Summaries || small.Recent >= b.Recent {
+		t.Fatalf("Within(5000) = %+v: snippets go first, then recent turns; summaries kept", small)
+	}
+}

@@ -76,3 +76,14 @@ func TestRefusalsAreRecognized(t *testing.T) {
 		}
 	}
 }
+
+func TestContextWindowTable(t *testing.T) {
+	for model, want := range map[string]int{
+		"gpt-4o-mini": 128_000, "openai/gpt-4o": 128_000, "gpt-4": 8_192, "llama3.1:8b": 131_072,
+		"llama3:8b": 8_192, "my-finetune": llm.DefaultContextWindow, "": llm.DefaultContextWindow,
+	} {
+		if got := llm.ContextWindow(model); got != want {
+			t.Errorf("ContextWindow(%q) = %d, want %d", model, got, want)
+		}
+	}
+}
