@@ -25,6 +25,7 @@ import (
 	"github.com/recallbot/recall/llm"
 	"github.com/recallbot/recall/logs"
 	"github.com/recallbot/recall/memory"
+	"github.com/recallbot/recall/memtools"
 	"github.com/recallbot/recall/metrics"
 	"github.com/recallbot/recall/ops"
 	"github.com/recallbot/recall/pipeline"
@@ -109,6 +110,12 @@ func newApp(ctx context.Context, cfg config.Config, logw io.Writer) (*app, error
 	a.responder = chat.New(store, model, asm, sum, counter, chat.Options{
 		SystemPrompt: cfg.LLM.SystemPrompt, Facts: cfg.Memory.Facts.Enabled, MaxMemories: cfg.Memory.MaxMemories,
 		NotConfigured: notConfigured, Log: a.log,
+		ContextWindow: cfg.LLM.ContextWindow, ReplyReserve: cfg.LLM.MaxTokens,
+		Tools: chat.Tools{
+			Box: memtools.New(store, counter, memtools.Options{Budget: cfg.Memory.Budget.Snippets,
+				Observer: a.metrics, Log: a.log}),
+			Mode: cfg.LLM.Tools.Mode, MaxRounds: cfg.LLM.Tools.MaxRounds,
+		},
 	})
 	a.responder.Observer = a.metrics
 	extra := ""
