@@ -245,7 +245,7 @@ func (r *Responder) Handle(ctx context.Context, t *pipeline.Turn) error {
 	if settings.MemoryEnabled && r.sum != nil {
 		r.sum.MaybeStart(ctx, in.Key, settings.Threshold)
 	}
-	if r.facts != nil && settings.MemoryEnabled {
+	if r.facts != nil && settings.MemoryEnabled && !settings.FactsOff {
 		r.bg.Add(1)
 		go func() {
 			defer r.bg.Done()
@@ -268,7 +268,7 @@ func (r *Responder) journal(log *slog.Logger, err error) {
 func (r *Responder) request(in pipeline.Inbound, st memory.Settings) assemble.Request {
 	return assemble.Request{
 		Key: in.Key, Text: in.Text, MessageID: in.MessageID, SystemPrompt: r.opts.SystemPrompt,
-		Memory: st.MemoryEnabled, Facts: r.opts.Facts, MaxMemories: r.opts.MaxMemories,
+		Memory: st.MemoryEnabled, Facts: r.opts.Facts && !st.FactsOff, MaxMemories: r.opts.MaxMemories,
 		MaxTotal: r.promptCap(),
 	}
 }

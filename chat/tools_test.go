@@ -324,3 +324,26 @@ func TestBudgetWithinAWindow(t *testing.T) {
 		t.Fatalf("Within(5000) = %+v: snippets go first, then recent turns; summaries kept", small)
 	}
 }
+
+func TestFactsOffStopsExtraction(t *testing.T) {
+	h := func(r llmtest.Request) llmtest.Response {
+		if strings.Contains(r.Messages[0].Content, "extract important facts") {
+			return llmtest.Response{Text: "- The user lives in Lisbon."}
+		}
+		return llmtest.Response{Text: "Nice!"}
+	}
+	f := newFixture(t, h, Options{Facts: true})
+	ctx := context.Background()
+	st, err := f.store.Settings(ctx, key.Owner())
+	must(t, err)
+	st.FactsOff = true
+	must(t, f.store.PutSettings(ctx, st))
+	must(t, f.turn(t, inbound("1", "I live in Lisbon"), &recorder{}))
+	f.resp.Wait()
+	if facts, _ := f.store.Facts(ctx, key.Owner(), "", 0); len(facts) != 0 {
+		t.Fatalf("facts learned while /facts off: %+v", facts)
+	}
+	if n := len(f.server.Requests()); n != 1 {
+		t.Fatalf("%d model calls; the extraction call must not be made", n)
+	}
+}
