@@ -95,6 +95,7 @@ type Responder struct {
 	mu      sync.Mutex
 	warned  map[pipeline.Key]time.Time // the storage outage a conversation was warned about
 	learned int                        // the prompt cap a context-length error taught (0: none)
+	called  map[pipeline.Key][]string  // the tools each conversation's last answer called (bounded: maxCalledKeys)
 	bg      sync.WaitGroup
 }
 
@@ -185,6 +186,7 @@ func (r *Responder) Handle(ctx context.Context, t *pipeline.Turn) error {
 	if err == nil {
 		reply.Text += tools.announce()
 	}
+	r.rememberCalls(in.Key, tools)
 	if err != nil {
 		ferr := r.failTo(ctx, t, send, "llm_error", err, llm.UserMessage(err))
 		if isM && isS && r.Journal != nil && in.MessageID != "" && ctx.Err() == nil {
@@ -276,6 +278,9 @@ func (r *Responder) request(in pipeline.Inbound, st memory.Settings) assemble.Re
 // Preview assembles without calling the LLM (for /context and `bot context`).
 func (r *Responder) Preview(ctx context.Context, key pipeline.Key, text string) (assemble.Breakdown, error) {
 	p, err := r.Prompt(ctx, key, text)
+	if err == nil {
+		p.Breakdown.Notes = append(p.Breakdown.Notes, r.toolNotes(key)...)
+	}
 	return p.Breakdown, err
 }
 

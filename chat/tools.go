@@ -241,3 +241,43 @@ func (r *Responder) learnWindow(window, used int, log *slog.Logger) int {
 	}
 	return next
 }
+
+// maxCalledKeys bounds the conversations whose last tool calls /context can
+// show; past it the record starts over.
+const maxCalledKeys = 1000
+
+// rememberCalls keeps which tools the last answer of a conversation called.
+func (r *Responder) rememberCalls(key pipeline.Key, tt *toolTurn) {
+	if tt == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.called == nil || (len(r.called) >= maxCalledKeys && r.called[key] == nil) {
+		r.called = map[pipeline.Key][]string{}
+	}
+	r.called[key] = tt.Called
+}
+
+// toolNotes are /context's lines about the memory tools: which are offered
+// to the model, and which the last answer in this conversation called.
+func (r *Responder) toolNotes(key pipeline.Key) []string {
+	if _, tt := r.turnModel(pipeline.Inbound{Key: key}, r.opts.Log); tt == nil {
+		return nil
+	}
+	var names []string
+	for _, t := range r.tools.Box.Tools() {
+		names = append(names, t.Name)
+	}
+	notes := []string{"memory tools the model may call: " + strings.Join(names, ", ")}
+	r.mu.Lock()
+	called, ok := r.called[key]
+	r.mu.Unlock()
+	switch {
+	case ok && len(called) == 0:
+		notes = append(notes, "my last answer here called no tool")
+	case ok:
+		notes = append(notes, "my last answer here called: "+strings.Join(called, ", "))
+	}
+	return notes
+}

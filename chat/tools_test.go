@@ -347,3 +347,30 @@ func TestFactsOffStopsExtraction(t *testing.T) {
 		t.Fatalf("%d model calls; the extraction call must not be made", n)
 	}
 }
+
+func TestContextShowsToolsOfferedAndCalled(t *testing.T) {
+	h := func(r llmtest.Request) llmtest.Response {
+		if _, ok := lastToolResult(r); ok || len(r.Tools) == 0 {
+			return llmtest.Response{Text: "none"}
+		}
+		return llmtest.Response{ToolCalls: []llm.ToolCall{{ID: "1", Name: "list_memories", Arguments: `{}`}}}
+	}
+	store, err := memory.Open(context.Background(), memory.Options{Dir: t.TempDir(), Defaults: memory.Settings{MemoryEnabled: true}})
+	must(t, err)
+	t.Cleanup(func() { store.Close(context.Background()) })
+	srv := llmtest.NewServer(t, h)
+	counter := llm.NewCounter("test-model")
+	resp := New(store, llm.New(llm.Options{BaseURL: srv.URL, Model: "test-model", MaxRetries: -1}),
+		assemble.New(store, counter, assemble.DefaultBudget), nil, counter,
+		Options{Tools: Tools{Box: memtools.New(store, counter, memtools.Options{}), Mode: ToolsAuto}})
+	bd, err := resp.Preview(context.Background(), key, "hi")
+	must(t, err)
+	if len(bd.Notes) != 1 || !strings.Contains(bd.Notes[0], "search_memory, remember, forget, list_memories, recall_summary") {
+		t.Fatalf("notes before a turn = %q", bd.Notes)
+	}
+	must(t, resp.Handle(context.Background(), &pipeline.Turn{In: inbound("1", "what do you know?"), Out: &recorder{}}))
+	bd, _ = resp.Preview(context.Background(), key, "hi")
+	if len(bd.Notes) != 2 || bd.Notes[1] != "my last answer here called: list_memories" {
+		t.Fatalf("notes after a turn = %q", bd.Notes)
+	}
+}
