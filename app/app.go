@@ -18,6 +18,7 @@ import (
 	"github.com/recallbot/recall/llm"
 	"github.com/recallbot/recall/logs"
 	"github.com/recallbot/recall/memory"
+	"github.com/recallbot/recall/memtools"
 	"github.com/recallbot/recall/metrics"
 	"github.com/recallbot/recall/ops"
 	"github.com/recallbot/recall/pipeline"
@@ -197,6 +198,11 @@ func (a *App) build(ctx context.Context, parts Parts, defaults memory.Settings, 
 	copts := chat.Options{
 		SystemPrompt: cfg.LLM.SystemPrompt, Facts: cfg.Memory.Facts.Enabled, MaxMemories: cfg.Memory.MaxMemories,
 		NotConfigured: NotConfigured, Log: a.Log, Observer: a.Metrics, Usage: quota,
+		ContextWindow: cfg.LLM.ContextWindow, ReplyReserve: cfg.LLM.MaxTokens,
+		Tools: chat.Tools{
+			Box:  memtools.New(store, a.Counter, memtools.Options{Budget: b.Snippets, Observer: a.Metrics, Log: a.Log}),
+			Mode: cfg.LLM.Tools.Mode, MaxRounds: cfg.LLM.Tools.MaxRounds,
+		},
 	}
 	if a.Outbox != nil {
 		copts.Journal = a.Outbox

@@ -45,7 +45,10 @@ type Request struct {
 	Memory       bool // the owner's memory is on: summaries and snippets are used
 	Facts        bool // facts are injected (memory.facts.enabled)
 	MaxMemories  int  // at most this many user memories (default 50)
-	Now          time.Time
+	// MaxTotal, when above 0, caps the whole prompt below the budget's
+	// Total (a model with a smaller context window; see Budget.Within).
+	MaxTotal int
+	Now      time.Time
 }
 
 // Part names, in prompt order.
@@ -127,7 +130,7 @@ func (a *Assembler) Build(ctx context.Context, req Request) (Prompt, error) {
 	if req.MaxMemories <= 0 {
 		req.MaxMemories = 50
 	}
-	b := a.budget
+	b := a.budget.Within(req.MaxTotal)
 	var bd Breakdown
 	bd.Budget = b.Total
 

@@ -70,6 +70,11 @@ type Options struct {
 	TypingEvery   time.Duration // typing indicator refresh (default 4s)
 	NotConfigured string        // reply when no LLM is configured
 	Log           *slog.Logger
+	Tools         Tools // memory tools offered to the model (none when zero)
+	// ContextWindow is the model's context window in tokens (0: from
+	// llm.ContextWindow's table); the prompt is capped to it less
+	// ReplyReserve (the reply's max_tokens).
+	ContextWindow, ReplyReserve int
 
 	// Observer hears about each finished turn (metrics); nil hears nothing.
 	Observer Observer
@@ -96,10 +101,15 @@ type Responder struct {
 	base    context.Context // parent of background work; Close cancels it
 	stop    context.CancelFunc
 
-	mu     sync.Mutex
-	warned map[pipeline.Key]time.Time // the storage outage a conversation was warned about
-	closed bool                       // Close was called: no new background work
-	bg     sync.WaitGroup
+	tools       Tools
+	toolSupport toolSupport
+
+	mu      sync.Mutex
+	warned  map[pipeline.Key]time.Time // the storage outage a conversation was warned about
+	learned int                        // the prompt cap a context-length error taught (0: none)
+	called  map[pipeline.Key][]string  // the tools each conversation's last answer called (bounded: maxCalledKeys)
+	closed  bool                       // Close was called: no new background work
+	bg      sync.WaitGroup
 }
 
 // New returns a Responder. store, asm and counter are required; model may
@@ -121,7 +131,7 @@ func New(store Store, model Model, asm Assembler, sum Summarizer, counter llm.Co
 	if opts.NotConfigured == "" {
 		opts.NotConfigured = llm.UserMessage(llm.ErrNotConfigured)
 	}
-	r := &Responder{store: store, model: model, asm: asm, sum: sum, counter: counter, opts: opts, warned: map[pipeline.Key]time.Time{}}
+	r := &Responder{store: store, model: model, asm: asm, sum: sum, counter: counter, opts: opts, tools: opts.Tools, warned: map[pipeline.Key]time.Time{}}
 	r.base, r.stop = context.WithCancel(context.Background())
 	if opts.Facts && model != nil {
 		r.facts = &FactExtractor{Model: model}
@@ -215,16 +225,35 @@ func (r *Responder) answer(ctx context.Context, t *pipeline.Turn, settings memor
 	if err != nil {
 		return answered{}, r.fail(ctx, t, "storage", err, "Sorry, I couldn't load our conversation from storage. Please try again in a moment.")
 	}
+	log := t.Logger()
+	model, tools := r.turnModel(in, log)
 	a := answered{send: t.Out.Send}
-	sm, isM := r.model.(StreamModel)
+	sm, isM := model.(StreamModel)
 	st, isS := t.Out.(pipeline.Streamer)
-	if isM && isS {
-		a.reply, a.send, a.cut, err = r.stream(ctx, t, sm, st, prompt.Messages)
-	} else {
-		stopTyping := r.typing(ctx, t)
-		a.reply, err = r.model.Chat(ctx, prompt.Messages)
-		stopTyping()
+	ask := func(msgs []llm.Message) {
+		if isM && isS {
+			a.reply, a.send, a.cut, err = r.stream(ctx, t, sm, st, msgs)
+		} else {
+			stopTyping := r.typing(ctx, t)
+			a.reply, err = model.Chat(ctx, msgs)
+			stopTyping()
+		}
 	}
+	ask(prompt.Messages)
+	if w, ok := llm.IsContextLength(err); ok && !a.cut && ctx.Err() == nil {
+		// Emergency compaction: the model's window is smaller than we
+		// thought. Rebuild at a budget that fits and try once more.
+		req := r.request(in, settings)
+		req.MaxTotal = r.learnWindow(w, prompt.Breakdown.Total, log)
+		if smaller, berr := r.asm.Build(ctx, req); berr == nil && smaller.Breakdown.Total < prompt.Breakdown.Total {
+			prompt = smaller
+			ask(prompt.Messages)
+		}
+	}
+	if err == nil {
+		a.reply.Text += tools.announce()
+	}
+	r.rememberCalls(in.Key, tools)
 	if err != nil {
 		ferr := r.failTo(ctx, t, a.send, "llm_error", err, llm.UserMessage(err))
 		if isM && isS && r.opts.Journal != nil && in.MessageID != "" && ctx.Err() == nil {
@@ -308,7 +337,7 @@ func (r *Responder) after(ctx context.Context, t *pipeline.Turn, settings memory
 			}
 		})
 	}
-	if r.facts == nil {
+	if r.facts == nil || settings.FactsOff {
 		return
 	}
 	r.mu.Lock()
@@ -336,13 +365,17 @@ func (r *Responder) journal(log *slog.Logger, err error) {
 func (r *Responder) request(in pipeline.Inbound, st memory.Settings) assemble.Request {
 	return assemble.Request{
 		Key: in.Key, Text: in.Text, MessageID: in.MessageID, SystemPrompt: r.opts.SystemPrompt,
-		Memory: st.MemoryEnabled, Facts: r.opts.Facts, MaxMemories: r.opts.MaxMemories,
+		Memory: st.MemoryEnabled, Facts: r.opts.Facts && !st.FactsOff, MaxMemories: r.opts.MaxMemories,
+		MaxTotal: r.promptCap(),
 	}
 }
 
 // Preview assembles without calling the LLM (for /context and `bot context`).
 func (r *Responder) Preview(ctx context.Context, key pipeline.Key, text string) (assemble.Breakdown, error) {
 	p, err := r.Prompt(ctx, key, text)
+	if err == nil {
+		p.Breakdown.Notes = append(p.Breakdown.Notes, r.toolNotes(key)...)
+	}
 	return p.Breakdown, err
 }
 

@@ -110,6 +110,9 @@ func New(store Store, sum Summarizer, preview Previewer, opts Options) *Commands
 	}
 	c := &Commands{store: store, sum: sum, preview: preview, opts: opts, flows: map[pipeline.Key]*flow{}}
 	c.list = builtins()
+	if _, ok := store.(FactStore); ok && opts.Facts {
+		c.list = append(c.list, factsCommand())
+	}
 	c.byName = map[string]*Command{}
 	for _, cmd := range c.list {
 		c.byName[cmd.Name] = cmd

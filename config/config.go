@@ -79,7 +79,24 @@ type LLM struct {
 	MaxRetries   int           `mapstructure:"max_retries"`
 	Concurrency  int           `mapstructure:"concurrency"` // max LLM calls in flight
 	SystemPrompt string        `mapstructure:"system_prompt"`
+	// ContextWindow is the model's context window in tokens; 0 = from a
+	// built-in table of common models (8,192 for others).
+	ContextWindow int   `mapstructure:"context_window"`
+	Tools         Tools `mapstructure:"tools"`
 }
+
+// Tools configures the memory tools offered to the model.
+type Tools struct {
+	Mode      string `mapstructure:"mode"`       // auto, on or off
+	MaxRounds int    `mapstructure:"max_rounds"` // tool rounds per turn at most
+}
+
+// Tool modes.
+const (
+	ToolsAuto = "auto"
+	ToolsOn   = "on"
+	ToolsOff  = "off"
+)
 
 // Configured reports whether the LLM can be called: an API key is set, or
 // the base URL points somewhere other than OpenAI (local servers such as
@@ -221,6 +238,7 @@ func Default() Config {
 			MaxRetries:   4,
 			Concurrency:  8,
 			SystemPrompt: DefaultSystemPrompt,
+			Tools:        Tools{Mode: ToolsAuto, MaxRounds: 3},
 		},
 		Memory: Memory{
 			EnabledByDefault:  true,

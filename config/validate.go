@@ -32,6 +32,11 @@ func (c Config) Validate() error {
 	v.positiveDuration("llm.timeout", c.LLM.Timeout)
 	v.between("llm.max_retries", c.LLM.MaxRetries, 0, 10)
 	v.atLeast("llm.concurrency", c.LLM.Concurrency, 1)
+	if c.LLM.ContextWindow != 0 {
+		v.between("llm.context_window", c.LLM.ContextWindow, 1024, 10_000_000)
+	}
+	v.oneOf("llm.tools.mode", c.LLM.Tools.Mode, ToolsAuto, ToolsOn, ToolsOff)
+	v.between("llm.tools.max_rounds", c.LLM.Tools.MaxRounds, 1, 10)
 
 	m := c.Memory
 	v.oneOf("memory.storage", m.Storage, StorageSQLite, StorageJSON)

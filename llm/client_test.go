@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -87,7 +88,7 @@ func TestChat(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := llm.Reply{Text: "echo: hello", Model: "test-model", PromptTokens: 12, CompletionTokens: 3, FinishReason: "stop"}
-	if rep != want {
+	if !reflect.DeepEqual(rep, want) {
 		t.Fatalf("reply = %+v, want %+v", rep, want)
 	}
 	reqs := srv.Requests()
@@ -99,7 +100,7 @@ func TestChat(t *testing.T) {
 		r.Temperature < 0.69 || r.Temperature > 0.71 {
 		t.Fatalf("request = %+v", r)
 	}
-	if len(r.Messages) != 2 || r.Messages[0] != hello[0] || r.Messages[1] != hello[1] {
+	if len(r.Messages) != 2 || !reflect.DeepEqual(r.Messages[0], hello[0]) || !reflect.DeepEqual(r.Messages[1], hello[1]) {
 		t.Fatalf("messages = %+v", r.Messages)
 	}
 }
@@ -155,7 +156,7 @@ func TestStream(t *testing.T) {
 		t.Fatalf("deltas reassemble to %q", got)
 	}
 	want := llm.Reply{Text: text, Model: "test-model", PromptTokens: 20, CompletionTokens: 10, FinishReason: "stop"}
-	if rep != want {
+	if !reflect.DeepEqual(rep, want) {
 		t.Fatalf("reply = %+v, want %+v", rep, want)
 	}
 	if r := srv.Requests(); len(r) != 1 || !r[0].Stream {

@@ -27,6 +27,10 @@ const (
 type Message struct {
 	Role    Role
 	Content string
+	// ToolCalls are the calls an assistant message asked for (function
+	// calling); ToolCallID names the call a RoleTool message answers.
+	ToolCalls  []ToolCall
+	ToolCallID string
 }
 
 // Options configures a Client. The zero value of every field except Model
@@ -76,6 +80,9 @@ type Reply struct {
 	PromptTokens, CompletionTokens int
 	// FinishReason is e.g. "stop" or "length" ("length": cut by MaxTokens).
 	FinishReason string
+	// ToolCalls are the tools the model asked to call (only when tools were
+	// offered); Text is then often empty.
+	ToolCalls []ToolCall
 }
 
 // Defaults applied by New.
@@ -193,6 +200,15 @@ func (c *Client) Chat(ctx context.Context, msgs []Message) (Reply, error) {
 	return c.complete(ctx, c.request(c.model, c.temperature, msgs, false))
 }
 
+// ChatTools is Chat offering tools: the reply may hold ToolCalls instead of
+// (or beside) text. A server that does not support tools answers an error
+// that IsToolsRejected recognizes.
+func (c *Client) ChatTools(ctx context.Context, msgs []Message, tools []Tool) (Reply, error) {
+	req := c.request(c.model, c.temperature, msgs, false)
+	req.Tools = toolsParam(tools)
+	return c.complete(ctx, req)
+}
+
 // Summarize is Chat with SummaryModel (or Model) at temperature 0.2, meant
 // for condensing conversation history into memories.
 func (c *Client) Summarize(ctx context.Context, msgs []Message) (Reply, error) {
@@ -206,7 +222,14 @@ func (c *Client) Summarize(ctx context.Context, msgs []Message) (Reply, error) {
 // broken stream returns a *StreamError carrying the partial text (also in
 // Reply.Text).
 func (c *Client) Stream(ctx context.Context, msgs []Message, onDelta func(text string)) (Reply, error) {
+	return c.StreamTools(ctx, msgs, nil, onDelta)
+}
+
+// StreamTools is Stream offering tools (see ChatTools); tool calls are
+// assembled from the stream's deltas into Reply.ToolCalls.
+func (c *Client) StreamTools(ctx context.Context, msgs []Message, tools []Tool, onDelta func(text string)) (Reply, error) {
 	req := c.request(c.model, c.temperature, msgs, true)
+	req.Tools = toolsParam(tools)
 	var rep Reply
 	err := c.run(ctx, true, func(actx context.Context, info *attemptInfo, touch func(bool)) error {
 		var err error
@@ -227,7 +250,7 @@ func (c *Client) request(model string, temp float64, msgs []Message, stream bool
 		Stream:   stream,
 	}
 	for i, m := range msgs {
-		req.Messages[i] = openai.ChatCompletionMessage{Role: m.Role, Content: m.Content}
+		req.Messages[i] = wireMessage(m)
 	}
 	if isReasoningModel(model) {
 		// OpenAI reasoning models reject max_tokens and any temperature but 1
@@ -270,6 +293,7 @@ func (c *Client) complete(ctx context.Context, req openai.ChatCompletionRequest)
 			PromptTokens:     resp.Usage.PromptTokens,
 			CompletionTokens: resp.Usage.CompletionTokens,
 			FinishReason:     string(ch.FinishReason),
+			ToolCalls:        toolCallsOf(ch.Message.ToolCalls),
 		}
 		if rep.Model == "" {
 			rep.Model = req.Model
@@ -302,6 +326,7 @@ func (c *Client) streamOnce(ctx context.Context, req openai.ChatCompletionReques
 		sb     strings.Builder
 		rep    = Reply{Model: req.Model}
 		chunks int
+		calls  toolCallAccumulator
 	)
 	for {
 		touch(true)
@@ -348,8 +373,10 @@ func (c *Client) streamOnce(ctx context.Context, req openai.ChatCompletionReques
 				onDelta(d)
 			}
 		}
+		calls.add(ch.Delta.ToolCalls)
 	}
 	rep.Text = sb.String()
+	rep.ToolCalls = calls.result()
 	return rep, nil
 }
 

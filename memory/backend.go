@@ -65,6 +65,9 @@ type Backend interface {
 	// Facts returns the owner's facts matching free text, best first, or the
 	// newest ones when text has no searchable words; at most limit (0 = 20).
 	Facts(ctx context.Context, owner, text string, limit int) ([]Fact, error)
+	// ForgetFact deletes one of the owner's facts by id, from the store and
+	// its search index; false when the owner has no such fact.
+	ForgetFact(ctx context.Context, owner string, id int64) (bool, error)
 
 	// Purge deletes what the scope selects, and everything derived from it:
 	// the search index, summaries built from purged messages, facts.

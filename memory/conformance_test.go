@@ -493,12 +493,12 @@ func runConformance(t *testing.T, open func(t *testing.T) Backend) {
 		if err != nil || !ok || got != want {
 			t.Fatalf("settings: %+v %v %v, want %+v", got, ok, err, want)
 		}
-		in2 := Settings{Owner: "telegram:1", MemoryEnabled: false, Storage: StorageSQLite, Threshold: 3, Created: cfT0.Add(time.Hour), Updated: cfT0.Add(time.Hour)}
+		in2 := Settings{Owner: "telegram:1", MemoryEnabled: false, Storage: StorageSQLite, Threshold: 3, FactsOff: true, Created: cfT0.Add(time.Hour), Updated: cfT0.Add(time.Hour)}
 		if err := b.PutSettings(cfCtx, in2); err != nil {
 			t.Fatal(err)
 		}
 		got, _, _ = b.Settings(cfCtx, "telegram:1")
-		want = Settings{Owner: "telegram:1", Storage: StorageSQLite, Threshold: 3, Created: ms(cfT0), Updated: ms(cfT0.Add(time.Hour))}
+		want = Settings{Owner: "telegram:1", Storage: StorageSQLite, Threshold: 3, FactsOff: true, Created: ms(cfT0), Updated: ms(cfT0.Add(time.Hour))}
 		if got != want {
 			t.Fatalf("updated settings: %+v, want %+v (created stays)", got, want)
 		}
@@ -606,6 +606,23 @@ func runConformance(t *testing.T, open func(t *testing.T) Backend) {
 			if _, err := b.Facts(cfCtx, o1, q, 0); err != nil {
 				t.Fatalf("Facts(%.40q): %v", q, err)
 			}
+		}
+		// ForgetFact removes one fact, from listings and search, and only
+		// the owner's own.
+		if ok, err := b.ForgetFact(cfCtx, o2, f2.ID); err != nil || ok {
+			t.Fatalf("another owner forgot a fact: %v %v", ok, err)
+		}
+		if ok, err := b.ForgetFact(cfCtx, o1, f2.ID); err != nil || !ok {
+			t.Fatalf("ForgetFact: %v %v", ok, err)
+		}
+		if ok, _ := b.ForgetFact(cfCtx, o1, f2.ID); ok {
+			t.Fatal("a forgotten fact was forgotten twice")
+		}
+		if got, _ := b.Facts(cfCtx, o1, "pizza", 0); got != nil {
+			t.Fatalf("a forgotten fact is still found: %q", factContents(got))
+		}
+		if got, _ := b.Facts(cfCtx, o1, "", 0); !slices.Equal(factContents(got), []string{f3.Content, f1b.Content}) {
+			t.Fatalf("facts after forgetting one: %q", factContents(got))
 		}
 	})
 

@@ -758,25 +758,25 @@ func BudgetHits(hits []Hit, q Query) []Hit {
 // Settings implements Backend.
 func (s *SQLite) Settings(ctx context.Context, owner string) (Settings, bool, error) {
 	st := Settings{Owner: owner}
-	var enabled int
+	var enabled, factsOff int
 	var storage string
 	var created, updated int64
-	err := s.rd.QueryRowContext(ctx, `SELECT memory_enabled, storage, threshold, created_at, updated_at FROM owners WHERE owner = ?`, owner).
-		Scan(&enabled, &storage, &st.Threshold, &created, &updated)
+	err := s.rd.QueryRowContext(ctx, `SELECT memory_enabled, storage, threshold, facts_off, created_at, updated_at FROM owners WHERE owner = ?`, owner).
+		Scan(&enabled, &storage, &st.Threshold, &factsOff, &created, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return st, false, nil
 	}
 	if err != nil {
 		return st, false, err
 	}
-	st.MemoryEnabled, st.Storage = enabled == 1, Storage(storage)
+	st.MemoryEnabled, st.Storage, st.FactsOff = enabled == 1, Storage(storage), factsOff == 1
 	st.Created, st.Updated = time.UnixMilli(created).UTC(), time.UnixMilli(updated).UTC()
 	return st, true, nil
 }
 
-const sqlPutSettings = `INSERT INTO owners(owner, memory_enabled, storage, threshold, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+const sqlPutSettings = `INSERT INTO owners(owner, memory_enabled, storage, threshold, facts_off, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)
 	ON CONFLICT(owner) DO UPDATE SET memory_enabled = excluded.memory_enabled, storage = excluded.storage,
-	threshold = excluded.threshold, updated_at = excluded.updated_at`
+	threshold = excluded.threshold, facts_off = excluded.facts_off, updated_at = excluded.updated_at`
 
 // PutSettings implements Backend.
 func (s *SQLite) PutSettings(ctx context.Context, st Settings) error {
@@ -791,7 +791,7 @@ func putSettingsTx(ctx context.Context, tx *sql.Tx, st Settings) error {
 	if st.Updated.IsZero() {
 		st.Updated = now
 	}
-	_, err := tx.ExecContext(ctx, sqlPutSettings, st.Owner, boolInt(st.MemoryEnabled), string(st.Storage), st.Threshold, st.Created.UnixMilli(), st.Updated.UnixMilli())
+	_, err := tx.ExecContext(ctx, sqlPutSettings, st.Owner, boolInt(st.MemoryEnabled), string(st.Storage), st.Threshold, boolInt(st.FactsOff), st.Created.UnixMilli(), st.Updated.UnixMilli())
 	return err
 }
 

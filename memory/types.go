@@ -69,6 +69,7 @@ type Settings struct {
 	MemoryEnabled bool      `json:"memory_enabled"`
 	Storage       Storage   `json:"storage_type"`
 	Threshold     int       `json:"summary_every_n"`
+	FactsOff      bool      `json:"facts_off,omitempty"` // the owner turned fact extraction off (/facts off)
 	Created       time.Time `json:"created_at"`
 	Updated       time.Time `json:"updated_at"`
 }

@@ -41,6 +41,7 @@ type Metrics struct {
 	tokens     *prometheus.CounterVec
 	summaries  *prometheus.CounterVec
 	reconnects *prometheus.CounterVec
+	toolCalls  *prometheus.CounterVec
 }
 
 // Outcomes of a turn that called the language model and got an answer; only
@@ -76,6 +77,10 @@ func New(opts Options) *Metrics {
 			Name: "recall_channel_reconnects_total",
 			Help: "Times a chat channel reconnected after losing its connection.",
 		}, []string{"channel"}),
+		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "recall_tool_calls_total",
+			Help: "Memory tool calls the model made, by tool and outcome (ok, error: refused or failed and told to the model, unknown: no such tool).",
+		}, []string{"tool", "outcome"}),
 	}
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "recall_build_info",
@@ -83,7 +88,7 @@ func New(opts Options) *Metrics {
 		ConstLabels: prometheus.Labels{"version": opts.Version},
 	})
 	build.Set(1)
-	m.reg.MustRegister(m.turns, m.latency, m.tokens, m.summaries, m.reconnects, build,
+	m.reg.MustRegister(m.turns, m.latency, m.tokens, m.summaries, m.reconnects, m.toolCalls, build,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -120,6 +125,11 @@ func (m *Metrics) Turn(channel, outcome string, latency time.Duration, reply llm
 // SummaryCreated counts one summary of the given level.
 func (m *Metrics) SummaryCreated(level int) {
 	m.summaries.WithLabelValues(strconv.Itoa(level)).Inc()
+}
+
+// ToolCall counts one memory tool call (memtools.Observer).
+func (m *Metrics) ToolCall(tool, outcome string) {
+	m.toolCalls.WithLabelValues(tool, outcome).Inc()
 }
 
 // ChannelReconnected counts one reconnect of a chat channel ("telegram",

@@ -28,9 +28,10 @@ type Request struct {
 	Stream   bool
 	N        int // 1-based number of this call on the server
 
-	Temperature float64 // 0 when not sent
-	MaxTokens   int     // max_tokens or max_completion_tokens; 0 when not sent
-	APIKey      string  // bearer token from the Authorization header
+	Temperature float64  // 0 when not sent
+	MaxTokens   int      // max_tokens or max_completion_tokens; 0 when not sent
+	APIKey      string   // bearer token from the Authorization header
+	Tools       []string // names of the tools offered, in order
 }
 
 // Response scripts the answer to one Request. The zero value is an empty
@@ -66,6 +67,10 @@ type Response struct {
 	// Pieces, for stream requests, are the deltas to stream instead of Text
 	// cut into words (Text is then ignored).
 	Pieces []string
+	// ToolCalls, when set, are the tool calls of the answer (finish reason
+	// "tool_calls"); Text may be empty. In a stream each call is sent as a
+	// delta naming it, then its arguments in two pieces.
+	ToolCalls []llm.ToolCall
 	// Usage to report.
 	PromptTokens, CompletionTokens int
 }
@@ -144,9 +149,17 @@ func Echo(prefix string) Handler {
 type wireRequest struct {
 	Model    string `json:"model"`
 	Messages []struct {
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
+		Role       string          `json:"role"`
+		Content    json.RawMessage `json:"content"`
+		ToolCalls  []wireToolCall  `json:"tool_calls"`
+		ToolCallID string          `json:"tool_call_id"`
 	} `json:"messages"`
+	Tools []struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	} `json:"tools"`
 	Stream              bool     `json:"stream"`
 	Temperature         *float64 `json:"temperature"`
 	MaxTokens           int      `json:"max_tokens"`
@@ -163,8 +176,37 @@ type usage struct {
 }
 
 type message struct {
-	Role    string `json:"role,omitempty"`
-	Content string `json:"content,omitempty"`
+	Role      string         `json:"role,omitempty"`
+	Content   string         `json:"content,omitempty"`
+	ToolCalls []wireToolCall `json:"tool_calls,omitempty"`
+}
+
+type wireToolCall struct {
+	Index    *int   `json:"index,omitempty"`
+	ID       string `json:"id,omitempty"`
+	Type     string `json:"type,omitempty"`
+	Function struct {
+		Name      string `json:"name,omitempty"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+func toWire(calls []llm.ToolCall) []wireToolCall {
+	var out []wireToolCall
+	for _, c := range calls {
+		w := wireToolCall{ID: c.ID, Type: "function"}
+		w.Function.Name, w.Function.Arguments = c.Name, c.Arguments
+		out = append(out, w)
+	}
+	return out
+}
+
+func fromWire(calls []wireToolCall) []llm.ToolCall {
+	var out []llm.ToolCall
+	for _, c := range calls {
+		out = append(out, llm.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
+	}
+	return out
 }
 
 type completion struct {
@@ -235,7 +277,11 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		req.Temperature = *wr.Temperature
 	}
 	for _, m := range wr.Messages {
-		req.Messages = append(req.Messages, llm.Message{Role: m.Role, Content: content(m.Content)})
+		req.Messages = append(req.Messages, llm.Message{Role: m.Role, Content: content(m.Content),
+			ToolCalls: fromWire(m.ToolCalls), ToolCallID: m.ToolCallID})
+	}
+	for _, t := range wr.Tools {
+		req.Tools = append(req.Tools, t.Function.Name)
 	}
 	s.mu.Lock()
 	req.N = len(s.reqs) + 1
@@ -291,7 +337,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		Index        int     `json:"index"`
 		Message      message `json:"message"`
 		FinishReason string  `json:"finish_reason"`
-	}{0, message{Role: "assistant", Content: resp.Text}, "stop"})
+	}{0, message{Role: "assistant", Content: resp.Text, ToolCalls: toWire(resp.ToolCalls)}, finishOf(resp)})
 	if resp.StreamCut {
 		body, _ := json.Marshal(out)
 		w.Header().Set("Content-Type", "application/json")
@@ -378,7 +424,17 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, id, model string
 		}
 		send(delta(message{Content: p}, nil))
 	}
-	stop := "stop"
+	for i, c := range toWire(resp.ToolCalls) {
+		half := len(c.Function.Arguments) / 2
+		args := c.Function.Arguments
+		c.Index = &i
+		c.Function.Arguments = args[:half]
+		send(delta(message{ToolCalls: []wireToolCall{c}}, nil))
+		rest := wireToolCall{Index: &i}
+		rest.Function.Arguments = args[half:]
+		send(delta(message{ToolCalls: []wireToolCall{rest}}, nil))
+	}
+	stop := finishOf(resp)
 	send(delta(message{}, &stop))
 	if includeUsage {
 		send(chunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: model,
@@ -411,6 +467,14 @@ func splitPieces(text string) []string {
 		}
 	}
 	return out
+}
+
+// finishOf is the finish reason of a scripted answer.
+func finishOf(resp Response) string {
+	if len(resp.ToolCalls) > 0 {
+		return "tool_calls"
+	}
+	return "stop"
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -74,7 +75,7 @@ func TestJSONCompletion(t *testing.T) {
 		Messages: []llm.Message{{Role: "system", Content: "sys"}, {Role: "user", Content: "hi there"}}}
 	if len(reqs) != 1 || reqs[0].Model != want.Model || reqs[0].N != 1 || reqs[0].Temperature != 0.5 ||
 		reqs[0].MaxTokens != 7 || reqs[0].APIKey != "k1" || len(reqs[0].Messages) != 2 ||
-		reqs[0].Messages[1] != want.Messages[1] {
+		!reflect.DeepEqual(reqs[0].Messages[1], want.Messages[1]) {
 		t.Fatalf("requests = %+v", reqs)
 	}
 }

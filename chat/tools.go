@@ -1,0 +1,283 @@
+package chat
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/recallbot/recall/llm"
+	"github.com/recallbot/recall/memtools"
+	"github.com/recallbot/recall/pipeline"
+)
+
+// ToolModel is a Model that can offer tools (llm.Client).
+type ToolModel interface {
+	ChatTools(ctx context.Context, msgs []llm.Message, tools []llm.Tool) (llm.Reply, error)
+	StreamTools(ctx context.Context, msgs []llm.Message, tools []llm.Tool, onDelta func(text string)) (llm.Reply, error)
+	Model() string
+}
+
+// Tool modes (llm.tools.mode).
+const (
+	ToolsAuto = "auto" // offer tools; a model whose server refuses them is not offered them again
+	ToolsOn   = "on"   // always offer tools; a refusal fails the turn
+	ToolsOff  = "off"
+)
+
+// Tools configure the memory tools offered to the model. The zero value
+// offers none.
+type Tools struct {
+	Box       *memtools.Box
+	Mode      string // ToolsAuto (default when Box is set), ToolsOn or ToolsOff
+	MaxRounds int    // tool rounds per turn at most (default 3)
+	// MaxCalls caps the calls the model may make in one round (default 5);
+	// more are answered with an error.
+	MaxCalls int
+}
+
+// toolSupport remembers, per model, that its server refused tools.
+type toolSupport struct {
+	mu      sync.Mutex
+	refused map[string]bool
+}
+
+func (s *toolSupport) ok(model string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.refused[model]
+}
+
+// refuse records a refusal; true the first time (to log it once).
+func (s *toolSupport) refuse(model string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.refused == nil {
+		s.refused = map[string]bool{}
+	}
+	first := !s.refused[model]
+	s.refused[model] = true
+	return first
+}
+
+// turnModel returns the model for one turn: the configured one, wrapped so
+// that its calls run tool rounds when tools are on and the model takes them.
+// The returned toolTurn (nil without tools) holds what the rounds did.
+func (r *Responder) turnModel(in pipeline.Inbound, log *slog.Logger) (Model, *toolTurn) {
+	tm, ok := r.model.(ToolModel)
+	if !ok || r.tools.Box == nil || r.tools.Mode == ToolsOff {
+		return r.model, nil
+	}
+	if r.tools.Mode != ToolsOn && !r.toolSupport.ok(tm.Model()) {
+		return r.model, nil
+	}
+	tt := &toolTurn{r: r, inner: tm, log: log, scope: memtools.Scope{Key: in.Key, Group: in.IsGroup}}
+	return tt, tt
+}
+
+// toolTurn runs one turn's conversation with the model through tool rounds:
+// each round offers the tools; calls are run and their results sent back,
+// until the model answers in text or the rounds run out (the last round
+// offers no tools, so the model must answer).
+type toolTurn struct {
+	r     *Responder
+	inner ToolModel
+	log   *slog.Logger
+	scope memtools.Scope
+
+	Called  []string          // tool names, in call order
+	Effects []memtools.Effect // notes saved or deleted
+}
+
+var _ StreamModel = (*toolTurn)(nil)
+
+func (tt *toolTurn) Chat(ctx context.Context, msgs []llm.Message) (llm.Reply, error) {
+	return tt.run(ctx, msgs, func(ctx context.Context, msgs []llm.Message, tools []llm.Tool) (llm.Reply, error) {
+		return tt.inner.ChatTools(ctx, msgs, tools)
+	})
+}
+
+func (tt *toolTurn) Stream(ctx context.Context, msgs []llm.Message, onDelta func(string)) (llm.Reply, error) {
+	return tt.run(ctx, msgs, func(ctx context.Context, msgs []llm.Message, tools []llm.Tool) (llm.Reply, error) {
+		return tt.inner.StreamTools(ctx, msgs, tools, onDelta)
+	})
+}
+
+type roundFunc func(ctx context.Context, msgs []llm.Message, tools []llm.Tool) (llm.Reply, error)
+
+func (tt *toolTurn) run(ctx context.Context, msgs []llm.Message, call roundFunc) (llm.Reply, error) {
+	maxRounds, maxCalls := tt.r.tools.MaxRounds, tt.r.tools.MaxCalls
+	if maxRounds <= 0 {
+		maxRounds = 3
+	}
+	if maxCalls <= 0 {
+		maxCalls = 5
+	}
+	msgs = append([]llm.Message(nil), msgs...)
+	tools := tt.r.tools.Box.Tools()
+	var (
+		total llm.Reply
+		text  strings.Builder // what every round said, as the user saw it stream
+	)
+	for round := 0; ; round++ {
+		offer := tools
+		if round >= maxRounds {
+			offer = nil
+		}
+		rep, err := call(ctx, msgs, offer)
+		if err != nil && offer != nil && tt.r.tools.Mode != ToolsOn && llm.IsToolsRejected(err) {
+			if tt.r.toolSupport.refuse(tt.inner.Model()) {
+				tt.log.Warn("the model's server refused tool calls; answering without memory tools from now on",
+					"model", tt.inner.Model(), "err", err)
+			}
+			tools, offer = nil, nil
+			rep, err = call(ctx, msgs, nil)
+		}
+		total.Model = rep.Model
+		total.PromptTokens += rep.PromptTokens
+		total.CompletionTokens += rep.CompletionTokens
+		total.FinishReason = rep.FinishReason
+		text.WriteString(rep.Text)
+		if err != nil {
+			total.Text = text.String()
+			if se, ok := err.(*llm.StreamError); ok && text.Len() > len(se.Partial) {
+				// What earlier rounds showed is part of what was cut.
+				return total, &llm.StreamError{Partial: text.String(), Err: se.Err}
+			}
+			return total, err
+		}
+		if len(rep.ToolCalls) == 0 || offer == nil {
+			total.Text = text.String()
+			return total, nil
+		}
+		calls := rep.ToolCalls
+		for i := range calls {
+			if calls[i].ID == "" {
+				calls[i].ID = fmt.Sprintf("call_%d_%d", round, i)
+			}
+		}
+		msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Content: rep.Text, ToolCalls: calls})
+		for i, c := range calls {
+			var res memtools.Result
+			if i >= maxCalls {
+				res = memtools.Result{Content: fmt.Sprintf("error: at most %d tool calls per round; ask again in the next round", maxCalls), Failed: true}
+			} else {
+				res = tt.r.tools.Box.Call(ctx, tt.scope, c)
+				tt.Called = append(tt.Called, c.Name)
+				if res.Effect != nil {
+					tt.Effects = append(tt.Effects, *res.Effect)
+				}
+			}
+			msgs = append(msgs, llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, Content: res.Content})
+		}
+	}
+}
+
+// announce is the line a group reads about the notes the model changed
+// ("📝 noted: …"), "" when none or not a group.
+func (tt *toolTurn) announce() string {
+	if tt == nil || !tt.scope.Group || len(tt.Effects) == 0 {
+		return ""
+	}
+	var sb strings.Builder
+	for _, e := range tt.Effects {
+		switch e.Tool {
+		case memtools.Remember:
+			fmt.Fprintf(&sb, "\n📝 noted: %s — %s", e.Key, e.Text)
+		case memtools.Forget:
+			fmt.Fprintf(&sb, "\n📝 forgot: %s", e.Key)
+		}
+	}
+	return sb.String()
+}
+
+// promptCap is the most tokens a prompt may take: the model's context window
+// less the reply's reserve, or what a context-length error taught.
+func (r *Responder) promptCap() int {
+	r.mu.Lock()
+	learned := r.learned
+	r.mu.Unlock()
+	if learned > 0 {
+		return learned
+	}
+	w := r.opts.ContextWindow
+	if w <= 0 {
+		name := ""
+		if n, ok := r.model.(interface{ Model() string }); ok {
+			name = n.Model()
+		}
+		w = llm.ContextWindow(name)
+	}
+	return fitWindow(w, r.opts.ReplyReserve)
+}
+
+// fitWindow is the prompt room of a window once the reply's reserve is
+// kept, never below half the window.
+func fitWindow(window, reserve int) int {
+	return max(window-reserve, window/2)
+}
+
+// learnWindow records that a prompt of used tokens did not fit: window is
+// the size the provider named (0: not named, then the cap shrinks to two
+// thirds of what was sent). It returns the new cap, logged once per change.
+func (r *Responder) learnWindow(window, used int, log *slog.Logger) int {
+	next := used * 2 / 3
+	if window > 0 {
+		next = min(fitWindow(window, r.opts.ReplyReserve), next+next/2)
+	}
+	next = max(next, 256)
+	r.mu.Lock()
+	changed := r.learned == 0 || next < r.learned
+	if changed {
+		r.learned = next
+	} else {
+		next = r.learned
+	}
+	r.mu.Unlock()
+	if changed {
+		log.Warn("the model's context window is smaller than the prompt; prompts are cut to fit from now on (set llm.context_window)",
+			"window_named", window, "prompt_tokens", used, "new_cap", next)
+	}
+	return next
+}
+
+// maxCalledKeys bounds the conversations whose last tool calls /context can
+// show; past it the record starts over.
+const maxCalledKeys = 1000
+
+// rememberCalls keeps which tools the last answer of a conversation called.
+func (r *Responder) rememberCalls(key pipeline.Key, tt *toolTurn) {
+	if tt == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.called == nil || (len(r.called) >= maxCalledKeys && r.called[key] == nil) {
+		r.called = map[pipeline.Key][]string{}
+	}
+	r.called[key] = tt.Called
+}
+
+// toolNotes are /context's lines about the memory tools: which are offered
+// to the model, and which the last answer in this conversation called.
+func (r *Responder) toolNotes(key pipeline.Key) []string {
+	if _, tt := r.turnModel(pipeline.Inbound{Key: key}, r.opts.Log); tt == nil {
+		return nil
+	}
+	var names []string
+	for _, t := range r.tools.Box.Tools() {
+		names = append(names, t.Name)
+	}
+	notes := []string{"memory tools the model may call: " + strings.Join(names, ", ")}
+	r.mu.Lock()
+	called, ok := r.called[key]
+	r.mu.Unlock()
+	switch {
+	case ok && len(called) == 0:
+		notes = append(notes, "my last answer here called no tool")
+	case ok:
+		notes = append(notes, "my last answer here called: "+strings.Join(called, ", "))
+	}
+	return notes
+}
