@@ -160,7 +160,7 @@ func (c *Commands) Handle(ctx context.Context, t *pipeline.Turn) (bool, error) {
 		}
 		return true, call.fail(ctx, cmd.Run(ctx, call))
 	}
-	if f := c.flowFor(key); f != nil {
+	if f := c.flowFor(key); f != nil && f.answers(t.In) {
 		call := &Call{Commands: c, Turn: t, Key: key}
 		answer := t.In.Text
 		if t.In.Choice != "" {
@@ -169,8 +169,12 @@ func (c *Commands) Handle(ctx context.Context, t *pipeline.Turn) (bool, error) {
 		return true, call.fail(ctx, f.step(ctx, call, strings.TrimSpace(answer)))
 	}
 	if t.In.Choice != "" {
-		// A button of a question that expired or was answered.
+		// A button of a question that expired, was answered, or is someone
+		// else's.
 		call := &Call{Commands: c, Turn: t, Key: key}
+		if c.flowFor(key) != nil {
+			return true, call.Reply(ctx, "Only the member who sent the command can answer that question.")
+		}
 		return true, call.Reply(ctx, "That question has expired. Send the command again.")
 	}
 	return false, nil

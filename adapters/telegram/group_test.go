@@ -1,0 +1,79 @@
+package telegram
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/go-telegram/bot/models"
+)
+
+// replyToBot is a message of member from in chat replying to the bot's
+// message sent.
+func replyToBot(api *fakeAPI, chat models.Chat, from int64, sent fakeCall, text string) *models.Message {
+	m := api.TextMessage(chat, from, text)
+	me := api.Me()
+	m.ReplyToMessage = &models.Message{ID: sent.MsgID, Chat: chat, Date: 1, From: &me, Text: sent.Fields["text"]}
+	return m
+}
+
+// A pending /purge in a group (privacy mode off: the bot sees every
+// message) takes answers only from the member who asked, and only when they
+// are addressed to the bot: another member's chatter, another member's
+// "yes" (typed as a reply, or pressed) and the asker's own unaddressed "yes"
+// pass by as if no question were pending.
+func TestGroupQuestionAnsweredOnlyByItsAsker(t *testing.T) {
+	api := newFakeAPI(t)
+	st := newStack(t, api, stackOptions{})
+	group := groupChat(-100700, false)
+
+	remember := api.TextMessage(group, 111, "@"+fakeBotName+" the plan is secret")
+	remember.Entities = []models.MessageEntity{mention()}
+	api.Push(models.Update{Message: remember})
+	api.WaitSent(group.ID, 1)
+
+	api.SendText(group, 111, "/purge@"+fakeBotName+" chat")
+	q := api.WaitSent(group.ID, 2)[1]
+	if !strings.Contains(q.Fields["text"], "Delete") {
+		t.Fatalf("question = %q", q.Fields["text"])
+	}
+
+	lol := api.SendText(group, 222, "lol")
+	yes222 := replyToBot(api, group, 222, q, "yes")
+	api.Push(models.Update{Message: yes222})
+	// 222's "yes" is a reply to the bot: an ordinary message, answered.
+	r := api.WaitSent(group.ID, 3)[2]
+	if r.ReplyTo() != yes222.ID || r.Fields["text"] != "echo: yes" {
+		t.Fatalf("another member's reply got %v", r.Fields)
+	}
+	if n := repliesTo(api.Calls(), group.ID, lol); n != 0 {
+		t.Errorf("another member's chatter got %d replies", n)
+	}
+	// 222 presses "Yes, delete".
+	me := api.Me()
+	api.Push(models.Update{CallbackQuery: &models.CallbackQuery{
+		ID: "cbq-222", From: models.User{ID: 222, FirstName: "Bob"}, Data: "yes",
+		Message: models.MaybeInaccessibleMessage{Type: models.MaybeInaccessibleMessageTypeMessage, Message: &models.Message{
+			ID: q.MsgID, Date: 1, Chat: group, From: &me, Text: q.Fields["text"],
+			ReplyMarkup: &models.InlineKeyboardMarkup{InlineKeyboard: q.Keyboard()},
+		}},
+	}})
+	r = api.WaitSent(group.ID, 4)[3]
+	if !strings.Contains(r.Fields["text"], "Only the member who sent the command") {
+		t.Fatalf("another member's press got %q", r.Fields["text"])
+	}
+	// The asker's "yes" not addressed to the bot is chatter.
+	api.SendText(group, 111, "yes")
+	// The asker's reply to the question confirms it.
+	yes111 := replyToBot(api, group, 111, q, "yes")
+	api.Push(models.Update{Message: yes111})
+	r = api.WaitSent(group.ID, 5)[4]
+	if r.ReplyTo() != yes111.ID || !strings.HasPrefix(r.Fields["text"], "Deleted") {
+		t.Fatalf("the asker's answer got %q", r.Fields["text"])
+	}
+	if len(api.Sent(group.ID)) != 5 {
+		t.Errorf("sent %s", dumpCalls(api.Sent(group.ID)))
+	}
+	if stored, _ := st.lookup(key(group.ID, ""), remember.ID); stored {
+		t.Error("the purge did not run")
+	}
+}
