@@ -63,9 +63,11 @@ func (c *Call) Reply(ctx context.Context, text string) error {
 	return err
 }
 
-// ask sends a question with choices (buttons or a numbered list).
+// ask sends a question with choices (buttons or a numbered list), as a
+// reply to the message that asked for it (in a group, it shows whose
+// question it is).
 func (c *Call) ask(ctx context.Context, text string, choices []pipeline.Choice) error {
-	out := pipeline.WithChoices(c.Turn.Out, pipeline.Outbound{Key: c.Key, Text: text, Choices: choices})
+	out := pipeline.WithChoices(c.Turn.Out, pipeline.Outbound{Key: c.Key, Text: text, Choices: choices, ReplyTo: c.Turn.In.MessageID})
 	_, err := c.Turn.Out.Send(ctx, out)
 	return err
 }

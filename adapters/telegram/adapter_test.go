@@ -124,6 +124,23 @@ func TestSummaryThroughButtons(t *testing.T) {
 		}
 		return false
 	})
+	// The buttons are our own JSON: only text and callback_data (the
+	// library's type adds "copy_text":{"text":""} to every button).
+	if raw := q.Fields["reply_markup"]; strings.Contains(raw, "copy_text") || !strings.Contains(raw, `"callback_data":"json"`) {
+		t.Errorf("reply_markup sent = %s", raw)
+	}
+	// After the press the buttons are taken off the question.
+	api.Wait("the question's buttons removed", func(calls []fakeCall) bool {
+		for _, c := range filterCalls(calls, "editMessageReplyMarkup") {
+			if c.Err == nil && c.MsgID == q.MsgID {
+				return true
+			}
+		}
+		return false
+	})
+	if m := api.ShownMarkup(111, q.MsgID); m != "" {
+		t.Errorf("the question still shows %s", m)
+	}
 	step2 := api.WaitSent(111, 2)[1]
 	if !strings.Contains(step2.Fields["text"], "Step 2 of 2") || !strings.Contains(step2.Fields["text"], "JSON file") {
 		t.Fatalf("step 2 = %q", step2.Fields["text"])

@@ -54,7 +54,8 @@ func TestGroupQuestionAnsweredOnlyByItsAsker(t *testing.T) {
 		ID: "cbq-222", From: models.User{ID: 222, FirstName: "Bob"}, Data: "yes",
 		Message: models.MaybeInaccessibleMessage{Type: models.MaybeInaccessibleMessageTypeMessage, Message: &models.Message{
 			ID: q.MsgID, Date: 1, Chat: group, From: &me, Text: q.Fields["text"],
-			ReplyMarkup: &models.InlineKeyboardMarkup{InlineKeyboard: q.Keyboard()},
+			ReplyMarkup:    &models.InlineKeyboardMarkup{InlineKeyboard: q.Keyboard()},
+			ReplyToMessage: &models.Message{ID: q.ReplyTo(), Chat: group, Date: 1, From: &models.User{ID: 111, FirstName: "Ada"}},
 		}},
 	}})
 	r = api.WaitSent(group.ID, 4)[3]
@@ -76,4 +77,25 @@ func TestGroupQuestionAnsweredOnlyByItsAsker(t *testing.T) {
 	if stored, _ := st.lookup(key(group.ID, ""), remember.ID); stored {
 		t.Error("the purge did not run")
 	}
+	// Another member's press left the asker's buttons alone.
+	if c := api.Calls("editMessageReplyMarkup"); len(c) != 0 {
+		t.Errorf("another member's press removed the buttons: %s", dumpCalls(c))
+	}
+}
+
+// Every button press is answered (answerCallbackQuery), also one the bot
+// does not handle, so no client is left with a spinning button.
+func TestUnhandledButtonPressIsAnswered(t *testing.T) {
+	api := newFakeAPI(t)
+	newStack(t, api, stackOptions{})
+	// A press on a button of an inline message (no chat): nothing to do.
+	api.Push(models.Update{CallbackQuery: &models.CallbackQuery{ID: "cbq-inline", From: models.User{ID: 111}, InlineMessageID: "abc", Data: "x"}})
+	api.Wait("the press answered", func(calls []fakeCall) bool {
+		for _, c := range filterCalls(calls, "answerCallbackQuery") {
+			if c.Fields["callback_query_id"] == "cbq-inline" {
+				return true
+			}
+		}
+		return false
+	})
 }

@@ -341,7 +341,7 @@ func (s *sender) Edit(ctx context.Context, key pipeline.Key, id, text string) er
 }
 
 // SendFile sends a document with a plain-text caption (cut to Telegram's
-// 1024 characters).
+// 1024 UTF-16 code units).
 func (s *sender) SendFile(ctx context.Context, key pipeline.Key, f pipeline.File, caption string) error {
 	chat, thread, err := target(key)
 	if err != nil {
@@ -353,7 +353,8 @@ func (s *sender) SendFile(ctx context.Context, key pipeline.Key, f pipeline.File
 	}
 	caption = strings.TrimSpace(format.Plain(caption))
 	if parts := format.SplitPlain(caption, captionLimit); len(parts) > 1 {
-		caption = truncateRunes(parts[0], captionLimit-1) + "…"
+		// Room for the "…" (one UTF-16 unit, as Telegram counts).
+		caption = format.SplitPlain(caption, captionLimit-1)[0] + "…"
 	}
 	var waited time.Duration
 	err = s.call(ctx, &waited, s.fileTimeout, func(ctx context.Context) error {
@@ -369,19 +370,40 @@ func (s *sender) SendFile(ctx context.Context, key pipeline.Key, f pipeline.File
 	return nil
 }
 
-// keyboard lays out choices as inline buttons, one per row.
-func (s *sender) keyboard(choices []pipeline.Choice) *models.InlineKeyboardMarkup {
-	kb := &models.InlineKeyboardMarkup{}
+// inlineKeyboard is the reply_markup of a message with buttons, encoded by
+// us: the library's InlineKeyboardButton sends "copy_text":{"text":""} with
+// every button, which Telegram refuses (BUTTON_COPY_TEXT_INVALID) as soon as
+// it stops checking callback_data first.
+type inlineKeyboard struct {
+	InlineKeyboard [][]inlineButton `json:"inline_keyboard"`
+}
+
+// inlineButton is a button that sends its callback_data when pressed.
+type inlineButton struct {
+	Text         string `json:"text"`
+	CallbackData string `json:"callback_data"`
+}
+
+// keyboard lays out choices as inline buttons, one per row; nil when no
+// choice has a label or data. A choice without label shows its data, one
+// without data sends its label; one with neither is left out.
+func (s *sender) keyboard(choices []pipeline.Choice) models.ReplyMarkup {
+	kb := &inlineKeyboard{}
 	for _, c := range choices {
-		data := c.Data
-		if data == "" {
-			data = c.Label
+		label, data := strings.TrimSpace(c.Label), c.Data
+		if strings.TrimSpace(data) == "" {
+			data = label
 		}
-		label := c.Label
 		if label == "" {
-			label = data
+			label = strings.TrimSpace(data)
 		}
-		kb.InlineKeyboard = append(kb.InlineKeyboard, []models.InlineKeyboardButton{{Text: label, CallbackData: s.data.short(data)}})
+		if label == "" {
+			continue
+		}
+		kb.InlineKeyboard = append(kb.InlineKeyboard, []inlineButton{{Text: label, CallbackData: s.data.short(data)}})
+	}
+	if len(kb.InlineKeyboard) == 0 {
+		return nil
 	}
 	return kb
 }

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf16"
 
 	"github.com/go-telegram/bot/models"
 
@@ -253,6 +254,17 @@ func TestEditTypingAndFiles(t *testing.T) {
 	if doc.Files["document"].Name != "export.json" || string(doc.Files["document"].Data) != `{"a":1}` ||
 		doc.Fields["caption"] != "Your export" || doc.Fields["message_thread_id"] != "77" {
 		t.Errorf("sendDocument = %v %v", doc.Fields, doc.Files)
+	}
+	// A caption past Telegram's 1024 UTF-16 units is cut to fit, "…"
+	// included (1,022 letters and an emoji make 1,024 units but 1,023
+	// characters: counting characters sent 1,025 units).
+	long := strings.Repeat("a", 1022) + strings.Repeat("😀", 10)
+	if err := s.(pipeline.FileSender).SendFile(ctx, topic, f, long); err != nil {
+		t.Fatalf("a long caption: %v", err)
+	}
+	doc = api.Calls("sendDocument")[1]
+	if c := doc.Fields["caption"]; len(utf16.Encode([]rune(c))) > 1024 || !strings.HasSuffix(c, "a…") {
+		t.Errorf("long caption = %d UTF-16 units, ends %q", len(utf16.Encode([]rune(c))), c[len(c)-12:])
 	}
 	if _, err := s.Send(ctx, pipeline.Outbound{Key: pipeline.Key{Channel: "whatsapp", Chat: "1"}, Text: "x"}); err == nil {
 		t.Error("sending to a non-Telegram key worked")

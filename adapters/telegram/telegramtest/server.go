@@ -142,6 +142,7 @@ type Server struct {
 	calls     []Call
 	nextMsg   map[int64]int
 	texts     map[[2]int64]string // (chat, message id) → text, for edits
+	markups   map[[2]int64]string // (chat, message id) → reply_markup shown ("" none)
 	hook      func(c *Call) *Err
 	webhook   string
 	secret    string
@@ -165,7 +166,7 @@ func NewServer(t testing.TB) *Server {
 func Start(o Options) *Server {
 	f := &Server{
 		Token: o.Token, onSend: o.OnSend, changed: make(chan struct{}), closed: make(chan struct{}),
-		nextID: 1000, nextMsg: map[int64]int{}, texts: map[[2]int64]string{},
+		nextID: 1000, nextMsg: map[int64]int{}, texts: map[[2]int64]string{}, markups: map[[2]int64]string{},
 	}
 	if f.Token == "" {
 		f.Token = Token
@@ -323,6 +324,14 @@ func (f *Server) ShownText(chat int64, id int) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.texts[[2]int64{chat, int64(id)}]
+}
+
+// ShownMarkup is the reply_markup message id shows now in chat, as sent
+// ("" when it has none).
+func (f *Server) ShownMarkup(chat int64, id int) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.markups[[2]int64{chat, int64(id)}]
 }
 
 // ConfirmedID is the highest update id confirmed by a getUpdates offset.
@@ -488,6 +497,9 @@ func (f *Server) handleLocked(c *Call) (any, *Err) {
 				return nil, &Err{Code: 400, Description: "Bad Request: there is no document in the request"}
 			}
 			text = c.Fields["caption"]
+			if len(utf16.Encode([]rune(text))) > 1024 {
+				return nil, &Err{Code: 400, Description: "Bad Request: message caption is too long"}
+			}
 		} else if e := checkText(text, c.Fields["parse_mode"]); e != nil {
 			return nil, e
 		}
@@ -497,6 +509,7 @@ func (f *Server) handleLocked(c *Call) (any, *Err) {
 		id := f.nextMsgLocked(chat)
 		c.MsgID = id
 		f.texts[[2]int64{chat, int64(id)}] = text
+		f.markups[[2]int64{chat, int64(id)}] = c.Fields["reply_markup"]
 		msg := models.Message{ID: id, Date: int(time.Now().Unix()), Chat: models.Chat{ID: chat, Type: chatType(chat)}, Text: text}
 		me := f.Me()
 		msg.From = &me
@@ -516,6 +529,23 @@ func (f *Server) handleLocked(c *Call) (any, *Err) {
 			return nil, e
 		}
 		return true, nil
+	case "editMessageReplyMarkup":
+		chat, _ := strconv.ParseInt(c.Fields["chat_id"], 10, 64)
+		id, _ := strconv.Atoi(c.Fields["message_id"])
+		k := [2]int64{chat, int64(id)}
+		if _, ok := f.texts[k]; !ok {
+			return nil, &Err{Code: 400, Description: "Bad Request: message to edit not found"}
+		}
+		if e := checkMarkup(c.Fields["reply_markup"]); e != nil {
+			return nil, e
+		}
+		if f.markups[k] == c.Fields["reply_markup"] {
+			return nil, &Err{Code: 400, Description: "Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message"}
+		}
+		f.markups[k] = c.Fields["reply_markup"]
+		c.MsgID = id
+		me := f.Me()
+		return models.Message{ID: id, Date: int(time.Now().Unix()), Chat: models.Chat{ID: chat, Type: chatType(chat)}, Text: f.texts[k], From: &me}, nil
 	case "editMessageText":
 		chat, _ := strconv.ParseInt(c.Fields["chat_id"], 10, 64)
 		id, _ := strconv.Atoi(c.Fields["message_id"])
@@ -657,11 +687,23 @@ func checkText(text, parseMode string) *Err {
 	return nil
 }
 
+// checkMarkup validates an inline keyboard as Telegram does: every button
+// has a label and callback_data of 1-64 bytes, and a copy_text, when
+// present, has text (Telegram answers BUTTON_COPY_TEXT_INVALID; it checks
+// callback_data first today, this fake checks both).
 func checkMarkup(raw string) *Err {
 	if raw == "" {
 		return nil
 	}
-	var kb models.InlineKeyboardMarkup
+	var kb struct {
+		InlineKeyboard [][]struct {
+			Text         string `json:"text"`
+			CallbackData string `json:"callback_data"`
+			CopyText     *struct {
+				Text string `json:"text"`
+			} `json:"copy_text"`
+		} `json:"inline_keyboard"`
+	}
 	if err := json.Unmarshal([]byte(raw), &kb); err != nil {
 		return &Err{Code: 400, Description: "Bad Request: can't parse reply keyboard markup JSON object"}
 	}
@@ -669,6 +711,9 @@ func checkMarkup(raw string) *Err {
 		for _, b := range row {
 			if b.Text == "" {
 				return &Err{Code: 400, Description: "Bad Request: text buttons are unallowed in the inline keyboard"}
+			}
+			if b.CopyText != nil && b.CopyText.Text == "" {
+				return &Err{Code: 400, Description: "Bad Request: BUTTON_COPY_TEXT_INVALID"}
 			}
 			if n := len(b.CallbackData); n == 0 || n > 64 {
 				return &Err{Code: 400, Description: "Bad Request: BUTTON_DATA_INVALID"}
