@@ -1,8 +1,10 @@
 package telegram
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-telegram/bot/models"
 )
@@ -98,4 +100,34 @@ func TestUnhandledButtonPressIsAnswered(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// A polled update the library cannot decode (a forward_origin type newer
+// than it) is still answered from its text, chat and sender, in a group
+// topic as a reply in the topic; one without a usable message is skipped
+// and confirmed.
+func TestUndecodableUpdateIsAnswered(t *testing.T) {
+	api := newFakeAPI(t)
+	newStack(t, api, stackOptions{})
+	id := api.MsgID(111)
+	api.PushRaw(fmt.Sprintf(`{"message":{"message_id":%d,"date":%d,"chat":{"id":111,"type":"private","first_name":"Ada"},`+
+		`"from":{"id":111,"is_bot":false,"first_name":"Ada"},"forward_origin":{"type":"hologram","date":1},"text":"forwarded words"}}`, id, time.Now().Unix()))
+	junk := api.PushRaw(`{"message":{"message_id":"not a number"}}`)
+	got := api.WaitSent(111, 1)
+	if got[0].Fields["text"] != "echo: forwarded words" || got[0].ReplyTo() != id {
+		t.Fatalf("reply = %v", got[0].Fields)
+	}
+	api.Wait("the junk update confirmed", func([]fakeCall) bool { return api.ConfirmedID() >= junk })
+
+	forum := groupChat(-100800, true)
+	tid := api.MsgID(forum.ID)
+	api.PushRaw(fmt.Sprintf(`{"message":{"message_id":%d,"message_thread_id":9,"is_topic_message":true,"date":%d,`+
+		`"chat":{"id":%d,"type":"supergroup","title":"G","is_forum":true},"from":{"id":111,"is_bot":false,"first_name":"Ada"},`+
+		`"forward_origin":{"type":"hologram","date":1},"text":"@%s hi there","entities":[{"type":"mention","offset":0,"length":%d}],`+
+		`"reply_to_message":{"message_id":9,"date":1,"chat":{"id":%d,"type":"supergroup"},"forum_topic_created":{"name":"T","icon_color":1}}}}`,
+		tid, time.Now().Unix(), forum.ID, fakeBotName, len(fakeBotName)+1, forum.ID))
+	r := api.WaitSent(forum.ID, 1)[0]
+	if r.Fields["text"] != "echo: hi there" || r.Fields["message_thread_id"] != "9" || r.ReplyTo() != tid {
+		t.Fatalf("topic reply = %v", r.Fields)
+	}
 }

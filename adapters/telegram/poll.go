@@ -143,18 +143,37 @@ func (a *Adapter) decodeUpdates(raws []json.RawMessage) (updates []*models.Updat
 			next = id.ID + 1
 		}
 		u, err := decodeUpdate(raw)
-		if err != nil {
+		if u == nil {
 			a.log.Warn("skipping an update that does not decode", "update_id", id.ID, "err", err)
 			continue
+		}
+		if err != nil {
+			a.log.Warn("an update did not fully decode; using its text, chat and sender", "update_id", id.ID, "err", err)
 		}
 		updates = append(updates, u)
 	}
 	return updates, next
 }
 
-// decodeUpdate decodes one update, turning a panic in a model's decoder into
-// an error.
+// decodeUpdate decodes one update. When the library's models refuse it (a
+// field variant newer than the library, such as a new forward_origin type),
+// the message is decoded again with only the fields the bot uses (minimal),
+// so its text is still answered; err is then the models' error, for the log.
+// u is nil only when neither works.
 func decodeUpdate(raw []byte) (u *models.Update, err error) {
+	u, err = decodeFull(raw)
+	if err == nil {
+		return u, nil
+	}
+	if m, ok := minimalUpdate(raw); ok {
+		return m, err
+	}
+	return nil, err
+}
+
+// decodeFull decodes one update with the library's models, turning a panic
+// in a model's decoder into an error.
+func decodeFull(raw []byte) (u *models.Update, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			u, err = nil, fmt.Errorf("decoding an update panicked: %v", r)
@@ -244,4 +263,50 @@ func (a *Adapter) redact(err error) error {
 		return errors.New(strings.ReplaceAll(err.Error(), a.opts.Token, "<token>"))
 	}
 	return err
+}
+
+// minimalMessage is the part of a message the bot uses, decoded without the
+// library's models (whose decoders refuse variants they do not know).
+type minimalMessage struct {
+	ID              int                    `json:"message_id"`
+	ThreadID        int                    `json:"message_thread_id"`
+	IsTopicMessage  bool                   `json:"is_topic_message"`
+	Date            int                    `json:"date"`
+	Chat            models.Chat            `json:"chat"`
+	From            *models.User           `json:"from"`
+	SenderChat      *models.Chat           `json:"sender_chat"`
+	Text            string                 `json:"text"`
+	Caption         string                 `json:"caption"`
+	Entities        []models.MessageEntity `json:"entities"`
+	CaptionEntities []models.MessageEntity `json:"caption_entities"`
+	MediaGroupID    string                 `json:"media_group_id"`
+	ReplyTo         *struct {
+		ID                int                       `json:"message_id"`
+		From              *models.User              `json:"from"`
+		ForumTopicCreated *models.ForumTopicCreated `json:"forum_topic_created"`
+	} `json:"reply_to_message"`
+}
+
+// minimalUpdate decodes the message of an update the models refused: the
+// chat, the sender, the text or caption with their entities, the message
+// replied to and the topic. ok is false when the update holds no message
+// that decodes so.
+func minimalUpdate(raw []byte) (*models.Update, bool) {
+	var v struct {
+		ID      int64           `json:"update_id"`
+		Message *minimalMessage `json:"message"`
+	}
+	if err := json.Unmarshal(raw, &v); err != nil || v.Message == nil || v.Message.Chat.ID == 0 {
+		return nil, false
+	}
+	mm := v.Message
+	m := &models.Message{
+		ID: mm.ID, MessageThreadID: mm.ThreadID, IsTopicMessage: mm.IsTopicMessage, Date: mm.Date,
+		Chat: mm.Chat, From: mm.From, SenderChat: mm.SenderChat, Text: mm.Text, Caption: mm.Caption,
+		Entities: mm.Entities, CaptionEntities: mm.CaptionEntities, MediaGroupID: mm.MediaGroupID,
+	}
+	if r := mm.ReplyTo; r != nil {
+		m.ReplyToMessage = &models.Message{ID: r.ID, From: r.From, Chat: mm.Chat, ForumTopicCreated: r.ForumTopicCreated}
+	}
+	return &models.Update{ID: v.ID, Message: m}, true
 }

@@ -94,7 +94,8 @@ func (a *Adapter) serveWebhook(ctx context.Context, me Me) error {
 
 // webhookHandler serves Telegram's update posts. A request without the
 // right secret gets 401 and is not looked at; a body that is not an update
-// gets 400; an update is accepted (made durable) and handed to the pipeline,
+// the bot can use gets 200 (logged: a 400 would make Telegram deliver it
+// again and hold the chat up); an update is accepted (made durable) and handed to the pipeline,
 // then answered 200 — or 500 when it could not be stored and 503 when the
 // pipeline is stopping, so that Telegram delivers it again. bg is the
 // lifetime of background work (button answers, notices).
@@ -122,9 +123,15 @@ func (a *Adapter) webhookHandler(bg context.Context, me Me) http.Handler {
 			return
 		}
 		u, err := decodeUpdate(body)
-		if err != nil || !json.Valid(body) {
-			http.Error(w, "not an update", http.StatusBadRequest)
+		if u == nil || !json.Valid(body) {
+			// Telegram would deliver it again and again (holding up the
+			// chat's later updates for up to a day): take it, say so.
+			a.log.Warn("webhook: skipping a body that is not an update the bot can use", "err", err)
+			w.WriteHeader(http.StatusOK)
 			return
+		}
+		if err != nil {
+			a.log.Warn("an update did not fully decode; using its text, chat and sender", "update_id", u.ID, "err", err)
 		}
 		if err := a.handleOne(r.Context(), bg, me, u); err != nil {
 			status := http.StatusInternalServerError

@@ -213,6 +213,23 @@ func (f *Server) Push(u models.Update) int64 {
 	return u.ID
 }
 
+// PushRaw queues an update given as JSON (its update_id is replaced), for
+// updates the library's models cannot encode or decode, and returns its id.
+func (f *Server) PushRaw(update string) int64 {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(update), &fields); err != nil {
+		panic(fmt.Sprintf("telegramtest: PushRaw: %v", err))
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.nextID++
+	fields["update_id"] = json.RawMessage(strconv.FormatInt(f.nextID, 10))
+	raw, _ := json.Marshal(fields)
+	f.queue = append(f.queue, queued{id: f.nextID, raw: raw})
+	f.notifyLocked()
+	return f.nextID
+}
+
 // MsgID reserves the next message id in a chat (user and bot messages share
 // the sequence, as on Telegram).
 func (f *Server) MsgID(chat int64) int {
