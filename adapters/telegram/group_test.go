@@ -131,3 +131,33 @@ func TestUndecodableUpdateIsAnswered(t *testing.T) {
 		t.Fatalf("topic reply = %v", r.Fields)
 	}
 }
+
+// A private chat with topics (Bot API threaded mode): each topic is its own
+// conversation and the reply goes into the topic it answers.
+func TestPrivateTopicsKeptApart(t *testing.T) {
+	api := newFakeAPI(t)
+	st := newStack(t, api, stackOptions{})
+	user := privateChat(111)
+	inTopic := func(thread int, text string) *models.Message {
+		m := api.TextMessage(user, 111, text)
+		m.IsTopicMessage, m.MessageThreadID = true, thread
+		api.Push(models.Update{Message: m})
+		return m
+	}
+	a := inTopic(5, "the topic secret is red")
+	r := api.WaitSent(111, 1)[0]
+	if r.Fields["message_thread_id"] != "5" || r.ReplyTo() != a.ID {
+		t.Fatalf("reply in topic 5 = %v", r.Fields)
+	}
+	b := inTopic(6, "what is the secret?")
+	r = api.WaitSent(111, 2)[1]
+	if r.Fields["message_thread_id"] != "6" || r.ReplyTo() != b.ID {
+		t.Fatalf("reply in topic 6 = %v", r.Fields)
+	}
+	if promptHas(st.lastPrompt(), "red") {
+		t.Errorf("topic 6's prompt holds topic 5's history: %v", st.lastPrompt())
+	}
+	if stored, _ := st.lookup(key(111, "5"), a.ID); !stored {
+		t.Error("the topic message is not stored under its topic")
+	}
+}
