@@ -40,6 +40,7 @@ type Adapter struct {
 	log    *slog.Logger
 	out    *sender
 	data   *callbackData
+	known  map[string]bool // command names, lowercase (Options.KnownCommands)
 
 	// Timing, replaceable in tests.
 	retryBase, retryMax time.Duration
@@ -119,8 +120,17 @@ func New(opts Options, submit SubmitFunc, accept AcceptFunc) (*Adapter, error) {
 		return nil, fmt.Errorf("telegram: %w", err)
 	}
 	data := newCallbackData()
+	known := map[string]bool{}
+	for _, n := range opts.KnownCommands {
+		known[strings.ToLower(strings.TrimPrefix(n, "/"))] = true
+	}
+	if len(known) == 0 {
+		for _, c := range opts.Commands {
+			known[strings.ToLower(strings.TrimPrefix(c.Name, "/"))] = true
+		}
+	}
 	a := &Adapter{
-		opts: opts, api: api, poller: &poller, submit: submit, accept: accept, log: log, data: data,
+		opts: opts, api: api, poller: &poller, submit: submit, accept: accept, log: log, data: data, known: known,
 		retryBase: 500 * time.Millisecond, retryMax: 30 * time.Second, callTimeout: 10 * time.Second,
 	}
 	a.out = &sender{api: api, log: log, data: data, rateWait: 2 * time.Minute, sendTimeout: 30 * time.Second, fileTimeout: 5 * time.Minute,

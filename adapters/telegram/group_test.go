@@ -161,3 +161,31 @@ func TestPrivateTopicsKeptApart(t *testing.T) {
 		t.Error("the topic message is not stored under its topic")
 	}
 }
+
+// In a group an unknown command is answered only when written
+// /cmd@ThisBot: a bare /weather is most likely for another bot. Known
+// commands work bare; in a private chat the unknown one is answered.
+func TestUnknownCommandInGroup(t *testing.T) {
+	api := newFakeAPI(t)
+	newStack(t, api, stackOptions{})
+	group := groupChat(-100900, false)
+
+	weather := api.SendText(group, 111, "/weather Paris")
+	help := api.SendText(group, 111, "/help")
+	r := api.WaitSent(group.ID, 1)[0]
+	if r.ReplyTo() != help {
+		t.Fatalf("first group reply = %v", r.Fields)
+	}
+	ours := api.SendText(group, 111, "/weather@"+fakeBotName)
+	r = api.WaitSent(group.ID, 2)[1]
+	if r.ReplyTo() != ours || !strings.Contains(r.Fields["text"], "I don't know the command /weather") {
+		t.Fatalf("reply to /weather@%s = %v", fakeBotName, r.Fields)
+	}
+	if n := repliesTo(api.Calls(), group.ID, weather); n != 0 {
+		t.Errorf("a bare unknown command in a group got %d replies", n)
+	}
+	api.SendText(privateChat(111), 111, "/weather")
+	if r := api.WaitSent(111, 1)[0]; !strings.Contains(r.Fields["text"], "I don't know the command /weather") {
+		t.Errorf("private /weather = %q", r.Fields["text"])
+	}
+}

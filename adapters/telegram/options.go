@@ -39,6 +39,12 @@ type Options struct {
 	// Commands are registered as the bot's command menu (setMyCommands) at
 	// start; empty leaves the menu alone.
 	Commands []Command
+	// KnownCommands are the names (without "/") of every command the bot
+	// runs, hidden ones included; empty means the names of Commands. In a
+	// group, a command not among them is answered only when written
+	// /cmd@ThisBot: "/weather" is usually meant for another bot. Empty
+	// with empty Commands: every command goes on.
+	KnownCommands []string
 	// PollTimeout is how long one getUpdates call waits (DefaultPollTimeout);
 	// rounded to whole seconds, at least one.
 	PollTimeout time.Duration

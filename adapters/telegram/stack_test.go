@@ -124,7 +124,7 @@ func (s *stack) start() {
 	}
 	opts := Options{
 		Token: fakeToken, APIURL: s.api.URL, GroupsReply: s.opts.groupsReply, Log: log,
-		Commands: menu, PollTimeout: 2 * time.Second, Allowed: access.Allowed, Stream: s.opts.stream,
+		Commands: menu, KnownCommands: cmds.Names(), PollTimeout: 2 * time.Second, Allowed: access.Allowed, Stream: s.opts.stream,
 	}
 	if s.opts.webhook != nil {
 		opts.Webhook = *s.opts.webhook

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/go-telegram/bot"
@@ -27,6 +28,9 @@ type item struct {
 func (a *Adapter) prepare(u *models.Update, me Me) item {
 	it := item{u: u}
 	if in, ok := toInbound(u, me, a.opts.GroupsReply); ok {
+		if in.IsGroup && a.unknownCommand(u.Message) {
+			return it // most likely another bot's: not ours to answer
+		}
 		if in.Choice != "" {
 			in.Choice = a.data.resolve(in.Choice)
 		}
@@ -39,6 +43,27 @@ func (a *Adapter) prepare(u *models.Update, me Me) item {
 		}
 	}
 	return it
+}
+
+// unknownCommand reports whether m is a command the bot does not know,
+// written without "@ThisBot" (in a group it is most likely another bot's).
+func (a *Adapter) unknownCommand(m *models.Message) bool {
+	if m == nil || len(a.known) == 0 {
+		return false
+	}
+	text := m.Text
+	if text == "" {
+		text = m.Caption
+	}
+	fields := strings.Fields(text)
+	if len(fields) == 0 {
+		return false
+	}
+	name, ok := strings.CutPrefix(fields[0], "/")
+	if !ok || name == "" || strings.Contains(name, "@") {
+		return false
+	}
+	return !a.known[strings.ToLower(name)]
 }
 
 // acceptPending accepts the items not yet done, in order within each

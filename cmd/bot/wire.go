@@ -320,7 +320,7 @@ func (a *app) runChannels(ctx context.Context) error {
 			Token: cfg.Telegram.Token, APIURL: cfg.Telegram.APIURL,
 			Webhook:     telegram.Webhook{URL: cfg.Telegram.Webhook.URL, Listen: cfg.Telegram.Webhook.Listen, Secret: cfg.Telegram.Webhook.Secret},
 			GroupsReply: cfg.Telegram.Groups.Reply, Stream: cfg.Telegram.Stream,
-			Log: a.log.With("channel", telegram.Channel), Commands: menu, Allowed: a.access.Allowed,
+			Log: a.log.With("channel", telegram.Channel), Commands: menu, KnownCommands: a.commands.Names(), Allowed: a.access.Allowed,
 			OnReconnect: func() { a.metrics.ChannelReconnected(telegram.Channel) },
 		}, disp.Submit, intake.Accept)
 		if err != nil {
