@@ -135,6 +135,9 @@ func New(opts Options, submit SubmitFunc, accept AcceptFunc) (*Adapter, error) {
 	}
 	a.out = &sender{api: api, log: log, data: data, rateWait: 2 * time.Minute, sendTimeout: 30 * time.Second, fileTimeout: 5 * time.Minute,
 		streamEvery: DefaultStreamEvery, retries: 3, retryBase: 500 * time.Millisecond, retryMax: 5 * time.Second}
+	if !opts.LinkPreviews {
+		a.out.preview = &models.LinkPreviewOptions{IsDisabled: bot.True()}
+	}
 	a.out.drafts.Store(true)
 	a.out.draftSeq.Store(time.Now().Unix() % 1_000_000 * 1000) // drafts of a restarted bot get new ids
 	return a, nil

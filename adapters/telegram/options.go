@@ -30,6 +30,9 @@ type Options struct {
 	// accepts drafts, else as a message edited at most once a second, in
 	// plain text, until it is edited into the formatted reply.
 	Stream bool
+	// LinkPreviews shows the preview of a link under messages; off (the
+	// default) sends every message and edit with previews disabled.
+	LinkPreviews bool
 	// HTTPClient makes the API calls (default: a client without timeout;
 	// every call has its own deadline). Its Timeout is ignored for
 	// getUpdates, which waits up to PollTimeout on purpose.

@@ -39,8 +39,9 @@ type sender struct {
 	retries     int           // retries of a call after a transient failure
 	retryBase   time.Duration // backoff between those retries
 	retryMax    time.Duration
-	sendTimeout time.Duration // bound on each API call
-	fileTimeout time.Duration // bound on each upload
+	sendTimeout time.Duration              // bound on each API call
+	fileTimeout time.Duration              // bound on each upload
+	preview     *models.LinkPreviewOptions // on every message and edit; nil shows link previews
 
 	// Streaming (streamSender).
 	streamEvery time.Duration // least time between two updates of a streamed reply
@@ -171,7 +172,7 @@ func (s *sender) sendPlain(ctx context.Context, o *outgoing, text string, first,
 
 // sendPart sends one message.
 func (s *sender) sendPart(ctx context.Context, o *outgoing, text string, rich, first, last bool) (string, error) {
-	p := &bot.SendMessageParams{ChatID: o.chat, MessageThreadID: o.thread, Text: text}
+	p := &bot.SendMessageParams{ChatID: o.chat, MessageThreadID: o.thread, Text: text, LinkPreviewOptions: s.preview}
 	if rich {
 		p.ParseMode = models.ParseModeHTML
 	}
@@ -314,7 +315,7 @@ func (s *sender) Edit(ctx context.Context, key pipeline.Key, id, text string) er
 	}
 	var waited time.Duration
 	edit := func(text string, rich bool) error {
-		p := &bot.EditMessageTextParams{ChatID: chat, MessageID: msgID, Text: text}
+		p := &bot.EditMessageTextParams{ChatID: chat, MessageID: msgID, Text: text, LinkPreviewOptions: s.preview}
 		if rich {
 			p.ParseMode = models.ParseModeHTML
 		}

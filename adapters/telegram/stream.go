@@ -191,7 +191,7 @@ func (st *replyStream) show(ctx context.Context, text string) {
 	if st.msgID == 0 {
 		// Never abandoned: once sent, the message must be known, or it
 		// would stay behind beside the reply.
-		p := &bot.SendMessageParams{ChatID: st.chat, MessageThreadID: st.thread, Text: text}
+		p := &bot.SendMessageParams{ChatID: st.chat, MessageThreadID: st.thread, Text: text, LinkPreviewOptions: st.s.preview}
 		if st.replyTo != 0 {
 			p.ReplyParameters = &models.ReplyParameters{MessageID: st.replyTo, AllowSendingWithoutReply: true}
 		}
@@ -217,7 +217,7 @@ func (st *replyStream) show(ctx context.Context, text string) {
 		return
 	}
 	err := st.callAbandonable(ctx, func(ctx context.Context) error {
-		_, err := st.s.api.EditMessageText(ctx, &bot.EditMessageTextParams{ChatID: st.chat, MessageID: st.msgID, Text: text})
+		_, err := st.s.api.EditMessageText(ctx, &bot.EditMessageTextParams{ChatID: st.chat, MessageID: st.msgID, Text: text, LinkPreviewOptions: st.s.preview})
 		return err
 	})
 	switch {
@@ -363,7 +363,7 @@ func (st *replyStream) Finish(ctx context.Context, out pipeline.Outbound) (strin
 // edit replaces the streamed message's text, waiting out 429s within the
 // sender's budget.
 func (st *replyStream) edit(ctx context.Context, o *outgoing, text string, rich, last bool) error {
-	p := &bot.EditMessageTextParams{ChatID: st.chat, MessageID: st.msgID, Text: text}
+	p := &bot.EditMessageTextParams{ChatID: st.chat, MessageID: st.msgID, Text: text, LinkPreviewOptions: st.s.preview}
 	if rich {
 		p.ParseMode = models.ParseModeHTML
 	}

@@ -426,3 +426,38 @@ func TestNewValidates(t *testing.T) {
 		t.Error("New without submit worked")
 	}
 }
+
+// Link previews are off by default on every message and edit, streamed ones
+// included (a preview jumps while the message grows); telegram.link_previews
+// turns them on.
+func TestLinkPreviewsOffByDefault(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		api := newFakeAPI(t)
+		b := newBare(t, api, Options{LinkPreviews: on})
+		ctx := context.Background()
+		k := key(-100500, "")
+		id, err := b.ad.out.Send(ctx, pipeline.Outbound{Key: k, Text: "see https://example.com"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.ad.out.Edit(ctx, k, id, "see https://example.org"); err != nil {
+			t.Fatal(err)
+		}
+		st := streamSender{b.ad.out}.Stream(ctx, k, "")
+		st.Append("growing https://example.net")
+		api.Wait("the streamed message", func(calls []fakeCall) bool { return len(filterCalls(calls, "sendMessage")) >= 2 })
+		if _, err := st.Finish(ctx, pipeline.Outbound{Text: "done https://example.net"}); err != nil {
+			t.Fatal(err)
+		}
+		calls := api.Calls("sendMessage", "editMessageText")
+		if len(calls) < 4 {
+			t.Fatalf("calls: %s", dumpCalls(calls))
+		}
+		for _, c := range calls {
+			got := c.Fields["link_preview_options"]
+			if want := `{"is_disabled":true}`; !on && got != want || on && got != "" {
+				t.Errorf("previews %v: %s has link_preview_options %q", on, c.Method, got)
+			}
+		}
+	}
+}

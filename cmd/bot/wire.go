@@ -319,7 +319,7 @@ func (a *app) runChannels(ctx context.Context) error {
 		tg, err := telegram.New(telegram.Options{
 			Token: cfg.Telegram.Token, APIURL: cfg.Telegram.APIURL,
 			Webhook:     telegram.Webhook{URL: cfg.Telegram.Webhook.URL, Listen: cfg.Telegram.Webhook.Listen, Secret: cfg.Telegram.Webhook.Secret},
-			GroupsReply: cfg.Telegram.Groups.Reply, Stream: cfg.Telegram.Stream,
+			GroupsReply: cfg.Telegram.Groups.Reply, Stream: cfg.Telegram.Stream, LinkPreviews: cfg.Telegram.LinkPreviews,
 			Log: a.log.With("channel", telegram.Channel), Commands: menu, KnownCommands: a.commands.Names(), Allowed: a.access.Allowed,
 			OnReconnect: func() { a.metrics.ChannelReconnected(telegram.Channel) },
 		}, disp.Submit, intake.Accept)
