@@ -178,6 +178,9 @@ func (a *Adapter) Run(ctx context.Context) error {
 		mode = "webhook"
 	}
 	a.log.Info("connected to Telegram", "bot", "@"+me.Username, "bot_id", me.ID, "mode", mode)
+	if !me.ReadsAllGroupMessages {
+		a.log.Warn(privacyWarning, "bot", "@"+me.Username)
+	}
 	if len(a.opts.Commands) > 0 {
 		a.bg.Go(func() { a.setCommands(ctx) })
 	}
@@ -193,6 +196,11 @@ func (a *Adapter) Run(ctx context.Context) error {
 	}
 	return quiet(ctx, a.poll(ctx, me))
 }
+
+// privacyWarning is logged at start while group privacy mode is on.
+const privacyWarning = "group privacy mode is on: in groups the bot gets only commands and replies to its messages, " +
+	"not plain @mentions; to answer mentions, turn privacy off in @BotFather (/setprivacy, then remove and re-add the bot to each group) " +
+	"or make the bot a group admin"
 
 // quiet turns the error of a cancelled run into nil: ending ctx is how Run is
 // stopped.
@@ -215,7 +223,7 @@ func (a *Adapter) getMe(ctx context.Context) (Me, error) {
 		if u == nil || u.ID == 0 {
 			return errors.New("getMe answered without the bot's id")
 		}
-		me = Me{ID: u.ID, Username: u.Username, Name: u.FirstName}
+		me = Me{ID: u.ID, Username: u.Username, Name: u.FirstName, ReadsAllGroupMessages: u.CanReadAllGroupMessages}
 		return nil
 	})
 	return me, err

@@ -189,3 +189,47 @@ func TestUnknownCommandInGroup(t *testing.T) {
 		t.Errorf("private /weather = %q", r.Fields["text"])
 	}
 }
+
+// With group privacy mode on (Telegram's default) a plain @mention never
+// reaches the bot, and the start warns about it; a reply to the bot and
+// /cmd@bot still work. With privacy off there is no warning and mentions
+// are answered.
+func TestPrivacyMode(t *testing.T) {
+	api := newFakeAPI(t)
+	api.SetPrivacy(true)
+	st := newStack(t, api, stackOptions{})
+	group := groupChat(-101000, false)
+
+	ment := api.TextMessage(group, 111, "@"+fakeBotName+" hello?")
+	ment.Entities = []models.MessageEntity{mention()}
+	if api.Push(models.Update{Message: ment}) != 0 {
+		t.Fatal("the fake delivered a mention with privacy on")
+	}
+	help := api.SendText(group, 111, "/help@"+fakeBotName)
+	r := api.WaitSent(group.ID, 1)[0]
+	if r.ReplyTo() != help {
+		t.Fatalf("reply to /help@bot = %v", r.Fields)
+	}
+	re := replyToBot(api, group, 111, r, "thanks")
+	api.Push(models.Update{Message: re})
+	if r := api.WaitSent(group.ID, 2)[1]; r.ReplyTo() != re.ID || r.Fields["text"] != "echo: thanks" {
+		t.Fatalf("reply to a reply = %v", r.Fields)
+	}
+	if logs := st.logs.String(); !strings.Contains(logs, "group privacy mode is on") || !strings.Contains(logs, "/setprivacy") {
+		t.Errorf("no privacy warning at start:\n%s", logs)
+	}
+
+	st.stop()
+	api.SetPrivacy(false)
+	before := len(st.logs.String())
+	st.start()
+	ment = api.TextMessage(group, 111, "@"+fakeBotName+" hello?")
+	ment.Entities = []models.MessageEntity{mention()}
+	api.Push(models.Update{Message: ment})
+	if r := api.WaitSent(group.ID, 3)[2]; r.ReplyTo() != ment.ID {
+		t.Fatalf("mention with privacy off = %v", r.Fields)
+	}
+	if strings.Contains(st.logs.String()[before:], "privacy mode is on") {
+		t.Error("privacy warning with privacy off")
+	}
+}

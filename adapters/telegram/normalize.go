@@ -33,6 +33,9 @@ type Me struct {
 	ID       int64
 	Username string // without "@"
 	Name     string // first name, used where a mention is part of a sentence
+	// ReadsAllGroupMessages is getMe's can_read_all_group_messages: false
+	// while group privacy mode is on (then plain @mentions never arrive).
+	ReadsAllGroupMessages bool
 }
 
 // toInbound turns an update into the message the pipeline handles. ok is

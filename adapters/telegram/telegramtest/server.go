@@ -147,6 +147,7 @@ type Server struct {
 	webhook   string
 	secret    string
 	pollGen   int
+	privacy   bool  // group privacy mode (see SetPrivacy)
 	confirmed int64 // highest update id confirmed
 	delivered int   // successful sendMessage calls
 }
@@ -198,10 +199,43 @@ func (f *Server) SetHook(h func(c *Call) *Err) {
 	f.hook = h
 }
 
-// Push queues an update (its id is assigned) and returns the id.
+// SetPrivacy turns the bot's group privacy mode on or off (off by default
+// here; on by default on Telegram). With it on, getMe reports
+// can_read_all_group_messages=false and a group message is delivered only
+// when it is a command or a reply to one of the bot's messages: other
+// messages, plain @mentions included, are pushed but never delivered (Push
+// returns 0).
+func (f *Server) SetPrivacy(on bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.privacy = on
+}
+
+// hiddenLocked reports whether privacy mode keeps u from the bot.
+func (f *Server) hiddenLocked(u models.Update) bool {
+	m := u.Message
+	if !f.privacy || m == nil || m.Chat.Type == models.ChatTypePrivate {
+		return false
+	}
+	text := m.Text
+	if text == "" {
+		text = m.Caption
+	}
+	if strings.HasPrefix(text, "/") {
+		return false
+	}
+	r := m.ReplyToMessage
+	return r == nil || r.From == nil || r.From.ID != BotID
+}
+
+// Push queues an update (its id is assigned) and returns the id; 0 when
+// privacy mode keeps it from the bot (SetPrivacy).
 func (f *Server) Push(u models.Update) int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.hiddenLocked(u) {
+		return 0
+	}
 	f.nextID++
 	u.ID = f.nextID
 	raw, err := json.Marshal(&u)
@@ -487,14 +521,21 @@ func (f *Server) WaitDelivered(n int, timeout time.Duration) bool {
 	}
 }
 
+// Me is the bot's account as getMe answers it.
 func (f *Server) Me() models.User {
 	return models.User{ID: BotID, IsBot: true, FirstName: "Recall", Username: BotName}
+}
+
+func (f *Server) meLocked() models.User {
+	me := f.Me()
+	me.CanJoinGroups, me.CanReadAllGroupMessages = true, !f.privacy
+	return me
 }
 
 func (f *Server) handleLocked(c *Call) (any, *Err) {
 	switch c.Method {
 	case "getMe":
-		return f.Me(), nil
+		return f.meLocked(), nil
 	case "deleteWebhook":
 		f.webhook, f.secret = "", ""
 		return true, nil
