@@ -68,7 +68,10 @@ func (a *Adapter) poll(ctx context.Context, me Me) error {
 				wait = time.Duration(max(ae.RetryAfter, 1)) * time.Second
 			}
 			failures++
-			a.setHealth(fmt.Errorf("cannot reach the Telegram Bot API (%d failed attempts): %w", failures, err))
+			if ae != nil && ae.Code == http.StatusConflict {
+				err = fmt.Errorf("%w: another instance is polling with this token, or a webhook is set", err)
+			}
+			a.setHealth(fmt.Errorf("cannot receive updates from the Telegram Bot API (%d failed attempts): %w", failures, err))
 			lvl := a.log.Warn
 			if failures == 1 && ae == nil {
 				lvl = a.log.Info // a dropped long poll now and then is normal
@@ -83,6 +86,7 @@ func (a *Adapter) poll(ctx context.Context, me Me) error {
 			a.opts.OnReconnect()
 		}
 		failures = 0
+		a.lastPoll.Store(a.now().UnixNano())
 		a.setHealth(nil)
 		updates, next := a.decodeUpdates(raws)
 		if !a.handleBatch(ctx, me, updates) {
@@ -115,12 +119,15 @@ func (a *Adapter) handleBatch(ctx context.Context, me Me, updates []*models.Upda
 			return false
 		}
 		wait := a.backoff(attempt)
+		a.setHealth(fmt.Errorf("storing incoming messages fails (%d attempts); no update is received meanwhile: %w", attempt+1, err))
 		a.log.Error("storing incoming messages failed; they stay unconfirmed and are retried",
 			"retry_in", wait.Round(time.Millisecond), "err", err)
 		if !sleep(ctx, wait) {
 			return false
 		}
 	}
+	a.setHealth(nil)
+	a.lastPoll.Store(a.now().UnixNano()) // the time spent storing was not a stall of polling
 	for _, it := range items {
 		if err := a.dispatch(ctx, it); err != nil {
 			a.log.Warn("the pipeline stopped; leaving updates unconfirmed for the next start", "err", err)

@@ -137,11 +137,14 @@ func (a *Adapter) webhookHandler(bg context.Context, me Me) http.Handler {
 			status := http.StatusInternalServerError
 			if !errors.Is(err, errAccept) {
 				status = http.StatusServiceUnavailable
+			} else {
+				a.setHealth(fmt.Errorf("storing incoming messages fails: %w", err))
 			}
 			a.log.Warn("webhook update not handled; Telegram will deliver it again", "update_id", u.ID, "err", err)
 			http.Error(w, "try again later", status)
 			return
 		}
+		a.setHealth(nil)
 		w.WriteHeader(http.StatusOK)
 	})
 }
