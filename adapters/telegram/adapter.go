@@ -51,7 +51,7 @@ type Adapter struct {
 	polling  atomic.Bool           // long polling (Health then also watches lastPoll)
 	lastPoll atomic.Int64          // unix nanoseconds of the last completed getUpdates (or the start)
 	now      func() time.Time      // the clock of lastPoll; replaceable in tests
-	bg      sync.WaitGroup        // callback answers, text-only notices, the command menu
+	bg       sync.WaitGroup        // callback answers, text-only notices, the command menu
 
 	// listening, when set (tests), receives the webhook server's address.
 	listening chan<- string
