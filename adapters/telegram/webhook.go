@@ -14,6 +14,8 @@ import (
 
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
+
+	"github.com/recallbot/recall/connlimit"
 )
 
 // secretHeader carries the webhook's secret_token on every update.
@@ -21,6 +23,11 @@ const secretHeader = "X-Telegram-Bot-Api-Secret-Token"
 
 // maxUpdate caps the size of one webhook update.
 const maxUpdate = 8 << 20
+
+// webhookConns caps the webhook server's connections (Telegram opens up to
+// setWebhook's max_connections, 40 by default): a flood of silent
+// connections cannot use up the file descriptors (see connlimit).
+const webhookConns = 128
 
 // shutdownGrace is how long the webhook server lets requests finish at stop.
 const shutdownGrace = 10 * time.Second
@@ -51,15 +58,15 @@ func (a *Adapter) serveWebhook(ctx context.Context, me Me) error {
 		return fmt.Errorf("telegram: listening on telegram.webhook.listen %q: %w", a.opts.Webhook.Listen, err)
 	}
 	h := a.webhookHandler(ctx, me)
-	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv, guard := connlimit.Server(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != path {
 			http.NotFound(w, r)
 			return
 		}
 		h.ServeHTTP(w, r)
-	})}
+	}), webhookConns)
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(guard.Listener(ln)) }()
 	stop := func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
 		defer cancel()
