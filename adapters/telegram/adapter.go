@@ -136,7 +136,7 @@ func New(opts Options, submit SubmitFunc, accept AcceptFunc) (*Adapter, error) {
 		opts: opts, api: api, poller: &poller, submit: submit, accept: accept, log: log, data: data, known: known,
 		retryBase: 500 * time.Millisecond, retryMax: 30 * time.Second, callTimeout: 10 * time.Second, now: time.Now,
 	}
-	a.out = &sender{api: api, log: log, data: data, rateWait: 2 * time.Minute, sendTimeout: 30 * time.Second, fileTimeout: 5 * time.Minute,
+	a.out = &sender{api: api, log: log, data: data, pace: newPacer(), retryUnit: time.Second, sendTimeout: 30 * time.Second, fileTimeout: 5 * time.Minute,
 		streamEvery: DefaultStreamEvery, retries: 3, retryBase: 500 * time.Millisecond, retryMax: 5 * time.Second}
 	if !opts.LinkPreviews {
 		a.out.preview = &models.LinkPreviewOptions{IsDisabled: bot.True()}

@@ -31,6 +31,10 @@ type stackOptions struct {
 	submit func(in pipeline.Inbound, out pipeline.Sender, next SubmitFunc) error
 	// accept wraps the intake's Accept.
 	accept func(ctx context.Context, in pipeline.Inbound, next AcceptFunc) error
+	// pace replaces the flood limits (default: none, see unpaced);
+	// retryUnit the second of a 429's retry_after.
+	pace      *pacer
+	retryUnit time.Duration
 	// quiet logs at warning level and above only (benchmarks).
 	quiet bool
 	// stream turns on telegram.stream; streamEvery replaces the 1s between
@@ -134,6 +138,13 @@ func (s *stack) start() {
 		t.Fatalf("New: %v", err)
 	}
 	ad.retryBase, ad.retryMax = 10*time.Millisecond, 200*time.Millisecond
+	ad.out.pace = unpaced()
+	if s.opts.pace != nil {
+		ad.out.pace = s.opts.pace
+	}
+	if s.opts.retryUnit > 0 {
+		ad.out.retryUnit = s.opts.retryUnit
+	}
 	if s.opts.streamEvery > 0 {
 		ad.out.streamEvery = s.opts.streamEvery
 	}
@@ -231,4 +242,12 @@ func (s *stack) lastPrompt() []llm.Message {
 		return nil
 	}
 	return reqs[len(reqs)-1].Messages
+}
+
+// unpaced is a pacer without flood limits: tests that do not look at the
+// pace run at full speed.
+func unpaced() *pacer {
+	p := newPacer()
+	p.every, p.groupEdit, p.groupLimit = 0, 0, 0
+	return p
 }

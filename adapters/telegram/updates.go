@@ -169,6 +169,9 @@ func (a *Adapter) answerCallback(ctx context.Context, q *models.CallbackQuery, h
 		return
 	}
 	m := q.Message.Message
+	if !a.out.pace.wait(ctx, nil, m.Chat.ID, true) {
+		return
+	}
 	if _, err := a.api.EditMessageReplyMarkup(ctx, &bot.EditMessageReplyMarkupParams{ChatID: m.Chat.ID, MessageID: m.ID}); err != nil && ctx.Err() == nil {
 		a.log.Debug("removing the buttons of an answered question failed", "err", err)
 	}
