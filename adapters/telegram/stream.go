@@ -77,11 +77,11 @@ type replyStream struct {
 	exited     chan struct{}      // closed when run returned
 
 	// Owned by run until it returns, then by Finish.
-	draftID   int       // != 0: showing a draft
-	msgID     int       // the message shown and edited; 0 before the first send
-	shown     string    // the text shown
-	broken    bool      // showing failed: the reply goes as new messages
-	last      time.Time // end of the latest update
+	draftID int       // != 0: showing a draft
+	msgID   int       // the message shown and edited; 0 before the first send
+	shown   string    // the text shown
+	broken  bool      // showing failed: the reply goes as new messages
+	last    time.Time // end of the latest update
 }
 
 // OnShown implements pipeline.ShownStream: fn is told the id of the
