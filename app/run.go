@@ -43,6 +43,7 @@ type Wiring struct {
 	Accept   func(ctx context.Context, in pipeline.Inbound) error // makes an update durable before it is acknowledged (the intake)
 	Allowed  func(userID string) bool                             // the access list
 	Commands []*commands.Command                                  // the platforms' command menu
+	Known    []string                                             // every command name that runs (admin ones too)
 	Log      *slog.Logger
 	Metrics  *metrics.Metrics
 }
@@ -70,7 +71,7 @@ func (a *App) Run(ctx context.Context, channels ...ChannelFunc) error {
 	cfg := a.Config
 	disp := a.NewDispatcher()
 	w := Wiring{Submit: disp.Submit, Accept: a.Intake.Accept, Allowed: a.Access.Allowed,
-		Commands: a.Commands.List(), Log: a.Log, Metrics: a.Metrics}
+		Commands: a.Commands.List(), Known: a.Commands.Names(), Log: a.Log, Metrics: a.Metrics}
 	g, gctx := errgroup.WithContext(ctx)
 	var closers []func() error
 	var err error

@@ -63,9 +63,11 @@ func (c *Call) Reply(ctx context.Context, text string) error {
 	return err
 }
 
-// ask sends a question with choices (buttons or a numbered list).
+// ask sends a question with choices (buttons or a numbered list), as a
+// reply to the message that asked for it (in a group, it shows whose
+// question it is).
 func (c *Call) ask(ctx context.Context, text string, choices []pipeline.Choice) error {
-	out := pipeline.WithChoices(c.Turn.Out, pipeline.Outbound{Key: c.Key, Text: text, Choices: choices})
+	out := pipeline.WithChoices(c.Turn.Out, pipeline.Outbound{Key: c.Key, Text: text, Choices: choices, ReplyTo: c.Turn.In.MessageID})
 	_, err := c.Turn.Out.Send(ctx, out)
 	return err
 }
@@ -169,7 +171,7 @@ func (c *Commands) Handle(ctx context.Context, t *pipeline.Turn) (bool, error) {
 		}
 		return true, call.fail(ctx, cmd.Run(ctx, call))
 	}
-	if f := c.flowFor(key); f != nil {
+	if f := c.flowFor(key); f != nil && f.answers(t.In) {
 		call := &Call{Commands: c, Turn: t, Key: key}
 		answer := t.In.Text
 		if t.In.Choice != "" {
@@ -178,8 +180,12 @@ func (c *Commands) Handle(ctx context.Context, t *pipeline.Turn) (bool, error) {
 		return true, call.fail(ctx, f.step(ctx, call, strings.TrimSpace(answer)))
 	}
 	if t.In.Choice != "" {
-		// A button of a question that expired or was answered.
+		// A button of a question that expired, was answered, or is someone
+		// else's.
 		call := &Call{Commands: c, Turn: t, Key: key}
+		if c.flowFor(key) != nil {
+			return true, call.Reply(ctx, "Only the member who sent the command can answer that question.")
+		}
 		return true, call.Reply(ctx, "That question has expired. Send the command again.")
 	}
 	return false, nil

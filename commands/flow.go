@@ -8,13 +8,19 @@ import (
 )
 
 // flow is a question waiting for the user's answer in one conversation.
+// Only the member who started it may answer it (in a group, other members'
+// chatter and "yes" must never confirm someone else's /purge).
 type flow struct {
 	expires time.Time
+	owner   string // sender id of the member who started it
 	// step handles the answer; it ends the flow (endFlow) or asks again.
 	step func(ctx context.Context, c *Call, answer string) error
 }
 
-func (c *Commands) startFlow(key pipeline.Key, step func(ctx context.Context, c *Call, answer string) error) {
+// startFlow makes step the conversation's pending question, answerable only
+// by the sender of the current turn.
+func (c *Call) startFlow(key pipeline.Key, step func(ctx context.Context, c *Call, answer string) error) {
+	owner := c.Turn.In.SenderID
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.opts.Now()
@@ -23,7 +29,18 @@ func (c *Commands) startFlow(key pipeline.Key, step func(ctx context.Context, c 
 			delete(c.flows, k)
 		}
 	}
-	c.flows[key] = &flow{expires: now.Add(c.opts.FlowTTL), step: step}
+	c.flows[key] = &flow{expires: now.Add(c.opts.FlowTTL), owner: owner, step: step}
+}
+
+// answers reports whether in answers f: it comes from the member who
+// started the question and, in a group, is addressed to the bot (a reply to
+// it, a mention, a pressed button). Anything else passes by as if no
+// question were pending.
+func (f *flow) answers(in pipeline.Inbound) bool {
+	if in.SenderID != f.owner {
+		return false
+	}
+	return !in.IsGroup || in.MentionsBot || in.ReplyToBot || in.Choice != ""
 }
 
 // flowFor returns the conversation's pending question, dropping it when expired.

@@ -15,17 +15,18 @@ func TestExpiredFlowsAreDropped(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	c := New(nil, nil, nil, Options{FlowTTL: time.Minute, Now: func() time.Time { return now }})
 	step := func(context.Context, *Call, string) error { return nil }
+	call := &Call{Commands: c, Turn: &pipeline.Turn{In: pipeline.Inbound{SenderID: "1"}}}
 	key := func(i int) pipeline.Key { return pipeline.Key{Channel: "telegram", Chat: fmt.Sprint(i)} }
 	for i := range 100 {
-		c.startFlow(key(i), step)
+		call.startFlow(key(i), step)
 	}
 	now = now.Add(30 * time.Second)
-	c.startFlow(key(100), step)
+	call.startFlow(key(100), step)
 	if n := len(c.flows); n != 101 {
 		t.Fatalf("%d flows pending, want 101", n)
 	}
 	now = now.Add(31 * time.Second) // the first 100 have expired
-	c.startFlow(key(101), step)
+	call.startFlow(key(101), step)
 	if n := len(c.flows); n != 2 {
 		t.Errorf("%d flows pending after expiry, want 2", n)
 	}

@@ -176,6 +176,9 @@ type Telegram struct {
 	Webhook TelegramWebhook `mapstructure:"webhook"`
 	Groups  Groups          `mapstructure:"groups"`
 	Stream  bool            `mapstructure:"stream"`
+	// LinkPreviews shows a link's preview under answers (off by default:
+	// previews clutter answers and change while a streamed message grows).
+	LinkPreviews bool `mapstructure:"link_previews"`
 }
 
 // TelegramWebhook owns webhook delivery. An empty URL means long polling.

@@ -217,6 +217,8 @@ func TestEnvOverrides(t *testing.T) {
 			func(c Config) any { return c.Telegram.Stream }, true},
 		{"telegram stream default", map[string]string{},
 			func(c Config) any { return c.Telegram.Stream }, false},
+		{"telegram link previews", map[string]string{"RECALL_TELEGRAM_LINK_PREVIEWS": "true"},
+			func(c Config) any { return c.Telegram.LinkPreviews }, true},
 		{"bool false", map[string]string{"RECALL_MEMORY_ENABLED_BY_DEFAULT": "false"},
 			func(c Config) any { return c.Memory.EnabledByDefault }, false},
 		{"duration", map[string]string{"RECALL_LLM_TIMEOUT": "90s"},

@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/recallbot/recall/connlimit"
 )
 
 // Handler routes GET /healthz to health and GET /metrics to metrics (nil:
@@ -24,6 +26,10 @@ func Handler(health, metrics http.Handler) http.Handler {
 	return mux
 }
 
+// MaxConns caps the connections the server holds; at the cap a new one
+// takes the place of the oldest silent one (see connlimit).
+const MaxConns = 64
+
 // ShutdownGrace is how long requests in progress may take once Serve's ctx
 // ends.
 const ShutdownGrace = 5 * time.Second
@@ -32,15 +38,10 @@ const ShutdownGrace = 5 * time.Second
 // (ShutdownGrace) and returns nil. It closes ln. Another error means the
 // server failed.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
-	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       time.Minute,
-	}
+	srv, guard := connlimit.Server(h, MaxConns)
+	srv.ReadTimeout, srv.WriteTimeout = 10*time.Second, 30*time.Second
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(guard.Listener(ln)) }()
 	select {
 	case err := <-served:
 		return fmt.Errorf("serving http on %s: %w", ln.Addr(), err)

@@ -40,14 +40,18 @@ type Adapter struct {
 	log    *slog.Logger
 	out    *sender
 	data   *callbackData
+	known  map[string]bool // command names, lowercase (Options.KnownCommands)
 
 	// Timing, replaceable in tests.
 	retryBase, retryMax time.Duration
 	callTimeout         time.Duration // for calls made in the background
 
-	running atomic.Bool
-	health  atomic.Pointer[error] // the last polling problem; nil when fine
-	bg      sync.WaitGroup        // callback answers, text-only notices, the command menu
+	running  atomic.Bool
+	health   atomic.Pointer[error] // the last problem receiving updates; nil when fine
+	polling  atomic.Bool           // long polling (Health then also watches lastPoll)
+	lastPoll atomic.Int64          // unix nanoseconds of the last completed getUpdates (or the start)
+	now      func() time.Time      // the clock of lastPoll; replaceable in tests
+	bg       sync.WaitGroup        // callback answers, text-only notices, the command menu
 
 	// listening, when set (tests), receives the webhook server's address.
 	listening chan<- string
@@ -119,12 +123,24 @@ func New(opts Options, submit SubmitFunc, accept AcceptFunc) (*Adapter, error) {
 		return nil, fmt.Errorf("telegram: %w", err)
 	}
 	data := newCallbackData()
-	a := &Adapter{
-		opts: opts, api: api, poller: &poller, submit: submit, accept: accept, log: log, data: data,
-		retryBase: 500 * time.Millisecond, retryMax: 30 * time.Second, callTimeout: 10 * time.Second,
+	known := map[string]bool{}
+	for _, n := range opts.KnownCommands {
+		known[strings.ToLower(strings.TrimPrefix(n, "/"))] = true
 	}
-	a.out = &sender{api: api, log: log, data: data, rateWait: 2 * time.Minute, sendTimeout: 30 * time.Second, fileTimeout: 5 * time.Minute,
+	if len(known) == 0 {
+		for _, c := range opts.Commands {
+			known[strings.ToLower(strings.TrimPrefix(c.Name, "/"))] = true
+		}
+	}
+	a := &Adapter{
+		opts: opts, api: api, poller: &poller, submit: submit, accept: accept, log: log, data: data, known: known,
+		retryBase: 500 * time.Millisecond, retryMax: 30 * time.Second, callTimeout: 10 * time.Second, now: time.Now,
+	}
+	a.out = &sender{api: api, log: log, data: data, pace: newPacer(), retryUnit: time.Second, sendTimeout: 30 * time.Second, fileTimeout: 5 * time.Minute,
 		streamEvery: DefaultStreamEvery, retries: 3, retryBase: 500 * time.Millisecond, retryMax: 5 * time.Second}
+	if !opts.LinkPreviews {
+		a.out.preview = &models.LinkPreviewOptions{IsDisabled: bot.True()}
+	}
 	a.out.drafts.Store(true)
 	a.out.draftSeq.Store(time.Now().Unix() % 1_000_000 * 1000) // drafts of a restarted bot get new ids
 	return a, nil
@@ -165,12 +181,17 @@ func (a *Adapter) Run(ctx context.Context) error {
 		mode = "webhook"
 	}
 	a.log.Info("connected to Telegram", "bot", "@"+me.Username, "bot_id", me.ID, "mode", mode)
+	if !me.ReadsAllGroupMessages {
+		a.log.Warn(privacyWarning, "bot", "@"+me.Username)
+	}
 	if len(a.opts.Commands) > 0 {
 		a.bg.Go(func() { a.setCommands(ctx) })
 	}
 	if a.opts.Webhook.URL != "" {
 		return quiet(ctx, a.serveWebhook(ctx, me))
 	}
+	a.lastPoll.Store(a.now().UnixNano())
+	a.polling.Store(true)
 	err = a.retry(ctx, "deleting the webhook", func(ctx context.Context) error {
 		_, err := a.api.DeleteWebhook(ctx, &bot.DeleteWebhookParams{}) // pending updates are kept
 		return err
@@ -180,6 +201,11 @@ func (a *Adapter) Run(ctx context.Context) error {
 	}
 	return quiet(ctx, a.poll(ctx, me))
 }
+
+// privacyWarning is logged at start while group privacy mode is on.
+const privacyWarning = "group privacy mode is on: in groups the bot gets only commands and replies to its messages, " +
+	"not plain @mentions; to answer mentions, turn privacy off in @BotFather (/setprivacy, then remove and re-add the bot to each group) " +
+	"or make the bot a group admin"
 
 // quiet turns the error of a cancelled run into nil: ending ctx is how Run is
 // stopped.
@@ -202,7 +228,7 @@ func (a *Adapter) getMe(ctx context.Context) (Me, error) {
 		if u == nil || u.ID == 0 {
 			return errors.New("getMe answered without the bot's id")
 		}
-		me = Me{ID: u.ID, Username: u.Username, Name: u.FirstName}
+		me = Me{ID: u.ID, Username: u.Username, Name: u.FirstName, ReadsAllGroupMessages: u.CanReadAllGroupMessages}
 		return nil
 	})
 	return me, err
@@ -229,14 +255,17 @@ func (a *Adapter) setCommands(ctx context.Context) {
 	a.log.Debug("registered the command menu", "commands", len(cmds))
 }
 
-// retry runs fn until it succeeds, ctx ends, or Telegram rejects the token;
-// it waits with backoff (or retry_after) in between.
+// retry runs fn until it succeeds, ctx ends, Telegram rejects the token, or
+// Telegram refuses the call itself (400: retrying cannot help, e.g. a
+// webhook URL it will not take); it waits with backoff (or retry_after) in
+// between, and Health reports the failure meanwhile.
 func (a *Adapter) retry(ctx context.Context, what string, fn func(ctx context.Context) error) error {
 	for attempt := 0; ; attempt++ {
 		cctx, cancel := context.WithTimeout(ctx, a.callTimeout)
 		err := fn(cctx)
 		cancel()
 		if err == nil {
+			a.setHealth(nil)
 			return nil
 		}
 		if ctx.Err() != nil {
@@ -245,6 +274,12 @@ func (a *Adapter) retry(ctx context.Context, what string, fn func(ctx context.Co
 		if bad := badToken(err, a.opts.APIURL); bad != nil {
 			return bad
 		}
+		if errors.Is(err, bot.ErrorBadRequest) {
+			err = fmt.Errorf("telegram: Telegram refused %s: %w", what, err)
+			a.setHealth(err)
+			return err
+		}
+		a.setHealth(fmt.Errorf("%s fails (%d attempts): %w", what, attempt+1, err))
 		wait := a.backoff(attempt)
 		var tm *bot.TooManyRequestsError
 		if errors.As(err, &tm) {
@@ -285,14 +320,25 @@ func truncateRunes(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-// Health reports whether updates are being received: nil while polling
-// works (or in webhook mode), the last problem otherwise. It makes no call.
+// Health reports whether updates are being received: nil while they are;
+// otherwise the problem: Telegram cannot be reached or refuses a call, the
+// store keeps failing to take incoming messages, or (long polling) no
+// getUpdates call completed for three poll timeouts. It makes no call.
 func (a *Adapter) Health() error {
 	if !a.running.Load() {
 		return errors.New("not running")
 	}
 	if p := a.health.Load(); p != nil {
 		return *p
+	}
+	if a.polling.Load() {
+		// A poll hangs at most PollTimeout plus a margin before it is
+		// cancelled: three poll timeouts without one completing means
+		// receiving is stuck, whatever the reason.
+		since := a.now().Sub(time.Unix(0, a.lastPoll.Load()))
+		if stale := 3 * a.opts.PollTimeout; since > stale {
+			return fmt.Errorf("stale: no getUpdates call completed for %s (more than 3 poll timeouts)", since.Round(time.Second))
+		}
 	}
 	return nil
 }

@@ -33,6 +33,9 @@ type Me struct {
 	ID       int64
 	Username string // without "@"
 	Name     string // first name, used where a mention is part of a sentence
+	// ReadsAllGroupMessages is getMe's can_read_all_group_messages: false
+	// while group privacy mode is on (then plain @mentions never arrive).
+	ReadsAllGroupMessages bool
 }
 
 // toInbound turns an update into the message the pipeline handles. ok is
@@ -69,12 +72,14 @@ func chatKind(c models.Chat) (ok, group bool) {
 	return false, false // channels and unknown kinds
 }
 
-// keyOf is the conversation of a message: its chat, and its forum topic when
-// the chat is a forum and the message was posted in a topic (the General
-// topic and non-forum reply threads are the chat itself).
+// keyOf is the conversation of a message: its chat, and its topic when the
+// message was posted in one — of a forum group, or of a private chat with
+// topics (Bot API threaded mode). The General topic and reply threads of a
+// plain group are the chat itself.
 func keyOf(m *models.Message) pipeline.Key {
 	k := pipeline.Key{Channel: Channel, Chat: strconv.FormatInt(m.Chat.ID, 10)}
-	if m.Chat.IsForum && m.IsTopicMessage && m.MessageThreadID > 0 {
+	topics := m.Chat.IsForum || m.Chat.Type == models.ChatTypePrivate
+	if topics && m.IsTopicMessage && m.MessageThreadID > 0 {
 		k.Thread = strconv.Itoa(m.MessageThreadID)
 	}
 	return k

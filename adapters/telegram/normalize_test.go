@@ -120,6 +120,11 @@ func TestToInbound(t *testing.T) {
 		{name: "forum general topic",
 			u:  &models.Update{Message: with(msg(forum, "general"), func(m *models.Message) { m.MessageThreadID = 0 })},
 			ok: true, want: base(forum, "general")},
+		{name: "topic of a private chat",
+			u: &models.Update{Message: with(msg(private, "in a private topic"), func(m *models.Message) {
+				m.IsTopicMessage, m.MessageThreadID = true, 5
+			})},
+			ok: true, want: edit(base(private, "in a private topic"), func(in *pipeline.Inbound) { in.Key.Thread = "5" })},
 		{name: "reply thread in a non-forum group is the chat",
 			u:  &models.Update{Message: with(msg(group, "thread"), func(m *models.Message) { m.MessageThreadID, m.IsTopicMessage = 12, true })},
 			ok: true, want: base(group, "thread")},

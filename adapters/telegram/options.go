@@ -30,6 +30,9 @@ type Options struct {
 	// accepts drafts, else as a message edited at most once a second, in
 	// plain text, until it is edited into the formatted reply.
 	Stream bool
+	// LinkPreviews shows the preview of a link under messages; off (the
+	// default) sends every message and edit with previews disabled.
+	LinkPreviews bool
 	// HTTPClient makes the API calls (default: a client without timeout;
 	// every call has its own deadline). Its Timeout is ignored for
 	// getUpdates, which waits up to PollTimeout on purpose.
@@ -39,6 +42,12 @@ type Options struct {
 	// Commands are registered as the bot's command menu (setMyCommands) at
 	// start; empty leaves the menu alone.
 	Commands []Command
+	// KnownCommands are the names (without "/") of every command the bot
+	// runs, hidden ones included; empty means the names of Commands. In a
+	// group, a command not among them is answered only when written
+	// /cmd@ThisBot: "/weather" is usually meant for another bot. Empty
+	// with empty Commands: every command goes on.
+	KnownCommands []string
 	// PollTimeout is how long one getUpdates call waits (DefaultPollTimeout);
 	// rounded to whole seconds, at least one.
 	PollTimeout time.Duration

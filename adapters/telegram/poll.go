@@ -68,7 +68,10 @@ func (a *Adapter) poll(ctx context.Context, me Me) error {
 				wait = time.Duration(max(ae.RetryAfter, 1)) * time.Second
 			}
 			failures++
-			a.setHealth(fmt.Errorf("cannot reach the Telegram Bot API (%d failed attempts): %w", failures, err))
+			if ae != nil && ae.Code == http.StatusConflict {
+				err = fmt.Errorf("%w: another instance is polling with this token, or a webhook is set", err)
+			}
+			a.setHealth(fmt.Errorf("cannot receive updates from the Telegram Bot API (%d failed attempts): %w", failures, err))
 			lvl := a.log.Warn
 			if failures == 1 && ae == nil {
 				lvl = a.log.Info // a dropped long poll now and then is normal
@@ -83,6 +86,7 @@ func (a *Adapter) poll(ctx context.Context, me Me) error {
 			a.opts.OnReconnect()
 		}
 		failures = 0
+		a.lastPoll.Store(a.now().UnixNano())
 		a.setHealth(nil)
 		updates, next := a.decodeUpdates(raws)
 		if !a.handleBatch(ctx, me, updates) {
@@ -115,12 +119,15 @@ func (a *Adapter) handleBatch(ctx context.Context, me Me, updates []*models.Upda
 			return false
 		}
 		wait := a.backoff(attempt)
+		a.setHealth(fmt.Errorf("storing incoming messages fails (%d attempts); no update is received meanwhile: %w", attempt+1, err))
 		a.log.Error("storing incoming messages failed; they stay unconfirmed and are retried",
 			"retry_in", wait.Round(time.Millisecond), "err", err)
 		if !sleep(ctx, wait) {
 			return false
 		}
 	}
+	a.setHealth(nil)
+	a.lastPoll.Store(a.now().UnixNano()) // the time spent storing was not a stall of polling
 	for _, it := range items {
 		if err := a.dispatch(ctx, it); err != nil {
 			a.log.Warn("the pipeline stopped; leaving updates unconfirmed for the next start", "err", err)
@@ -143,18 +150,37 @@ func (a *Adapter) decodeUpdates(raws []json.RawMessage) (updates []*models.Updat
 			next = id.ID + 1
 		}
 		u, err := decodeUpdate(raw)
-		if err != nil {
+		if u == nil {
 			a.log.Warn("skipping an update that does not decode", "update_id", id.ID, "err", err)
 			continue
+		}
+		if err != nil {
+			a.log.Warn("an update did not fully decode; using its text, chat and sender", "update_id", id.ID, "err", err)
 		}
 		updates = append(updates, u)
 	}
 	return updates, next
 }
 
-// decodeUpdate decodes one update, turning a panic in a model's decoder into
-// an error.
+// decodeUpdate decodes one update. When the library's models refuse it (a
+// field variant newer than the library, such as a new forward_origin type),
+// the message is decoded again with only the fields the bot uses (minimal),
+// so its text is still answered; err is then the models' error, for the log.
+// u is nil only when neither works.
 func decodeUpdate(raw []byte) (u *models.Update, err error) {
+	u, err = decodeFull(raw)
+	if err == nil {
+		return u, nil
+	}
+	if m, ok := minimalUpdate(raw); ok {
+		return m, err
+	}
+	return nil, err
+}
+
+// decodeFull decodes one update with the library's models, turning a panic
+// in a model's decoder into an error.
+func decodeFull(raw []byte) (u *models.Update, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			u, err = nil, fmt.Errorf("decoding an update panicked: %v", r)
@@ -244,4 +270,50 @@ func (a *Adapter) redact(err error) error {
 		return errors.New(strings.ReplaceAll(err.Error(), a.opts.Token, "<token>"))
 	}
 	return err
+}
+
+// minimalMessage is the part of a message the bot uses, decoded without the
+// library's models (whose decoders refuse variants they do not know).
+type minimalMessage struct {
+	ID              int                    `json:"message_id"`
+	ThreadID        int                    `json:"message_thread_id"`
+	IsTopicMessage  bool                   `json:"is_topic_message"`
+	Date            int                    `json:"date"`
+	Chat            models.Chat            `json:"chat"`
+	From            *models.User           `json:"from"`
+	SenderChat      *models.Chat           `json:"sender_chat"`
+	Text            string                 `json:"text"`
+	Caption         string                 `json:"caption"`
+	Entities        []models.MessageEntity `json:"entities"`
+	CaptionEntities []models.MessageEntity `json:"caption_entities"`
+	MediaGroupID    string                 `json:"media_group_id"`
+	ReplyTo         *struct {
+		ID                int                       `json:"message_id"`
+		From              *models.User              `json:"from"`
+		ForumTopicCreated *models.ForumTopicCreated `json:"forum_topic_created"`
+	} `json:"reply_to_message"`
+}
+
+// minimalUpdate decodes the message of an update the models refused: the
+// chat, the sender, the text or caption with their entities, the message
+// replied to and the topic. ok is false when the update holds no message
+// that decodes so.
+func minimalUpdate(raw []byte) (*models.Update, bool) {
+	var v struct {
+		ID      int64           `json:"update_id"`
+		Message *minimalMessage `json:"message"`
+	}
+	if err := json.Unmarshal(raw, &v); err != nil || v.Message == nil || v.Message.Chat.ID == 0 {
+		return nil, false
+	}
+	mm := v.Message
+	m := &models.Message{
+		ID: mm.ID, MessageThreadID: mm.ThreadID, IsTopicMessage: mm.IsTopicMessage, Date: mm.Date,
+		Chat: mm.Chat, From: mm.From, SenderChat: mm.SenderChat, Text: mm.Text, Caption: mm.Caption,
+		Entities: mm.Entities, CaptionEntities: mm.CaptionEntities, MediaGroupID: mm.MediaGroupID,
+	}
+	if r := mm.ReplyTo; r != nil {
+		m.ReplyToMessage = &models.Message{ID: r.ID, From: r.From, Chat: mm.Chat, ForumTopicCreated: r.ForumTopicCreated}
+	}
+	return &models.Update{ID: v.ID, Message: m}, true
 }

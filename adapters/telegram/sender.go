@@ -28,19 +28,21 @@ import (
 
 // sender sends to Telegram. Markdown is rendered to Telegram's HTML and split
 // into messages of at most format.Limit characters; when Telegram cannot
-// parse a part it is sent again as plain text. 429 answers are waited out
-// (retry_after) within a budget per call; 403 (blocked, kicked) becomes
-// ErrBlocked.
+// parse a part it is sent again as plain text. Every call that posts into a
+// chat keeps to Telegram's flood limits (pacer), and a 429 is waited out
+// however long its retry_after; 403 (blocked, kicked) becomes ErrBlocked.
 type sender struct {
 	api         *bot.Bot
 	log         *slog.Logger
 	data        *callbackData
-	rateWait    time.Duration // most time one Send waits for 429s in total
+	pace        *pacer        // Telegram's flood limits, per chat
+	retryUnit   time.Duration // what one second of a 429's retry_after is (time.Second; shorter in tests)
 	retries     int           // retries of a call after a transient failure
 	retryBase   time.Duration // backoff between those retries
 	retryMax    time.Duration
-	sendTimeout time.Duration // bound on each API call
-	fileTimeout time.Duration // bound on each upload
+	sendTimeout time.Duration              // bound on each API call
+	fileTimeout time.Duration              // bound on each upload
+	preview     *models.LinkPreviewOptions // on every message and edit; nil shows link previews
 
 	// Streaming (streamSender).
 	streamEvery time.Duration // least time between two updates of a streamed reply
@@ -86,7 +88,6 @@ type outgoing struct {
 	thread  int
 	replyTo int // 0: none
 	markup  models.ReplyMarkup
-	waited  time.Duration // 429 waits so far
 }
 
 // Send sends out, split into as many messages as needed; the id is the last
@@ -171,7 +172,7 @@ func (s *sender) sendPlain(ctx context.Context, o *outgoing, text string, first,
 
 // sendPart sends one message.
 func (s *sender) sendPart(ctx context.Context, o *outgoing, text string, rich, first, last bool) (string, error) {
-	p := &bot.SendMessageParams{ChatID: o.chat, MessageThreadID: o.thread, Text: text}
+	p := &bot.SendMessageParams{ChatID: o.chat, MessageThreadID: o.thread, Text: text, LinkPreviewOptions: s.preview}
 	if rich {
 		p.ParseMode = models.ParseModeHTML
 	}
@@ -182,7 +183,7 @@ func (s *sender) sendPart(ctx context.Context, o *outgoing, text string, rich, f
 		p.ReplyMarkup = o.markup
 	}
 	var msg *models.Message
-	err := s.call(ctx, &o.waited, s.sendTimeout, func(ctx context.Context) error {
+	err := s.call(ctx, o.chat, false, s.sendTimeout, func(ctx context.Context) error {
 		var err error
 		msg, err = s.api.SendMessage(ctx, p)
 		return err
@@ -196,42 +197,53 @@ func (s *sender) sendPart(ctx context.Context, o *outgoing, text string, rich, f
 	return strconv.Itoa(msg.ID), nil
 }
 
-// call runs fn with a deadline, waiting out 429 answers (retry_after) as
-// long as the total wait stays within the budget, and retrying failures that
-// are likely transient (a 5xx answer, a broken connection, no answer within
-// the deadline) up to s.retries times with backoff. A call that timed out may
-// have reached Telegram: retrying it risks a duplicate message, not retrying
-// it loses one, and a reply the user never sees is the worse of the two.
-func (s *sender) call(ctx context.Context, waited *time.Duration, timeout time.Duration, fn func(ctx context.Context) error) error {
-	for attempt := 0; ; attempt++ {
+// call runs fn, which posts into chat (an edit when edit is set), in the
+// chat's next slot of Telegram's flood limits (pacer) and with a deadline.
+// A 429 holds the whole chat for its retry_after, then the call is made
+// again: however long Telegram asks to wait, the message is sent when it
+// allows, never dropped (only ctx ending stops the wait). Failures that are
+// likely transient (a 5xx answer, a broken connection, no answer within the
+// deadline) are retried up to s.retries times with backoff. A call that
+// timed out may have reached Telegram: retrying it risks a duplicate
+// message, not retrying it loses one, and a reply the user never sees is the
+// worse of the two.
+func (s *sender) call(ctx context.Context, chat int64, edit bool, timeout time.Duration, fn func(ctx context.Context) error) error {
+	for attempt := 0; ; {
+		if !s.pace.wait(ctx, nil, chat, edit) {
+			return ctx.Err()
+		}
 		cctx, cancel := context.WithTimeout(ctx, timeout)
 		err := fn(cctx)
 		cancel()
 		if err == nil || ctx.Err() != nil {
 			return err
 		}
-		var tm *bot.TooManyRequestsError
-		if errors.As(err, &tm) {
-			wait := time.Duration(max(tm.RetryAfter, 1)) * time.Second
-			if *waited+wait > s.rateWait {
-				return fmt.Errorf("rate limited by Telegram for longer than %s: %w", s.rateWait, err)
-			}
-			*waited += wait
-			s.log.Info("rate limited by Telegram, waiting", "retry_after", wait)
-			if !sleep(ctx, wait) {
-				return ctx.Err()
-			}
+		if s.rateLimited(chat, err) {
 			continue
 		}
 		if !transient(err) || attempt >= s.retries {
 			return err
 		}
 		wait := backoff.Delay(s.retryBase, s.retryMax, attempt)
+		attempt++
 		s.log.Warn("Telegram call failed, retrying", "retry_in", wait.Round(time.Millisecond), "err", err)
 		if !sleep(ctx, wait) {
 			return ctx.Err()
 		}
 	}
+}
+
+// rateLimited reports whether err is a 429, and then holds every call of
+// the chat for its retry_after.
+func (s *sender) rateLimited(chat int64, err error) bool {
+	var tm *bot.TooManyRequestsError
+	if !errors.As(err, &tm) {
+		return false
+	}
+	wait := time.Duration(max(tm.RetryAfter, 1)) * s.retryUnit
+	s.pace.block(chat, wait)
+	s.log.Info("rate limited by Telegram, waiting", "chat", chat, "retry_after", tm.RetryAfter)
+	return true
 }
 
 // transient reports a failure worth retrying: the Bot API answered 5xx,
@@ -312,13 +324,12 @@ func (s *sender) Edit(ctx context.Context, key pipeline.Key, id, text string) er
 	if err != nil || msgID <= 0 {
 		return fmt.Errorf("telegram: editing in %s: %q is not a message id", key, id)
 	}
-	var waited time.Duration
 	edit := func(text string, rich bool) error {
-		p := &bot.EditMessageTextParams{ChatID: chat, MessageID: msgID, Text: text}
+		p := &bot.EditMessageTextParams{ChatID: chat, MessageID: msgID, Text: text, LinkPreviewOptions: s.preview}
 		if rich {
 			p.ParseMode = models.ParseModeHTML
 		}
-		return s.call(ctx, &waited, s.sendTimeout, func(ctx context.Context) error {
+		return s.call(ctx, chat, true, s.sendTimeout, func(ctx context.Context) error {
 			_, err := s.api.EditMessageText(ctx, p)
 			return err
 		})
@@ -341,7 +352,7 @@ func (s *sender) Edit(ctx context.Context, key pipeline.Key, id, text string) er
 }
 
 // SendFile sends a document with a plain-text caption (cut to Telegram's
-// 1024 characters).
+// 1024 UTF-16 code units).
 func (s *sender) SendFile(ctx context.Context, key pipeline.Key, f pipeline.File, caption string) error {
 	chat, thread, err := target(key)
 	if err != nil {
@@ -353,10 +364,10 @@ func (s *sender) SendFile(ctx context.Context, key pipeline.Key, f pipeline.File
 	}
 	caption = strings.TrimSpace(format.Plain(caption))
 	if parts := format.SplitPlain(caption, captionLimit); len(parts) > 1 {
-		caption = truncateRunes(parts[0], captionLimit-1) + "…"
+		// Room for the "…" (one UTF-16 unit, as Telegram counts).
+		caption = format.SplitPlain(caption, captionLimit-1)[0] + "…"
 	}
-	var waited time.Duration
-	err = s.call(ctx, &waited, s.fileTimeout, func(ctx context.Context) error {
+	err = s.call(ctx, chat, false, s.fileTimeout, func(ctx context.Context) error {
 		_, err := s.api.SendDocument(ctx, &bot.SendDocumentParams{
 			ChatID: chat, MessageThreadID: thread, Caption: caption,
 			Document: &models.InputFileUpload{Filename: name, Data: bytes.NewReader(f.Data)},
@@ -369,19 +380,40 @@ func (s *sender) SendFile(ctx context.Context, key pipeline.Key, f pipeline.File
 	return nil
 }
 
-// keyboard lays out choices as inline buttons, one per row.
-func (s *sender) keyboard(choices []pipeline.Choice) *models.InlineKeyboardMarkup {
-	kb := &models.InlineKeyboardMarkup{}
+// inlineKeyboard is the reply_markup of a message with buttons, encoded by
+// us: the library's InlineKeyboardButton sends "copy_text":{"text":""} with
+// every button, which Telegram refuses (BUTTON_COPY_TEXT_INVALID) as soon as
+// it stops checking callback_data first.
+type inlineKeyboard struct {
+	InlineKeyboard [][]inlineButton `json:"inline_keyboard"`
+}
+
+// inlineButton is a button that sends its callback_data when pressed.
+type inlineButton struct {
+	Text         string `json:"text"`
+	CallbackData string `json:"callback_data"`
+}
+
+// keyboard lays out choices as inline buttons, one per row; nil when no
+// choice has a label or data. A choice without label shows its data, one
+// without data sends its label; one with neither is left out.
+func (s *sender) keyboard(choices []pipeline.Choice) models.ReplyMarkup {
+	kb := &inlineKeyboard{}
 	for _, c := range choices {
-		data := c.Data
-		if data == "" {
-			data = c.Label
+		label, data := strings.TrimSpace(c.Label), c.Data
+		if strings.TrimSpace(data) == "" {
+			data = label
 		}
-		label := c.Label
 		if label == "" {
-			label = data
+			label = strings.TrimSpace(data)
 		}
-		kb.InlineKeyboard = append(kb.InlineKeyboard, []models.InlineKeyboardButton{{Text: label, CallbackData: s.data.short(data)}})
+		if label == "" {
+			continue
+		}
+		kb.InlineKeyboard = append(kb.InlineKeyboard, []inlineButton{{Text: label, CallbackData: s.data.short(data)}})
+	}
+	if len(kb.InlineKeyboard) == 0 {
+		return nil
 	}
 	return kb
 }

@@ -30,6 +30,10 @@ type stackOptions struct {
 	submit func(in pipeline.Inbound, out pipeline.Sender, next SubmitFunc) error
 	// accept wraps the intake's Accept.
 	accept func(ctx context.Context, in pipeline.Inbound, next AcceptFunc) error
+	// pace replaces the flood limits (default: none, see unpaced);
+	// retryUnit the second of a 429's retry_after.
+	pace      *pacer
+	retryUnit time.Duration
 	// quiet logs at warning level and above only (benchmarks).
 	quiet bool
 	// stream turns on telegram.stream; streamEvery replaces the 1s between
@@ -119,7 +123,7 @@ func (s *stack) start() {
 	}
 	opts := Options{
 		Token: fakeToken, APIURL: s.api.URL, GroupsReply: s.opts.groupsReply, Log: log,
-		Commands: menu, PollTimeout: 2 * time.Second, Allowed: access.Allowed, Stream: s.opts.stream,
+		Commands: menu, KnownCommands: cmds.Names(), PollTimeout: 2 * time.Second, Allowed: access.Allowed, Stream: s.opts.stream,
 	}
 	if s.opts.webhook != nil {
 		opts.Webhook = *s.opts.webhook
@@ -129,6 +133,13 @@ func (s *stack) start() {
 		t.Fatalf("New: %v", err)
 	}
 	ad.retryBase, ad.retryMax = 10*time.Millisecond, 200*time.Millisecond
+	ad.out.pace = unpaced()
+	if s.opts.pace != nil {
+		ad.out.pace = s.opts.pace
+	}
+	if s.opts.retryUnit > 0 {
+		ad.out.retryUnit = s.opts.retryUnit
+	}
 	if s.opts.streamEvery > 0 {
 		ad.out.streamEvery = s.opts.streamEvery
 	}
@@ -222,4 +233,12 @@ func (s *stack) lastPrompt() []llm.Message {
 		return nil
 	}
 	return reqs[len(reqs)-1].Messages
+}
+
+// unpaced is a pacer without flood limits: tests that do not look at the
+// pace run at full speed.
+func unpaced() *pacer {
+	p := newPacer()
+	p.every, p.groupEdit, p.groupLimit = 0, 0, 0
+	return p
 }

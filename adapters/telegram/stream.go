@@ -77,12 +77,11 @@ type replyStream struct {
 	exited     chan struct{}      // closed when run returned
 
 	// Owned by run until it returns, then by Finish.
-	draftID   int       // != 0: showing a draft
-	msgID     int       // the message shown and edited; 0 before the first send
-	shown     string    // the text shown
-	broken    bool      // showing failed: the reply goes as new messages
-	notBefore time.Time // Telegram asked to wait (429) until then
-	last      time.Time // end of the latest update
+	draftID int       // != 0: showing a draft
+	msgID   int       // the message shown and edited; 0 before the first send
+	shown   string    // the text shown
+	broken  bool      // showing failed: the reply goes as new messages
+	last    time.Time // end of the latest update
 }
 
 // OnShown implements pipeline.ShownStream: fn is told the id of the
@@ -108,8 +107,9 @@ func (st *replyStream) Append(text string) {
 }
 
 // run shows the text as it grows until Finish, at most one update per
-// st.every (counted from the end of the previous update) and never before a
-// 429's retry_after.
+// st.every (counted from the end of the previous update), within the chat's
+// flood limits (the pacer: in a group edits are further apart) and never
+// before a 429's retry_after.
 func (st *replyStream) run(ctx context.Context) {
 	defer close(st.exited)
 	for {
@@ -120,11 +120,7 @@ func (st *replyStream) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		}
-		wait := st.every - time.Since(st.last)
-		if d := time.Until(st.notBefore); d > wait {
-			wait = d
-		}
-		if wait > 0 {
+		if wait := st.every - time.Since(st.last); wait > 0 {
 			t := time.NewTimer(wait)
 			select {
 			case <-t.C:
@@ -136,7 +132,13 @@ func (st *replyStream) run(ctx context.Context) {
 				return
 			}
 		}
-		text := st.preview()
+		if st.preview() == st.shown {
+			continue
+		}
+		if !st.s.pace.wait(ctx, st.finish, st.chat, st.msgID != 0 || st.draftID != 0) {
+			return
+		}
+		text := st.preview() // what arrived while waiting shows too
 		if text == "" || text == st.shown {
 			continue
 		}
@@ -191,7 +193,7 @@ func (st *replyStream) show(ctx context.Context, text string) {
 	if st.msgID == 0 {
 		// Never abandoned: once sent, the message must be known, or it
 		// would stay behind beside the reply.
-		p := &bot.SendMessageParams{ChatID: st.chat, MessageThreadID: st.thread, Text: text}
+		p := &bot.SendMessageParams{ChatID: st.chat, MessageThreadID: st.thread, Text: text, LinkPreviewOptions: st.s.preview}
 		if st.replyTo != 0 {
 			p.ReplyParameters = &models.ReplyParameters{MessageID: st.replyTo, AllowSendingWithoutReply: true}
 		}
@@ -217,7 +219,7 @@ func (st *replyStream) show(ctx context.Context, text string) {
 		return
 	}
 	err := st.callAbandonable(ctx, func(ctx context.Context) error {
-		_, err := st.s.api.EditMessageText(ctx, &bot.EditMessageTextParams{ChatID: st.chat, MessageID: st.msgID, Text: text})
+		_, err := st.s.api.EditMessageText(ctx, &bot.EditMessageTextParams{ChatID: st.chat, MessageID: st.msgID, Text: text, LinkPreviewOptions: st.s.preview})
 		return err
 	})
 	switch {
@@ -262,15 +264,14 @@ func (st *replyStream) abandoned() bool {
 	}
 }
 
-// rateLimited reports whether err is a 429, and then skips updates until
-// its retry_after.
+// rateLimited reports whether err is a 429, and then holds the chat's
+// calls, this stream's updates and its final edit included, until its
+// retry_after.
 func (st *replyStream) rateLimited(err error, call string) bool {
-	var tm *bot.TooManyRequestsError
-	if !errors.As(err, &tm) {
+	if !st.s.rateLimited(st.chat, err) {
 		return false
 	}
-	st.notBefore = time.Now().Add(time.Duration(max(tm.RetryAfter, 1)) * time.Second)
-	st.s.log.Info("rate limited by Telegram while streaming; skipping updates", "key", st.key, "call", call, "retry_after", tm.RetryAfter)
+	st.s.log.Info("rate limited by Telegram while streaming; skipping updates", "key", st.key, "call", call)
 	return true
 }
 
@@ -314,16 +315,11 @@ func (st *replyStream) Finish(ctx context.Context, out pipeline.Outbound) (strin
 	if len(parts) == 0 {
 		return strconv.Itoa(st.msgID), nil // nothing to say: what was shown stays
 	}
-	// The final edit keeps to the pace of the updates, and is honoured: it
-	// waits out a 429 met while streaming (within a Send's budget).
-	d := st.every - time.Since(st.last)
-	if r := time.Until(st.notBefore); r > d {
-		d = r
-	}
-	if d > 0 {
-		if d > st.s.rateWait || !sleep(ctx, d) {
-			return st.s.Send(ctx, out)
-		}
+	// The final edit keeps to the pace of the updates and to the chat's
+	// flood limits, and waits out a 429 met while streaming however long:
+	// the reply is delivered when Telegram allows, never dropped.
+	if d := st.every - time.Since(st.last); d > 0 && !sleep(ctx, d) {
+		return "", st.s.sendError(out.Key, ctx.Err())
 	}
 	o.replyTo = 0
 	err = st.edit(ctx, o, parts[0], !out.Plain, len(parts) == 1)
@@ -363,14 +359,14 @@ func (st *replyStream) Finish(ctx context.Context, out pipeline.Outbound) (strin
 // edit replaces the streamed message's text, waiting out 429s within the
 // sender's budget.
 func (st *replyStream) edit(ctx context.Context, o *outgoing, text string, rich, last bool) error {
-	p := &bot.EditMessageTextParams{ChatID: st.chat, MessageID: st.msgID, Text: text}
+	p := &bot.EditMessageTextParams{ChatID: st.chat, MessageID: st.msgID, Text: text, LinkPreviewOptions: st.s.preview}
 	if rich {
 		p.ParseMode = models.ParseModeHTML
 	}
 	if last && o.markup != nil {
 		p.ReplyMarkup = o.markup
 	}
-	return st.s.call(ctx, &o.waited, st.s.sendTimeout, func(ctx context.Context) error {
+	return st.s.call(ctx, st.chat, true, st.s.sendTimeout, func(ctx context.Context) error {
 		_, err := st.s.api.EditMessageText(ctx, p)
 		return err
 	})

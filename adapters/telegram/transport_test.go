@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf16"
 
 	"github.com/go-telegram/bot/models"
 
@@ -54,6 +55,7 @@ func newBare(t *testing.T, api *fakeAPI, opts Options) *bare {
 		t.Fatal(err)
 	}
 	ad.retryBase, ad.retryMax = 5*time.Millisecond, 50*time.Millisecond
+	ad.out.pace = unpaced()
 	b.ad = ad
 	t.Cleanup(func() {
 		if b.cancel != nil {
@@ -254,6 +256,17 @@ func TestEditTypingAndFiles(t *testing.T) {
 		doc.Fields["caption"] != "Your export" || doc.Fields["message_thread_id"] != "77" {
 		t.Errorf("sendDocument = %v %v", doc.Fields, doc.Files)
 	}
+	// A caption past Telegram's 1024 UTF-16 units is cut to fit, "…"
+	// included (1,022 letters and an emoji make 1,024 units but 1,023
+	// characters: counting characters sent 1,025 units).
+	long := strings.Repeat("a", 1022) + strings.Repeat("😀", 10)
+	if err := s.(pipeline.FileSender).SendFile(ctx, topic, f, long); err != nil {
+		t.Fatalf("a long caption: %v", err)
+	}
+	doc = api.Calls("sendDocument")[1]
+	if c := doc.Fields["caption"]; len(utf16.Encode([]rune(c))) > 1024 || !strings.HasSuffix(c, "a…") {
+		t.Errorf("long caption = %d UTF-16 units, ends %q", len(utf16.Encode([]rune(c))), c[len(c)-12:])
+	}
 	if _, err := s.Send(ctx, pipeline.Outbound{Key: pipeline.Key{Channel: "whatsapp", Chat: "1"}, Text: "x"}); err == nil {
 		t.Error("sending to a non-Telegram key worked")
 	}
@@ -300,26 +313,37 @@ func TestParseErrorInOnePart(t *testing.T) {
 	}
 }
 
-// A 429 longer than the wait budget, or a cancelled ctx, ends the send.
-func TestRateLimitBudget(t *testing.T) {
+// A 429 is waited out however long its retry_after (here 240 "seconds" of
+// 5ms): the message is sent when Telegram allows, never given up; only a
+// cancelled ctx ends the wait.
+func TestRateLimitIsWaitedOut(t *testing.T) {
 	api := newFakeAPI(t)
+	var limited atomic.Int32
+	api.SetHook(func(c *fakeCall) *fakeErr {
+		if c.Method == "sendMessage" && limited.Add(1) == 1 {
+			return &fakeErr{Code: 429, Description: "Too Many Requests: retry after 240", RetryAfter: 240}
+		}
+		return nil
+	})
+	b := newBare(t, api, Options{})
+	b.ad.out.retryUnit = 5 * time.Millisecond
+	if _, err := b.ad.Sender().Send(context.Background(), pipeline.Outbound{Key: key(111, ""), Text: "hi"}); err != nil {
+		t.Fatalf("Send = %v, want the message sent after the wait", err)
+	}
+	calls := api.Calls("sendMessage")
+	if len(calls) != 2 || calls[1].Err != nil || calls[1].At.Sub(calls[0].At) < 240*5*time.Millisecond {
+		t.Fatalf("calls: %s", dumpCalls(calls))
+	}
+
 	api.SetHook(func(c *fakeCall) *fakeErr {
 		if c.Method == "sendMessage" {
 			return &fakeErr{Code: 429, Description: "Too Many Requests: retry after 30", RetryAfter: 30}
 		}
 		return nil
 	})
-	b := newBare(t, api, Options{})
-	b.ad.out.rateWait = time.Second
-	start := time.Now()
-	_, err := b.ad.Sender().Send(context.Background(), pipeline.Outbound{Key: key(111, ""), Text: "hi"})
-	if err == nil || time.Since(start) > 5*time.Second {
-		t.Fatalf("Send = %v after %s, want a prompt error", err, time.Since(start))
-	}
-	b.ad.out.rateWait = time.Hour
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
-		api.Until(func(calls []fakeCall) bool { return len(filterCalls(calls, "sendMessage")) >= 2 })
+		api.Until(func(calls []fakeCall) bool { return len(filterCalls(calls, "sendMessage")) >= 3 })
 		cancel()
 	}()
 	if _, err := b.ad.Sender().Send(ctx, pipeline.Outbound{Key: key(111, ""), Text: "hi"}); !errors.Is(err, context.Canceled) {
@@ -412,5 +436,40 @@ func TestNewValidates(t *testing.T) {
 	}
 	if _, err := New(Options{Token: "1:a"}, nil, nil); err == nil {
 		t.Error("New without submit worked")
+	}
+}
+
+// Link previews are off by default on every message and edit, streamed ones
+// included (a preview jumps while the message grows); telegram.link_previews
+// turns them on.
+func TestLinkPreviewsOffByDefault(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		api := newFakeAPI(t)
+		b := newBare(t, api, Options{LinkPreviews: on})
+		ctx := context.Background()
+		k := key(-100500, "")
+		id, err := b.ad.out.Send(ctx, pipeline.Outbound{Key: k, Text: "see https://example.com"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.ad.out.Edit(ctx, k, id, "see https://example.org"); err != nil {
+			t.Fatal(err)
+		}
+		st := streamSender{b.ad.out}.Stream(ctx, k, "")
+		st.Append("growing https://example.net")
+		api.Wait("the streamed message", func(calls []fakeCall) bool { return len(filterCalls(calls, "sendMessage")) >= 2 })
+		if _, err := st.Finish(ctx, pipeline.Outbound{Text: "done https://example.net"}); err != nil {
+			t.Fatal(err)
+		}
+		calls := api.Calls("sendMessage", "editMessageText")
+		if len(calls) < 4 {
+			t.Fatalf("calls: %s", dumpCalls(calls))
+		}
+		for _, c := range calls {
+			got := c.Fields["link_preview_options"]
+			if want := `{"is_disabled":true}`; !on && got != want || on && got != "" {
+				t.Errorf("previews %v: %s has link_preview_options %q", on, c.Method, got)
+			}
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/go-telegram/bot"
@@ -27,6 +28,9 @@ type item struct {
 func (a *Adapter) prepare(u *models.Update, me Me) item {
 	it := item{u: u}
 	if in, ok := toInbound(u, me, a.opts.GroupsReply); ok {
+		if in.IsGroup && a.unknownCommand(u.Message) {
+			return it // most likely another bot's: not ours to answer
+		}
 		if in.Choice != "" {
 			in.Choice = a.data.resolve(in.Choice)
 		}
@@ -39,6 +43,27 @@ func (a *Adapter) prepare(u *models.Update, me Me) item {
 		}
 	}
 	return it
+}
+
+// unknownCommand reports whether m is a command the bot does not know,
+// written without "@ThisBot" (in a group it is most likely another bot's).
+func (a *Adapter) unknownCommand(m *models.Message) bool {
+	if m == nil || len(a.known) == 0 {
+		return false
+	}
+	text := m.Text
+	if text == "" {
+		text = m.Caption
+	}
+	fields := strings.Fields(text)
+	if len(fields) == 0 {
+		return false
+	}
+	name, ok := strings.CutPrefix(fields[0], "/")
+	if !ok || name == "" || strings.Contains(name, "@") {
+		return false
+	}
+	return !a.known[strings.ToLower(name)]
 }
 
 // acceptPending accepts the items not yet done, in order within each
@@ -104,15 +129,17 @@ func (a *Adapter) acceptPending(ctx context.Context, items []item, done []bool) 
 // only when the pipeline has stopped: the update must then be delivered
 // again.
 func (a *Adapter) dispatch(bg context.Context, it item) error {
+	if q := it.u.CallbackQuery; q != nil && q.ID != "" {
+		// Every press is answered, also one the bot does not handle:
+		// else the button's spinner keeps turning.
+		a.bg.Go(func() { a.answerCallback(bg, q, it.handle) })
+	}
 	if it.notice {
 		a.bg.Go(func() { a.sendNotice(bg, it.noticeKey, it.noticeReplyTo) })
 		return nil
 	}
 	if !it.handle {
 		return nil
-	}
-	if q := it.u.CallbackQuery; q != nil {
-		a.bg.Go(func() { a.answerCallback(bg, q.ID) })
 	}
 	err := a.submit(it.in, a.Sender())
 	switch {
@@ -128,14 +155,42 @@ func (a *Adapter) dispatch(bg context.Context, it item) error {
 	}
 }
 
-// answerCallback stops the spinner on the pressed button. A failure (an old
-// query after a restart, say) is only logged.
-func (a *Adapter) answerCallback(ctx context.Context, id string) {
+// answerCallback stops the spinner on the pressed button and, when the
+// press is handled, takes the buttons off the question so they don't linger
+// (see pressedOwnQuestion). A failure (an old query after a restart, say) is
+// only logged.
+func (a *Adapter) answerCallback(ctx context.Context, q *models.CallbackQuery, handled bool) {
 	ctx, cancel := context.WithTimeout(ctx, a.callTimeout)
 	defer cancel()
-	if _, err := a.api.AnswerCallbackQuery(ctx, &bot.AnswerCallbackQueryParams{CallbackQueryID: id}); err != nil && ctx.Err() == nil {
+	if _, err := a.api.AnswerCallbackQuery(ctx, &bot.AnswerCallbackQueryParams{CallbackQueryID: q.ID}); err != nil && ctx.Err() == nil {
 		a.log.Debug("answering a button press failed", "err", err)
 	}
+	if !handled || !pressedOwnQuestion(q) {
+		return
+	}
+	m := q.Message.Message
+	if !a.out.pace.wait(ctx, nil, m.Chat.ID, true) {
+		return
+	}
+	if _, err := a.api.EditMessageReplyMarkup(ctx, &bot.EditMessageReplyMarkupParams{ChatID: m.Chat.ID, MessageID: m.ID}); err != nil && ctx.Err() == nil {
+		a.log.Debug("removing the buttons of an answered question failed", "err", err)
+	}
+}
+
+// pressedOwnQuestion reports whether q pressed a button of a question asked
+// to the presser: in a private chat every question is; in a group one that
+// replies to the presser's message (a question replies to the command that
+// asked for it). Another member's press leaves the buttons to the asker.
+func pressedOwnQuestion(q *models.CallbackQuery) bool {
+	m := q.Message.Message
+	if m == nil || m.ReplyMarkup == nil || len(m.ReplyMarkup.InlineKeyboard) == 0 {
+		return false
+	}
+	if m.Chat.Type == models.ChatTypePrivate {
+		return true
+	}
+	r := m.ReplyToMessage
+	return r != nil && r.From != nil && r.From.ID == q.From.ID
 }
 
 // sendNotice tells a private chat that the bot reads text only.

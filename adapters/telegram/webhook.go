@@ -14,6 +14,8 @@ import (
 
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
+
+	"github.com/recallbot/recall/connlimit"
 )
 
 // secretHeader carries the webhook's secret_token on every update.
@@ -21,6 +23,11 @@ const secretHeader = "X-Telegram-Bot-Api-Secret-Token"
 
 // maxUpdate caps the size of one webhook update.
 const maxUpdate = 8 << 20
+
+// webhookConns caps the webhook server's connections (Telegram opens up to
+// setWebhook's max_connections, 40 by default): a flood of silent
+// connections cannot use up the file descriptors (see connlimit).
+const webhookConns = 128
 
 // shutdownGrace is how long the webhook server lets requests finish at stop.
 const shutdownGrace = 10 * time.Second
@@ -51,15 +58,15 @@ func (a *Adapter) serveWebhook(ctx context.Context, me Me) error {
 		return fmt.Errorf("telegram: listening on telegram.webhook.listen %q: %w", a.opts.Webhook.Listen, err)
 	}
 	h := a.webhookHandler(ctx, me)
-	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv, guard := connlimit.Server(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != path {
 			http.NotFound(w, r)
 			return
 		}
 		h.ServeHTTP(w, r)
-	})}
+	}), webhookConns)
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(guard.Listener(ln)) }()
 	stop := func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
 		defer cancel()
@@ -94,7 +101,8 @@ func (a *Adapter) serveWebhook(ctx context.Context, me Me) error {
 
 // webhookHandler serves Telegram's update posts. A request without the
 // right secret gets 401 and is not looked at; a body that is not an update
-// gets 400; an update is accepted (made durable) and handed to the pipeline,
+// the bot can use gets 200 (logged: a 400 would make Telegram deliver it
+// again and hold the chat up); an update is accepted (made durable) and handed to the pipeline,
 // then answered 200 — or 500 when it could not be stored and 503 when the
 // pipeline is stopping, so that Telegram delivers it again. bg is the
 // lifetime of background work (button answers, notices).
@@ -122,19 +130,28 @@ func (a *Adapter) webhookHandler(bg context.Context, me Me) http.Handler {
 			return
 		}
 		u, err := decodeUpdate(body)
-		if err != nil || !json.Valid(body) {
-			http.Error(w, "not an update", http.StatusBadRequest)
+		if u == nil || !json.Valid(body) {
+			// Telegram would deliver it again and again (holding up the
+			// chat's later updates for up to a day): take it, say so.
+			a.log.Warn("webhook: skipping a body that is not an update the bot can use", "err", err)
+			w.WriteHeader(http.StatusOK)
 			return
+		}
+		if err != nil {
+			a.log.Warn("an update did not fully decode; using its text, chat and sender", "update_id", u.ID, "err", err)
 		}
 		if err := a.handleOne(r.Context(), bg, me, u); err != nil {
 			status := http.StatusInternalServerError
 			if !errors.Is(err, errAccept) {
 				status = http.StatusServiceUnavailable
+			} else {
+				a.setHealth(fmt.Errorf("storing incoming messages fails: %w", err))
 			}
 			a.log.Warn("webhook update not handled; Telegram will deliver it again", "update_id", u.ID, "err", err)
 			http.Error(w, "try again later", status)
 			return
 		}
+		a.setHealth(nil)
 		w.WriteHeader(http.StatusOK)
 	})
 }

@@ -18,8 +18,8 @@ func telegramChannel(cfg config.Config) app.ChannelFunc {
 		tg, err := telegram.New(telegram.Options{
 			Token: cfg.Telegram.Token, APIURL: cfg.Telegram.APIURL,
 			Webhook:     telegram.Webhook{URL: cfg.Telegram.Webhook.URL, Listen: cfg.Telegram.Webhook.Listen, Secret: cfg.Telegram.Webhook.Secret},
-			GroupsReply: cfg.Telegram.Groups.Reply, Stream: cfg.Telegram.Stream,
-			Log: w.Log.With("channel", telegram.Channel), Commands: menu, Allowed: w.Allowed,
+			GroupsReply: cfg.Telegram.Groups.Reply, Stream: cfg.Telegram.Stream, LinkPreviews: cfg.Telegram.LinkPreviews,
+			Log: w.Log.With("channel", telegram.Channel), Commands: menu, KnownCommands: w.Known, Allowed: w.Allowed,
 			OnReconnect: func() { w.Metrics.ChannelReconnected(telegram.Channel) },
 		}, w.Submit, w.Accept)
 		if err != nil {

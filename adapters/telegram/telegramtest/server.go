@@ -142,10 +142,12 @@ type Server struct {
 	calls     []Call
 	nextMsg   map[int64]int
 	texts     map[[2]int64]string // (chat, message id) → text, for edits
+	markups   map[[2]int64]string // (chat, message id) → reply_markup shown ("" none)
 	hook      func(c *Call) *Err
 	webhook   string
 	secret    string
 	pollGen   int
+	privacy   bool  // group privacy mode (see SetPrivacy)
 	confirmed int64 // highest update id confirmed
 	delivered int   // successful sendMessage calls
 }
@@ -165,7 +167,7 @@ func NewServer(t testing.TB) *Server {
 func Start(o Options) *Server {
 	f := &Server{
 		Token: o.Token, onSend: o.OnSend, changed: make(chan struct{}), closed: make(chan struct{}),
-		nextID: 1000, nextMsg: map[int64]int{}, texts: map[[2]int64]string{},
+		nextID: 1000, nextMsg: map[int64]int{}, texts: map[[2]int64]string{}, markups: map[[2]int64]string{},
 	}
 	if f.Token == "" {
 		f.Token = Token
@@ -197,10 +199,43 @@ func (f *Server) SetHook(h func(c *Call) *Err) {
 	f.hook = h
 }
 
-// Push queues an update (its id is assigned) and returns the id.
+// SetPrivacy turns the bot's group privacy mode on or off (off by default
+// here; on by default on Telegram). With it on, getMe reports
+// can_read_all_group_messages=false and a group message is delivered only
+// when it is a command or a reply to one of the bot's messages: other
+// messages, plain @mentions included, are pushed but never delivered (Push
+// returns 0).
+func (f *Server) SetPrivacy(on bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.privacy = on
+}
+
+// hiddenLocked reports whether privacy mode keeps u from the bot.
+func (f *Server) hiddenLocked(u models.Update) bool {
+	m := u.Message
+	if !f.privacy || m == nil || m.Chat.Type == models.ChatTypePrivate {
+		return false
+	}
+	text := m.Text
+	if text == "" {
+		text = m.Caption
+	}
+	if strings.HasPrefix(text, "/") {
+		return false
+	}
+	r := m.ReplyToMessage
+	return r == nil || r.From == nil || r.From.ID != BotID
+}
+
+// Push queues an update (its id is assigned) and returns the id; 0 when
+// privacy mode keeps it from the bot (SetPrivacy).
 func (f *Server) Push(u models.Update) int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.hiddenLocked(u) {
+		return 0
+	}
 	f.nextID++
 	u.ID = f.nextID
 	raw, err := json.Marshal(&u)
@@ -210,6 +245,23 @@ func (f *Server) Push(u models.Update) int64 {
 	f.queue = append(f.queue, queued{id: u.ID, raw: raw})
 	f.notifyLocked()
 	return u.ID
+}
+
+// PushRaw queues an update given as JSON (its update_id is replaced), for
+// updates the library's models cannot encode or decode, and returns its id.
+func (f *Server) PushRaw(update string) int64 {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(update), &fields); err != nil {
+		panic(fmt.Sprintf("telegramtest: PushRaw: %v", err))
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.nextID++
+	fields["update_id"] = json.RawMessage(strconv.FormatInt(f.nextID, 10))
+	raw, _ := json.Marshal(fields)
+	f.queue = append(f.queue, queued{id: f.nextID, raw: raw})
+	f.notifyLocked()
+	return f.nextID
 }
 
 // MsgID reserves the next message id in a chat (user and bot messages share
@@ -323,6 +375,14 @@ func (f *Server) ShownText(chat int64, id int) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.texts[[2]int64{chat, int64(id)}]
+}
+
+// ShownMarkup is the reply_markup message id shows now in chat, as sent
+// ("" when it has none).
+func (f *Server) ShownMarkup(chat int64, id int) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.markups[[2]int64{chat, int64(id)}]
 }
 
 // ConfirmedID is the highest update id confirmed by a getUpdates offset.
@@ -461,14 +521,21 @@ func (f *Server) WaitDelivered(n int, timeout time.Duration) bool {
 	}
 }
 
+// Me is the bot's account as getMe answers it.
 func (f *Server) Me() models.User {
 	return models.User{ID: BotID, IsBot: true, FirstName: "Recall", Username: BotName}
+}
+
+func (f *Server) meLocked() models.User {
+	me := f.Me()
+	me.CanJoinGroups, me.CanReadAllGroupMessages = true, !f.privacy
+	return me
 }
 
 func (f *Server) handleLocked(c *Call) (any, *Err) {
 	switch c.Method {
 	case "getMe":
-		return f.Me(), nil
+		return f.meLocked(), nil
 	case "deleteWebhook":
 		f.webhook, f.secret = "", ""
 		return true, nil
@@ -488,6 +555,9 @@ func (f *Server) handleLocked(c *Call) (any, *Err) {
 				return nil, &Err{Code: 400, Description: "Bad Request: there is no document in the request"}
 			}
 			text = c.Fields["caption"]
+			if len(utf16.Encode([]rune(text))) > 1024 {
+				return nil, &Err{Code: 400, Description: "Bad Request: message caption is too long"}
+			}
 		} else if e := checkText(text, c.Fields["parse_mode"]); e != nil {
 			return nil, e
 		}
@@ -497,6 +567,7 @@ func (f *Server) handleLocked(c *Call) (any, *Err) {
 		id := f.nextMsgLocked(chat)
 		c.MsgID = id
 		f.texts[[2]int64{chat, int64(id)}] = text
+		f.markups[[2]int64{chat, int64(id)}] = c.Fields["reply_markup"]
 		msg := models.Message{ID: id, Date: int(time.Now().Unix()), Chat: models.Chat{ID: chat, Type: chatType(chat)}, Text: text}
 		me := f.Me()
 		msg.From = &me
@@ -516,6 +587,23 @@ func (f *Server) handleLocked(c *Call) (any, *Err) {
 			return nil, e
 		}
 		return true, nil
+	case "editMessageReplyMarkup":
+		chat, _ := strconv.ParseInt(c.Fields["chat_id"], 10, 64)
+		id, _ := strconv.Atoi(c.Fields["message_id"])
+		k := [2]int64{chat, int64(id)}
+		if _, ok := f.texts[k]; !ok {
+			return nil, &Err{Code: 400, Description: "Bad Request: message to edit not found"}
+		}
+		if e := checkMarkup(c.Fields["reply_markup"]); e != nil {
+			return nil, e
+		}
+		if f.markups[k] == c.Fields["reply_markup"] {
+			return nil, &Err{Code: 400, Description: "Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message"}
+		}
+		f.markups[k] = c.Fields["reply_markup"]
+		c.MsgID = id
+		me := f.Me()
+		return models.Message{ID: id, Date: int(time.Now().Unix()), Chat: models.Chat{ID: chat, Type: chatType(chat)}, Text: f.texts[k], From: &me}, nil
 	case "editMessageText":
 		chat, _ := strconv.ParseInt(c.Fields["chat_id"], 10, 64)
 		id, _ := strconv.Atoi(c.Fields["message_id"])
@@ -657,11 +745,23 @@ func checkText(text, parseMode string) *Err {
 	return nil
 }
 
+// checkMarkup validates an inline keyboard as Telegram does: every button
+// has a label and callback_data of 1-64 bytes, and a copy_text, when
+// present, has text (Telegram answers BUTTON_COPY_TEXT_INVALID; it checks
+// callback_data first today, this fake checks both).
 func checkMarkup(raw string) *Err {
 	if raw == "" {
 		return nil
 	}
-	var kb models.InlineKeyboardMarkup
+	var kb struct {
+		InlineKeyboard [][]struct {
+			Text         string `json:"text"`
+			CallbackData string `json:"callback_data"`
+			CopyText     *struct {
+				Text string `json:"text"`
+			} `json:"copy_text"`
+		} `json:"inline_keyboard"`
+	}
 	if err := json.Unmarshal([]byte(raw), &kb); err != nil {
 		return &Err{Code: 400, Description: "Bad Request: can't parse reply keyboard markup JSON object"}
 	}
@@ -669,6 +769,9 @@ func checkMarkup(raw string) *Err {
 		for _, b := range row {
 			if b.Text == "" {
 				return &Err{Code: 400, Description: "Bad Request: text buttons are unallowed in the inline keyboard"}
+			}
+			if b.CopyText != nil && b.CopyText.Text == "" {
+				return &Err{Code: 400, Description: "Bad Request: BUTTON_COPY_TEXT_INVALID"}
 			}
 			if n := len(b.CallbackData); n == 0 || n > 64 {
 				return &Err{Code: 400, Description: "Bad Request: BUTTON_DATA_INVALID"}

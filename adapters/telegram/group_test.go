@@ -1,0 +1,235 @@
+package telegram
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-telegram/bot/models"
+)
+
+// replyToBot is a message of member from in chat replying to the bot's
+// message sent.
+func replyToBot(api *fakeAPI, chat models.Chat, from int64, sent fakeCall, text string) *models.Message {
+	m := api.TextMessage(chat, from, text)
+	me := api.Me()
+	m.ReplyToMessage = &models.Message{ID: sent.MsgID, Chat: chat, Date: 1, From: &me, Text: sent.Fields["text"]}
+	return m
+}
+
+// A pending /purge in a group (privacy mode off: the bot sees every
+// message) takes answers only from the member who asked, and only when they
+// are addressed to the bot: another member's chatter, another member's
+// "yes" (typed as a reply, or pressed) and the asker's own unaddressed "yes"
+// pass by as if no question were pending.
+func TestGroupQuestionAnsweredOnlyByItsAsker(t *testing.T) {
+	api := newFakeAPI(t)
+	st := newStack(t, api, stackOptions{})
+	group := groupChat(-100700, false)
+
+	remember := api.TextMessage(group, 111, "@"+fakeBotName+" the plan is secret")
+	remember.Entities = []models.MessageEntity{mention()}
+	api.Push(models.Update{Message: remember})
+	api.WaitSent(group.ID, 1)
+
+	api.SendText(group, 111, "/purge@"+fakeBotName+" chat")
+	q := api.WaitSent(group.ID, 2)[1]
+	if !strings.Contains(q.Fields["text"], "Delete") {
+		t.Fatalf("question = %q", q.Fields["text"])
+	}
+
+	lol := api.SendText(group, 222, "lol")
+	yes222 := replyToBot(api, group, 222, q, "yes")
+	api.Push(models.Update{Message: yes222})
+	// 222's "yes" is a reply to the bot: an ordinary message, answered.
+	r := api.WaitSent(group.ID, 3)[2]
+	if r.ReplyTo() != yes222.ID || r.Fields["text"] != "echo: yes" {
+		t.Fatalf("another member's reply got %v", r.Fields)
+	}
+	if n := repliesTo(api.Calls(), group.ID, lol); n != 0 {
+		t.Errorf("another member's chatter got %d replies", n)
+	}
+	// 222 presses "Yes, delete".
+	me := api.Me()
+	api.Push(models.Update{CallbackQuery: &models.CallbackQuery{
+		ID: "cbq-222", From: models.User{ID: 222, FirstName: "Bob"}, Data: "yes",
+		Message: models.MaybeInaccessibleMessage{Type: models.MaybeInaccessibleMessageTypeMessage, Message: &models.Message{
+			ID: q.MsgID, Date: 1, Chat: group, From: &me, Text: q.Fields["text"],
+			ReplyMarkup:    &models.InlineKeyboardMarkup{InlineKeyboard: q.Keyboard()},
+			ReplyToMessage: &models.Message{ID: q.ReplyTo(), Chat: group, Date: 1, From: &models.User{ID: 111, FirstName: "Ada"}},
+		}},
+	}})
+	r = api.WaitSent(group.ID, 4)[3]
+	if !strings.Contains(r.Fields["text"], "Only the member who sent the command") {
+		t.Fatalf("another member's press got %q", r.Fields["text"])
+	}
+	// The asker's "yes" not addressed to the bot is chatter.
+	api.SendText(group, 111, "yes")
+	// The asker's reply to the question confirms it.
+	yes111 := replyToBot(api, group, 111, q, "yes")
+	api.Push(models.Update{Message: yes111})
+	r = api.WaitSent(group.ID, 5)[4]
+	if r.ReplyTo() != yes111.ID || !strings.HasPrefix(r.Fields["text"], "Deleted") {
+		t.Fatalf("the asker's answer got %q", r.Fields["text"])
+	}
+	if len(api.Sent(group.ID)) != 5 {
+		t.Errorf("sent %s", dumpCalls(api.Sent(group.ID)))
+	}
+	if stored, _ := st.lookup(key(group.ID, ""), remember.ID); stored {
+		t.Error("the purge did not run")
+	}
+	// Another member's press left the asker's buttons alone.
+	if c := api.Calls("editMessageReplyMarkup"); len(c) != 0 {
+		t.Errorf("another member's press removed the buttons: %s", dumpCalls(c))
+	}
+}
+
+// Every button press is answered (answerCallbackQuery), also one the bot
+// does not handle, so no client is left with a spinning button.
+func TestUnhandledButtonPressIsAnswered(t *testing.T) {
+	api := newFakeAPI(t)
+	newStack(t, api, stackOptions{})
+	// A press on a button of an inline message (no chat): nothing to do.
+	api.Push(models.Update{CallbackQuery: &models.CallbackQuery{ID: "cbq-inline", From: models.User{ID: 111}, InlineMessageID: "abc", Data: "x"}})
+	api.Wait("the press answered", func(calls []fakeCall) bool {
+		for _, c := range filterCalls(calls, "answerCallbackQuery") {
+			if c.Fields["callback_query_id"] == "cbq-inline" {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// A polled update the library cannot decode (a forward_origin type newer
+// than it) is still answered from its text, chat and sender, in a group
+// topic as a reply in the topic; one without a usable message is skipped
+// and confirmed.
+func TestUndecodableUpdateIsAnswered(t *testing.T) {
+	api := newFakeAPI(t)
+	newStack(t, api, stackOptions{})
+	id := api.MsgID(111)
+	api.PushRaw(fmt.Sprintf(`{"message":{"message_id":%d,"date":%d,"chat":{"id":111,"type":"private","first_name":"Ada"},`+
+		`"from":{"id":111,"is_bot":false,"first_name":"Ada"},"forward_origin":{"type":"hologram","date":1},"text":"forwarded words"}}`, id, time.Now().Unix()))
+	junk := api.PushRaw(`{"message":{"message_id":"not a number"}}`)
+	got := api.WaitSent(111, 1)
+	if got[0].Fields["text"] != "echo: forwarded words" || got[0].ReplyTo() != id {
+		t.Fatalf("reply = %v", got[0].Fields)
+	}
+	api.Wait("the junk update confirmed", func([]fakeCall) bool { return api.ConfirmedID() >= junk })
+
+	forum := groupChat(-100800, true)
+	tid := api.MsgID(forum.ID)
+	api.PushRaw(fmt.Sprintf(`{"message":{"message_id":%d,"message_thread_id":9,"is_topic_message":true,"date":%d,`+
+		`"chat":{"id":%d,"type":"supergroup","title":"G","is_forum":true},"from":{"id":111,"is_bot":false,"first_name":"Ada"},`+
+		`"forward_origin":{"type":"hologram","date":1},"text":"@%s hi there","entities":[{"type":"mention","offset":0,"length":%d}],`+
+		`"reply_to_message":{"message_id":9,"date":1,"chat":{"id":%d,"type":"supergroup"},"forum_topic_created":{"name":"T","icon_color":1}}}}`,
+		tid, time.Now().Unix(), forum.ID, fakeBotName, len(fakeBotName)+1, forum.ID))
+	r := api.WaitSent(forum.ID, 1)[0]
+	if r.Fields["text"] != "echo: hi there" || r.Fields["message_thread_id"] != "9" || r.ReplyTo() != tid {
+		t.Fatalf("topic reply = %v", r.Fields)
+	}
+}
+
+// A private chat with topics (Bot API threaded mode): each topic is its own
+// conversation and the reply goes into the topic it answers.
+func TestPrivateTopicsKeptApart(t *testing.T) {
+	api := newFakeAPI(t)
+	st := newStack(t, api, stackOptions{})
+	user := privateChat(111)
+	inTopic := func(thread int, text string) *models.Message {
+		m := api.TextMessage(user, 111, text)
+		m.IsTopicMessage, m.MessageThreadID = true, thread
+		api.Push(models.Update{Message: m})
+		return m
+	}
+	a := inTopic(5, "the topic secret is red")
+	r := api.WaitSent(111, 1)[0]
+	if r.Fields["message_thread_id"] != "5" || r.ReplyTo() != a.ID {
+		t.Fatalf("reply in topic 5 = %v", r.Fields)
+	}
+	b := inTopic(6, "what is the secret?")
+	r = api.WaitSent(111, 2)[1]
+	if r.Fields["message_thread_id"] != "6" || r.ReplyTo() != b.ID {
+		t.Fatalf("reply in topic 6 = %v", r.Fields)
+	}
+	if promptHas(st.lastPrompt(), "red") {
+		t.Errorf("topic 6's prompt holds topic 5's history: %v", st.lastPrompt())
+	}
+	if stored, _ := st.lookup(key(111, "5"), a.ID); !stored {
+		t.Error("the topic message is not stored under its topic")
+	}
+}
+
+// In a group an unknown command is answered only when written
+// /cmd@ThisBot: a bare /weather is most likely for another bot. Known
+// commands work bare; in a private chat the unknown one is answered.
+func TestUnknownCommandInGroup(t *testing.T) {
+	api := newFakeAPI(t)
+	newStack(t, api, stackOptions{})
+	group := groupChat(-100900, false)
+
+	weather := api.SendText(group, 111, "/weather Paris")
+	help := api.SendText(group, 111, "/help")
+	r := api.WaitSent(group.ID, 1)[0]
+	if r.ReplyTo() != help {
+		t.Fatalf("first group reply = %v", r.Fields)
+	}
+	ours := api.SendText(group, 111, "/weather@"+fakeBotName)
+	r = api.WaitSent(group.ID, 2)[1]
+	if r.ReplyTo() != ours || !strings.Contains(r.Fields["text"], "I don't know the command /weather") {
+		t.Fatalf("reply to /weather@%s = %v", fakeBotName, r.Fields)
+	}
+	if n := repliesTo(api.Calls(), group.ID, weather); n != 0 {
+		t.Errorf("a bare unknown command in a group got %d replies", n)
+	}
+	api.SendText(privateChat(111), 111, "/weather")
+	if r := api.WaitSent(111, 1)[0]; !strings.Contains(r.Fields["text"], "I don't know the command /weather") {
+		t.Errorf("private /weather = %q", r.Fields["text"])
+	}
+}
+
+// With group privacy mode on (Telegram's default) a plain @mention never
+// reaches the bot, and the start warns about it; a reply to the bot and
+// /cmd@bot still work. With privacy off there is no warning and mentions
+// are answered.
+func TestPrivacyMode(t *testing.T) {
+	api := newFakeAPI(t)
+	api.SetPrivacy(true)
+	st := newStack(t, api, stackOptions{})
+	group := groupChat(-101000, false)
+
+	ment := api.TextMessage(group, 111, "@"+fakeBotName+" hello?")
+	ment.Entities = []models.MessageEntity{mention()}
+	if api.Push(models.Update{Message: ment}) != 0 {
+		t.Fatal("the fake delivered a mention with privacy on")
+	}
+	help := api.SendText(group, 111, "/help@"+fakeBotName)
+	r := api.WaitSent(group.ID, 1)[0]
+	if r.ReplyTo() != help {
+		t.Fatalf("reply to /help@bot = %v", r.Fields)
+	}
+	re := replyToBot(api, group, 111, r, "thanks")
+	api.Push(models.Update{Message: re})
+	if r := api.WaitSent(group.ID, 2)[1]; r.ReplyTo() != re.ID || r.Fields["text"] != "echo: thanks" {
+		t.Fatalf("reply to a reply = %v", r.Fields)
+	}
+	if logs := st.logs.String(); !strings.Contains(logs, "group privacy mode is on") || !strings.Contains(logs, "/setprivacy") {
+		t.Errorf("no privacy warning at start:\n%s", logs)
+	}
+
+	st.stop()
+	api.SetPrivacy(false)
+	before := len(st.logs.String())
+	st.start()
+	ment = api.TextMessage(group, 111, "@"+fakeBotName+" hello?")
+	ment.Entities = []models.MessageEntity{mention()}
+	api.Push(models.Update{Message: ment})
+	if r := api.WaitSent(group.ID, 3)[2]; r.ReplyTo() != ment.ID {
+		t.Fatalf("mention with privacy off = %v", r.Fields)
+	}
+	if strings.Contains(st.logs.String()[before:], "privacy mode is on") {
+		t.Error("privacy warning with privacy off")
+	}
+}
