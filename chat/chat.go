@@ -309,10 +309,10 @@ func (r *Responder) fail(ctx context.Context, t *pipeline.Turn, outcome string, 
 	return r.failTo(ctx, t, t.Out.Send, outcome, err, userText)
 }
 
-// failTo logs a failed turn and tells the user through send.
+// failTo tells the user through send that the turn failed and returns why;
+// the caller of the chain (the dispatcher, the terminal chat) logs it, once.
 func (r *Responder) failTo(ctx context.Context, t *pipeline.Turn, send func(context.Context, pipeline.Outbound) (string, error),
 	outcome string, err error, userText string) error {
-	t.Logger().Error("turn failed", "outcome", outcome, "err", err)
 	r.observe(t.In.Key.Channel, outcome, time.Now(), llm.Reply{})
 	if _, serr := send(ctx, pipeline.Outbound{Key: t.In.Key, Text: userText, Plain: true, ReplyTo: t.In.MessageID}); serr != nil {
 		return errors.Join(err, serr)

@@ -3,6 +3,7 @@ package chat
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -319,4 +320,43 @@ func FuzzParseFacts(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A failed turn run by the dispatcher is logged once, with why (it was
+// logged twice: by the responder and by the dispatcher).
+func TestFailedTurnIsLoggedOnce(t *testing.T) {
+	f := newFixture(t, func(llmtest.Request) llmtest.Response { return llmtest.Response{Status: 401} }, Options{})
+	var buf syncBuffer
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	d := pipeline.NewDispatcher(f.chain, 1, log)
+	rec := &recorder{}
+	if err := d.Submit(inbound("9", "hi"), rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.texts()) != 1 {
+		t.Fatalf("the user was not told: %q", rec.texts())
+	}
+	if n := strings.Count(buf.String(), "level=ERROR"); n != 1 || !strings.Contains(buf.String(), "HTTP 401") {
+		t.Errorf("%d error records, want 1 naming HTTP 401:\n%s", n, buf.String())
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

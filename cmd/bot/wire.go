@@ -250,7 +250,8 @@ func runBot(ctx context.Context, cfg config.Config, stdin io.Reader, stdout, std
 				fmt.Fprintln(stdout, notConfigured)
 			}
 		}
-		runErr = console.New(stdin, stdout, a.handler, interactive).Run(ctx)
+		runErr = console.New(stdin, stdout, a.handler, interactive, console.WithLog(a.log),
+			console.WithExportDir(filepath.Join(cfg.Data.Dir, "exports")), console.IfTerminal(stdin)).Run(ctx)
 	} else {
 		runErr = a.runChannels(ctx)
 	}
