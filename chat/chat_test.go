@@ -169,7 +169,7 @@ func TestFailingLLMGivesAPlainMessageAndKeepsTheUserMessage(t *testing.T) {
 		resp llmtest.Response
 		want string
 	}{
-		{"server error", llmtest.Response{Status: 500}, "couldn't reach the language model"},
+		{"server error", llmtest.Response{Status: 500}, "model server failed (HTTP 500)"},
 		{"rate limited", llmtest.Response{Status: 429, RetryAfter: "30"}, "busy"},
 		{"bad key", llmtest.Response{Status: 401}, "key"},
 		{"garbage", llmtest.Response{Garbage: true}, ""},
@@ -359,4 +359,61 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// noter is a recorder that can show and take away a wait note.
+type noter struct {
+	recorder
+	shown   chan string
+	removed chan struct{}
+}
+
+func (n *noter) ShowWaitNote(_ context.Context, _ pipeline.Key, text string) (func(context.Context) error, error) {
+	n.shown <- text
+	return func(context.Context) error { close(n.removed); return nil }, nil
+}
+
+// A slow model gets a "still thinking" note after StillThinkingAfter, taken
+// away before the answer is sent.
+func TestSlowAnswerShowsStillThinking(t *testing.T) {
+	release := make(chan struct{})
+	f := newFixture(t, func(r llmtest.Request) llmtest.Response {
+		<-release
+		return llmtest.Response{Text: "at last"}
+	}, Options{StillThinkingAfter: 10 * time.Millisecond})
+	n := &noter{shown: make(chan string, 1), removed: make(chan struct{})}
+	n.onSend = func(pipeline.Outbound) {
+		select {
+		case <-n.removed:
+		default:
+			t.Error("the answer was sent while the note still showed")
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- f.turn(t, inbound("s1", "a hard question"), n) }()
+	select {
+	case text := <-n.shown:
+		if text != StillThinking {
+			t.Errorf("note %q", text)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no note while the model was slow")
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := n.texts(); len(got) != 1 || got[0] != "at last" {
+		t.Errorf("sent %q", got)
+	}
+
+	// A quick answer gets no note.
+	f2 := newFixture(t, llmtest.Echo(""), Options{StillThinkingAfter: time.Hour})
+	n2 := &noter{shown: make(chan string, 1), removed: make(chan struct{})}
+	if err := f2.turn(t, inbound("s2", "easy"), n2); err != nil {
+		t.Fatal(err)
+	}
+	if len(n2.shown) != 0 {
+		t.Error("a quick answer got a note")
+	}
 }

@@ -370,9 +370,18 @@ func (a *Adapter) turn(ctx context.Context, text string) {
 	}
 }
 
-// Typing shows "thinking…" on a terminal until the next message is printed.
+// Typing shows "thinking…" on a terminal until the next message is printed
+// (a wait note showing stays).
 func (a *Adapter) Typing(context.Context, pipeline.Key) error {
-	a.showThinking(thinkingText)
+	if !a.editor {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.thinking == "" {
+		a.thinking = thinkingText
+		a.writeLocked(eraseLine + thinkingText)
+	}
 	return nil
 }
 

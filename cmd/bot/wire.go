@@ -94,8 +94,11 @@ func newApp(ctx context.Context, cfg config.Config, logw io.Writer) (*app, error
 			BaseURL: cfg.LLM.BaseURL, APIKey: cfg.LLM.APIKey, Model: cfg.LLM.Model, SummaryModel: cfg.LLM.SummaryModel,
 			Temperature: cfg.LLM.Temperature, MaxTokens: cfg.LLM.MaxTokens, Timeout: cfg.LLM.Timeout,
 			MaxRetries: cfg.LLM.MaxRetries, Concurrency: cfg.LLM.Concurrency,
+			TurnTimeout: cfg.LLM.TurnTimeout, UnhealthyAfter: cfg.LLM.UnhealthyAfter,
 		})
 		model = a.model
+		a.health.Add(ops.LLM(a.model))
+		_ = a.model.CheckAtStart(ctx, a.log) // logged with the fix; the bot runs on (commands work)
 	}
 	b := cfg.Memory.Budget
 	asm := assemble.New(store, counter, assemble.Budget{Total: b.Total, System: b.System, Memories: b.Memories + cfg.Memory.Facts.Budget*boolInt(cfg.Memory.Facts.Enabled), Summaries: b.Summaries, Snippets: b.Snippets, Recent: b.Recent})
@@ -108,7 +111,7 @@ func newApp(ctx context.Context, cfg config.Config, logw io.Writer) (*app, error
 	}
 	a.responder = chat.New(store, model, asm, sum, counter, chat.Options{
 		SystemPrompt: cfg.LLM.SystemPrompt, Facts: cfg.Memory.Facts.Enabled, MaxMemories: cfg.Memory.MaxMemories,
-		NotConfigured: notConfigured, Log: a.log,
+		NotConfigured: notConfigured, Log: a.log, StillThinkingAfter: cfg.LLM.StillThinkingAfter,
 	})
 	a.responder.Observer = a.metrics
 	extra := ""
