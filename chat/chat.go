@@ -73,16 +73,16 @@ const StillThinking = "⏳ still thinking…"
 
 // Options configure the responder.
 type Options struct {
-	SystemPrompt  string
-	Facts         bool          // extract facts after each exchange
-	MaxMemories   int           // user memories injected at most
-	StoreTimeout  time.Duration // how long a reply waits to be durable before it is sent anyway (default 10s)
-	TypingEvery   time.Duration // typing indicator refresh (default 4s)
+	SystemPrompt string
+	Facts        bool          // extract facts after each exchange
+	MaxMemories  int           // user memories injected at most
+	StoreTimeout time.Duration // how long a reply waits to be durable before it is sent anyway (default 10s)
+	TypingEvery  time.Duration // typing indicator refresh (default 4s)
 	// StillThinkingAfter is the wait after which a WaitNoter shows
 	// StillThinking until the answer starts; 0 = never.
 	StillThinkingAfter time.Duration
-	NotConfigured string        // reply when no LLM is configured
-	Log           *slog.Logger
+	NotConfigured      string // reply when no LLM is configured
+	Log                *slog.Logger
 }
 
 // Responder is the final stage of the chain.
