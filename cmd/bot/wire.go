@@ -120,7 +120,7 @@ func newApp(ctx context.Context, cfg config.Config, logw io.Writer) (*app, error
 	}
 	a.commands = commands.New(store, cmdSum, a.responder, commands.Options{Defaults: defaults, Facts: cfg.Memory.Facts.Enabled, Log: a.log, ExtraHelp: extra})
 	a.access = pipeline.NewAccess(cfg.Access.Open, cfg.Access.AllowedUsers,
-		pipeline.WithAdmins(cfg.Access.Admins...), pipeline.WithAccessStore(store), pipeline.WithAccessLog(a.log))
+		pipeline.WithAdmins(cfg.Access.Admins...), pipeline.WithAccessStore(store), pipeline.WithAccessLog(a.log), pipeline.WithAccessRefresh(accessRefresh))
 	if err := a.access.Load(ctx); err != nil {
 		_ = store.Close(context.Background())
 		return nil, fmt.Errorf("loading access decisions: %w", err)
@@ -396,6 +396,9 @@ func (a *app) runChannels(ctx context.Context) error {
 	}
 	// Keep serving until asked to stop, even when a channel gave up.
 	g.Go(func() error { <-gctx.Done(); return nil })
+	if a.access.Nobody() {
+		a.log.Warn("nobody may talk to the bot yet: access.open is false and no user or admin is allowed. Write to the bot, then run `bot allow CODE` with the code logged here, or list your id in access.admins")
+	}
 	a.log.Info("running", "telegram", cfg.TelegramEnabled(), "whatsapp", cfg.WhatsApp.Enabled)
 	err = g.Wait() // returns when ctx ends (or a channel fails)
 	inFlight, queued := disp.Stats()
