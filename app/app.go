@@ -142,13 +142,22 @@ func New(ctx context.Context, cfg config.Config, parts Parts) (*App, error) {
 			BaseURL: cfg.LLM.BaseURL, APIKey: cfg.LLM.APIKey, Model: cfg.LLM.Model, SummaryModel: cfg.LLM.SummaryModel,
 			Temperature: cfg.LLM.Temperature, MaxTokens: cfg.LLM.MaxTokens, Timeout: cfg.LLM.Timeout,
 			MaxRetries: cfg.LLM.MaxRetries, Concurrency: cfg.LLM.Concurrency,
+			TurnTimeout: cfg.LLM.TurnTimeout, UnhealthyAfter: cfg.LLM.UnhealthyAfter,
 		})
+	}
+	if c, ok := a.Model.(*llm.Client); ok {
+		a.Health.Add(ops.LLM(c))
+		_ = c.CheckAtStart(ctx, a.Log) // logged with the fix; the bot runs on (commands work)
 	}
 	if err := a.build(ctx, parts, defaults, now); err != nil {
 		return nil, errors.Join(err, store.Close(context.Background()))
 	}
 	return a, nil
 }
+
+// AccessRefresh is how soon a running bot applies an allow/deny decision
+// made beside it (`bot allow`, `bot deny`).
+const AccessRefresh = 2 * time.Second
 
 // build makes the stages on the open store.
 func (a *App) build(ctx context.Context, parts Parts, defaults memory.Settings, now func() time.Time) error {
@@ -188,7 +197,7 @@ func (a *App) build(ctx context.Context, parts Parts, defaults memory.Settings, 
 	}
 	a.Access = pipeline.NewAccess(cfg.Access.Open, cfg.Access.AllowedUsers,
 		pipeline.WithAdmins(cfg.Access.Admins...), pipeline.WithAccessStore(store), pipeline.WithAccessLog(a.Log),
-		pipeline.WithAccessClock(now))
+		pipeline.WithAccessClock(now), pipeline.WithAccessRefresh(AccessRefresh))
 	if err := a.Access.Load(ctx); err != nil {
 		return errors.Join(fmt.Errorf("loading access decisions: %w", err), a.closeOutbox())
 	}
@@ -197,7 +206,7 @@ func (a *App) build(ctx context.Context, parts Parts, defaults memory.Settings, 
 	quota := limits.NewQuota(cfg.Limits.TokensPerDay, store, lim)
 	copts := chat.Options{
 		SystemPrompt: cfg.LLM.SystemPrompt, Facts: cfg.Memory.Facts.Enabled, MaxMemories: cfg.Memory.MaxMemories,
-		NotConfigured: NotConfigured, Log: a.Log, Observer: a.Metrics, Usage: quota,
+		NotConfigured: NotConfigured, Log: a.Log, Observer: a.Metrics, Usage: quota, StillThinkingAfter: cfg.LLM.StillThinkingAfter,
 		ContextWindow: cfg.LLM.ContextWindow, ReplyReserve: cfg.LLM.MaxTokens,
 		Tools: chat.Tools{
 			Box:  memtools.New(store, a.Counter, memtools.Options{Budget: b.Snippets, Observer: a.Metrics, Log: a.Log}),

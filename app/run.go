@@ -90,6 +90,9 @@ func (a *App) Run(ctx context.Context, channels ...ChannelFunc) error {
 	if err == nil {
 		// Keep serving until asked to stop, even when a channel gave up.
 		g.Go(func() error { <-gctx.Done(); return nil })
+		if a.Access.Nobody() {
+			a.Log.Warn("nobody may talk to the bot yet: access.open is false and no user or admin is allowed. Write to the bot, then run `bot allow CODE` with the code logged here, or list your id in access.admins")
+		}
 		a.Log.Info("running", "telegram", cfg.TelegramEnabled(), "whatsapp", cfg.WhatsApp.Enabled)
 		err = g.Wait() // returns when ctx ends (or a channel fails)
 		inFlight, queued := disp.Stats()

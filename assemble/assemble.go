@@ -68,6 +68,9 @@ type Part struct {
 	Budget  int    `json:"budget"` // 0 = none of its own
 	Items   int    `json:"items"`
 	Trimmed int    `json:"trimmed"` // items dropped to fit
+	// Texts are the items sent, for the memories and the summaries (what
+	// /context shows).
+	Texts []string `json:"texts,omitempty"`
 }
 
 // Snippet is an archived message pulled into the prompt.
@@ -341,8 +344,10 @@ func (a *Assembler) Build(ctx context.Context, req Request) (Prompt, error) {
 		memTok = a.count.Count(strings.Join(notes, "\n"))
 	}
 	sumTok := 0
+	sumLines := make([]string, 0, len(sums))
 	for _, s := range sums {
-		sumTok += a.count.Count(summaryLine(s))
+		sumLines = append(sumLines, summaryLine(s))
+		sumTok += a.count.Count(sumLines[len(sumLines)-1])
 	}
 	snipTok := 0
 	for _, s := range snips {
@@ -350,8 +355,8 @@ func (a *Assembler) Build(ctx context.Context, req Request) (Prompt, error) {
 	}
 	bd.Parts = []Part{
 		{Name: PartSystem, Tokens: a.count.Count(system), Budget: b.System, Items: boolInt(system != "")},
-		{Name: PartMemories, Tokens: memTok, Budget: b.Memories, Items: len(notes), Trimmed: notesTrimmed},
-		{Name: PartSummaries, Tokens: sumTok, Budget: b.Summaries, Items: len(sums), Trimmed: sumTrimmed},
+		{Name: PartMemories, Tokens: memTok, Budget: b.Memories, Items: len(notes), Trimmed: notesTrimmed, Texts: notes},
+		{Name: PartSummaries, Tokens: sumTok, Budget: b.Summaries, Items: len(sums), Trimmed: sumTrimmed, Texts: sumLines},
 		{Name: PartSnippets, Tokens: snipTok, Budget: b.Snippets, Items: len(snips), Trimmed: snipTrimmed},
 		{Name: PartRecent, Tokens: tokensOf(recent), Budget: b.Recent, Items: len(recent), Trimmed: recentTrimmed},
 		{Name: PartCurrent, Tokens: a.count.Count(current), Items: 1},
@@ -576,30 +581,46 @@ func (b Breakdown) Format() string {
 	var s strings.Builder
 	fmt.Fprintf(&s, "Context for the next reply: %d of %d tokens\n", b.Total, b.Budget)
 	for _, p := range b.Parts {
-		line := fmt.Sprintf("• %s: %d tokens", p.Name, p.Tokens)
+		line := fmt.Sprintf("• %s: %s", p.Name, plural(p.Tokens, "token", "tokens"))
 		if p.Budget > 0 {
 			line += fmt.Sprintf(" (budget %d)", p.Budget)
 		}
 		if p.Items > 0 && p.Name != PartSystem && p.Name != PartCurrent {
-			line += fmt.Sprintf(", %d items", p.Items)
+			line += ", " + plural(p.Items, "item", "items")
 		}
 		if p.Trimmed > 0 {
 			line += fmt.Sprintf(", %d trimmed", p.Trimmed)
 		}
 		s.WriteString(line + "\n")
+		for _, t := range p.Texts {
+			s.WriteString("  – " + shorten(strings.TrimPrefix(t, "- "), 300) + "\n")
+		}
 	}
 	if len(b.Snippets) > 0 {
 		s.WriteString("Pulled from the archive:\n")
 		for _, sn := range b.Snippets {
-			text := []rune(strings.ReplaceAll(sn.Text, "\n", " "))
-			if len(text) > 60 {
-				text = append(text[:60], '…')
-			}
-			fmt.Fprintf(&s, "  – %s (%s, %d tokens): %s\n", sn.Time.Format("2006-01-02"), sn.Role, sn.Tokens, string(text))
+			fmt.Fprintf(&s, "  – %s (%s, %s): %s\n", sn.Time.Format("2006-01-02"), sn.Role, plural(sn.Tokens, "token", "tokens"), shorten(sn.Text, 200))
 		}
 	}
 	for _, n := range b.Notes {
 		s.WriteString("Note: " + n + "\n")
 	}
 	return strings.TrimRight(s.String(), "\n")
+}
+
+// shorten puts text on one line and cuts it after max characters.
+func shorten(text string, max int) string {
+	r := []rune(strings.Join(strings.Fields(text), " "))
+	if len(r) > max {
+		r = append(r[:max], '…')
+	}
+	return string(r)
+}
+
+// plural is "1 item", "2 items", "0 items".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, one)
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

@@ -369,9 +369,9 @@ func TestPartBudgets(t *testing.T) {
 	for _, s := range []string{
 		"Context for the next reply: 97 of 1000 tokens",
 		"• system prompt: 3 tokens (budget 3)\n",
-		"• memories and facts: 3 tokens (budget 4), 1 items, 1 trimmed",
-		"• summaries: 17 tokens (budget 17), 2 items, 1 trimmed",
-		"• archive snippets: 7 tokens (budget 7), 1 items\n",
+		"• memories and facts: 3 tokens (budget 4), 1 item, 1 trimmed\n  – name: Ann\n",
+		"• summaries: 17 tokens (budget 17), 2 items, 1 trimmed\n  – [2025-12-01 – 2025-12-31, level 2] beta one two three\n  – [2026-01-01 – 2026-01-02, level 1] alpha one two\n",
+		"• archive snippets: 7 tokens (budget 7), 1 item\n",
 		"• recent turns: 28 tokens (budget 28), 2 items, 1 trimmed",
 		"• current message: 5 tokens",
 		"Pulled from the archive:",

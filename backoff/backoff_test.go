@@ -31,3 +31,22 @@ func TestSleepEndsWithContext(t *testing.T) {
 		t.Error("Sleep reported a cancellation that did not happen")
 	}
 }
+
+func TestCapAndFullJitter(t *testing.T) {
+	for _, tc := range []struct {
+		attempt int
+		want    time.Duration
+	}{{0, 100 * time.Millisecond}, {3, 800 * time.Millisecond}, {4, time.Second}, {80, time.Second}} {
+		if got := Cap(100*time.Millisecond, time.Second, tc.attempt); got != tc.want {
+			t.Errorf("Cap(attempt %d) = %v, want %v", tc.attempt, got, tc.want)
+		}
+	}
+	for range 1000 {
+		if d := FullJitter(50 * time.Millisecond); d < 0 || d > 50*time.Millisecond {
+			t.Fatalf("FullJitter out of range: %v", d)
+		}
+	}
+	if d := FullJitter(0); d != 0 {
+		t.Errorf("FullJitter(0) = %v", d)
+	}
+}

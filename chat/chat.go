@@ -61,16 +61,30 @@ type Journal interface {
 	Done(key pipeline.Key, replyTo string) error
 }
 
+// WaitNoter is a Sender that can show a short note while a slow answer is
+// awaited and take it away again (the terminal erases it). A platform that
+// cannot take a message away does not implement it and gets no note.
+type WaitNoter interface {
+	ShowWaitNote(ctx context.Context, key pipeline.Key, text string) (remove func(context.Context) error, err error)
+}
+
+// StillThinking is the note shown by a WaitNoter after
+// Options.StillThinkingAfter.
+const StillThinking = "⏳ still thinking…"
+
 // Options configure the responder.
 type Options struct {
-	SystemPrompt  string
-	Facts         bool          // extract facts after each exchange
-	MaxMemories   int           // user memories injected at most
-	StoreTimeout  time.Duration // how long a reply waits to be durable before it is sent anyway (default 10s)
-	TypingEvery   time.Duration // typing indicator refresh (default 4s)
-	NotConfigured string        // reply when no LLM is configured
-	Log           *slog.Logger
-	Tools         Tools // memory tools offered to the model (none when zero)
+	SystemPrompt string
+	Facts        bool          // extract facts after each exchange
+	MaxMemories  int           // user memories injected at most
+	StoreTimeout time.Duration // how long a reply waits to be durable before it is sent anyway (default 10s)
+	TypingEvery  time.Duration // typing indicator refresh (default 4s)
+	// StillThinkingAfter is the wait after which a WaitNoter shows
+	// StillThinking until the answer starts; 0 = never.
+	StillThinkingAfter time.Duration
+	NotConfigured      string // reply when no LLM is configured
+	Log                *slog.Logger
+	Tools              Tools // memory tools offered to the model (none when zero)
 	// ContextWindow is the model's context window in tokens (0: from
 	// llm.ContextWindow's table); the prompt is capped to it less
 	// ReplyReserve (the reply's max_tokens).
@@ -436,10 +450,10 @@ func (r *Responder) fail(ctx context.Context, t *pipeline.Turn, outcome string, 
 	return r.failTo(ctx, t, t.Out.Send, outcome, err, userText)
 }
 
-// failTo logs a failed turn and tells the user through send.
+// failTo tells the user through send that the turn failed and returns why;
+// the caller of the chain (the dispatcher, the terminal chat) logs it, once.
 func (r *Responder) failTo(ctx context.Context, t *pipeline.Turn, send func(context.Context, pipeline.Outbound) (string, error),
 	outcome string, err error, userText string) error {
-	t.Logger().Error("turn failed", "outcome", outcome, "err", err)
 	r.observe(t.In.Key.Channel, outcome, time.Now(), llm.Reply{})
 	if _, serr := send(ctx, pipeline.Outbound{Key: t.In.Key, Text: userText, Plain: true, ReplyTo: t.In.MessageID}); serr != nil {
 		return errors.Join(err, serr)
@@ -479,10 +493,14 @@ func (r *Responder) warnStorage(ctx context.Context, t *pipeline.Turn, force boo
 		Text: "⚠️ I'm having trouble saving messages right now. I'll keep going and save them as soon as storage recovers."})
 }
 
-// typing shows the typing indicator until the returned func is called.
+// typing shows the typing indicator until the returned func is called, and
+// after StillThinkingAfter the "still thinking" note where the platform can
+// take it away (it is taken away before the func returns).
 func (r *Responder) typing(ctx context.Context, t *pipeline.Turn) func() {
-	typer, ok := t.Out.(pipeline.Typer)
-	if !ok {
+	typer, isTyper := t.Out.(pipeline.Typer)
+	noter, isNoter := t.Out.(WaitNoter)
+	isNoter = isNoter && r.opts.StillThinkingAfter > 0
+	if !isTyper && !isNoter {
 		return func() {}
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -491,15 +509,45 @@ func (r *Responder) typing(ctx context.Context, t *pipeline.Turn) func() {
 		defer close(done)
 		tick := time.NewTicker(r.opts.TypingEvery)
 		defer tick.Stop()
-		for {
+		var slow <-chan time.Time
+		if isNoter {
+			st := time.NewTimer(r.opts.StillThinkingAfter)
+			defer st.Stop()
+			slow = st.C
+		}
+		var remove func(context.Context) error
+		defer func() {
+			if remove != nil {
+				rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+				if err := remove(rctx); err != nil {
+					t.Logger().Debug("taking the still-thinking note away", "err", err)
+				}
+				rcancel()
+			}
+		}()
+		typing := func() {
 			// A failing typing indicator never blocks or fails the turn.
-			tctx, tcancel := context.WithTimeout(ctx, 2*time.Second)
-			_ = typer.Typing(tctx, t.In.Key)
-			tcancel()
+			if isTyper {
+				tctx, tcancel := context.WithTimeout(ctx, 2*time.Second)
+				_ = typer.Typing(tctx, t.In.Key)
+				tcancel()
+			}
+		}
+		typing()
+		for {
 			select {
 			case <-ctx.Done():
 				return
+			case <-slow:
+				slow = nil
+				nctx, ncancel := context.WithTimeout(ctx, 2*time.Second)
+				rm, err := noter.ShowWaitNote(nctx, t.In.Key, StillThinking)
+				ncancel()
+				if err == nil {
+					remove = rm
+				}
 			case <-tick.C:
+				typing()
 			}
 		}
 	}()

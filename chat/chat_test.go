@@ -3,6 +3,7 @@ package chat
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -177,7 +178,7 @@ func TestFailingLLMGivesAPlainMessageAndKeepsTheUserMessage(t *testing.T) {
 		resp llmtest.Response
 		want string
 	}{
-		{"server error", llmtest.Response{Status: 500}, "couldn't reach the language model"},
+		{"server error", llmtest.Response{Status: 500}, "model server failed (HTTP 500)"},
 		{"rate limited", llmtest.Response{Status: 429, RetryAfter: "30"}, "busy"},
 		{"bad key", llmtest.Response{Status: 401}, "key"},
 		{"garbage", llmtest.Response{Garbage: true}, ""},
@@ -328,4 +329,100 @@ func FuzzParseFacts(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A failed turn run by the dispatcher is logged once, with why (it was
+// logged twice: by the responder and by the dispatcher).
+func TestFailedTurnIsLoggedOnce(t *testing.T) {
+	f := newFixture(t, func(llmtest.Request) llmtest.Response { return llmtest.Response{Status: 401} }, Options{})
+	var buf syncBuffer
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	d := pipeline.NewDispatcher(f.chain, 1, log)
+	rec := &recorder{}
+	if err := d.Submit(inbound("9", "hi"), rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.texts()) != 1 {
+		t.Fatalf("the user was not told: %q", rec.texts())
+	}
+	if n := strings.Count(buf.String(), "level=ERROR"); n != 1 || !strings.Contains(buf.String(), "HTTP 401") {
+		t.Errorf("%d error records, want 1 naming HTTP 401:\n%s", n, buf.String())
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// noter is a recorder that can show and take away a wait note.
+type noter struct {
+	recorder
+	shown   chan string
+	removed chan struct{}
+}
+
+func (n *noter) ShowWaitNote(_ context.Context, _ pipeline.Key, text string) (func(context.Context) error, error) {
+	n.shown <- text
+	return func(context.Context) error { close(n.removed); return nil }, nil
+}
+
+// A slow model gets a "still thinking" note after StillThinkingAfter, taken
+// away before the answer is sent.
+func TestSlowAnswerShowsStillThinking(t *testing.T) {
+	release := make(chan struct{})
+	f := newFixture(t, func(r llmtest.Request) llmtest.Response {
+		<-release
+		return llmtest.Response{Text: "at last"}
+	}, Options{StillThinkingAfter: 10 * time.Millisecond})
+	n := &noter{shown: make(chan string, 1), removed: make(chan struct{})}
+	n.onSend = func(pipeline.Outbound) {
+		select {
+		case <-n.removed:
+		default:
+			t.Error("the answer was sent while the note still showed")
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- f.turn(t, inbound("s1", "a hard question"), n) }()
+	select {
+	case text := <-n.shown:
+		if text != StillThinking {
+			t.Errorf("note %q", text)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no note while the model was slow")
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := n.texts(); len(got) != 1 || got[0] != "at last" {
+		t.Errorf("sent %q", got)
+	}
+
+	// A quick answer gets no note.
+	f2 := newFixture(t, llmtest.Echo(""), Options{StillThinkingAfter: time.Hour})
+	n2 := &noter{shown: make(chan string, 1), removed: make(chan struct{})}
+	if err := f2.turn(t, inbound("s2", "easy"), n2); err != nil {
+		t.Fatal(err)
+	}
+	if len(n2.shown) != 0 {
+		t.Error("a quick answer got a note")
+	}
 }

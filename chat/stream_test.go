@@ -100,7 +100,7 @@ func TestStreamFailingBeforeTextGivesThePlainMessage(t *testing.T) {
 	}
 	st := rec.streams[0]
 	if st.appended.Len() != 0 || len(st.finished) != 1 || !st.finished[0].Plain ||
-		st.finished[0].Text != llm.UserMessage(llm.ErrUnavailable) {
+		st.finished[0].Text != llm.UserMessage(&llm.StatusError{Code: 500}) {
 		t.Fatalf("appended %q, finished %+v", st.appended.String(), st.finished)
 	}
 	must(t, f.store.Flush(context.Background()))

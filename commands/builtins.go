@@ -29,7 +29,7 @@ func builtins() []*Command {
 		{Name: "memories", Help: "list your notes", Run: runMemories},
 		{Name: "forget", Usage: "<key>", Help: "delete a note", Run: runForget},
 		{Name: "search", Usage: "<words>", Help: "search this conversation's history", Run: runSearch},
-		{Name: "context", Help: "show what I will read before my next answer", Run: runContext},
+		{Name: "context", Usage: "[question]", Help: "show what I would read before answering (the notes, summaries and archive I'd use), e.g. /context where did I park?", Run: runContext},
 		{Name: "export", Help: "download your data as a JSON file", Run: runExport},
 		{Name: "purge", Usage: "[chat|all|older <days>]", Help: "delete this conversation, all your data, or old messages", Run: runPurge},
 		{Name: "cancel", Help: "cancel the current question", Run: runCancel},
@@ -165,7 +165,7 @@ func applySummary(ctx context.Context, c *Call, storage memory.Storage, n int) e
 	if err := c.store.PutSettings(ctx, st); err != nil {
 		return err
 	}
-	msg := fmt.Sprintf("Long-term memory is configured.\nStorage: %s\nSummarize every %d messages.", storageLabel(storage), n)
+	msg := fmt.Sprintf("Long-term memory is configured.\nStorage: %s\nSummarize every %s.", storageLabel(storage), plural(n, "message", "messages"))
 	if moving {
 		msg += "\nYour existing history was moved there; nothing was lost."
 	}
@@ -187,7 +187,7 @@ func runSummaryStatus(ctx context.Context, c *Call) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Memory: %s\n", onOff(st.MemoryEnabled))
 	fmt.Fprintf(&b, "Storage: %s\n", storageLabel(st.Storage))
-	fmt.Fprintf(&b, "Summarize every: %d messages\n", st.Threshold)
+	fmt.Fprintf(&b, "Summarize every: %s\n", plural(st.Threshold, "message", "messages"))
 	fmt.Fprintf(&b, "Messages since the last summary: %d\n", s.TurnsSinceSummary)
 	fmt.Fprintf(&b, "Messages stored: %d (%d active, %d archived)\n", s.Total, s.Active, s.Archived)
 	fmt.Fprintf(&b, "Active summaries: %d (%s)\n", s.ActiveSummaries(), levelsText(s))
@@ -217,7 +217,7 @@ func setEnabled(ctx context.Context, c *Call, on bool) error {
 		return err
 	}
 	if on {
-		return c.Reply(ctx, fmt.Sprintf("Long-term memory is on (storage: %s, summarize every %d messages).", storageLabel(st.Storage), st.Threshold))
+		return c.Reply(ctx, fmt.Sprintf("Long-term memory is on (storage: %s, summarize every %s).", storageLabel(st.Storage), plural(st.Threshold, "message", "messages")))
 	}
 	return c.Reply(ctx, "Long-term memory is off: I won't summarize or search the archive. Nothing was deleted; /summary_on turns it back on.")
 }
@@ -249,7 +249,7 @@ func runSummaryNow(ctx context.Context, c *Call) error {
 	for _, s := range res.Created {
 		levels[s.Level]++
 	}
-	msg := fmt.Sprintf("Done: %d messages archived into a new summary.", res.Archived)
+	msg := fmt.Sprintf("Done: %s archived into a new summary.", plural(res.Archived, "message", "messages"))
 	for l := 2; levels[l] > 0; l++ {
 		msg += fmt.Sprintf(" %d level-%d summary folded from older ones.", levels[l], l)
 	}
@@ -333,7 +333,7 @@ func runSearch(ctx context.Context, c *Call) error {
 		return c.Reply(ctx, "Nothing in this conversation matches that.")
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Found %d messages:\n", len(hits))
+	fmt.Fprintf(&b, "Found %s:\n", plural(len(hits), "message", "messages"))
 	for _, h := range hits {
 		text := []rune(strings.Join(strings.Fields(h.Message.Text), " "))
 		if len(text) > 200 {
@@ -378,7 +378,7 @@ func runExport(ctx context.Context, c *Call) error {
 		return err
 	}
 	name := "recall-export-" + safeName(c.Key.Owner()) + "-" + c.opts.Now().UTC().Format("20060102-150405") + ".json"
-	caption := fmt.Sprintf("Your data: %d conversations, %d notes. Format: recall-export v1 (JSON).", len(d.Conversations), len(d.Memories))
+	caption := fmt.Sprintf("Your data: %s, %s. Format: recall-export v1 (JSON).", plural(len(d.Conversations), "conversation", "conversations"), plural(len(d.Memories), "note", "notes"))
 	if fs, ok := c.Turn.Out.(pipeline.FileSender); ok {
 		return fs.SendFile(ctx, c.Key, pipeline.File{Name: name, MIME: "application/json", Data: buf.Bytes()}, caption)
 	}
@@ -474,7 +474,7 @@ func confirmPurge(ctx context.Context, c *Call, what string, days int) error {
 	case "all":
 		desc = "ALL your data: every conversation, your notes, facts and settings"
 	default:
-		desc = fmt.Sprintf("messages older than %d days and the summaries made from them", days)
+		desc = fmt.Sprintf("messages older than %s and the summaries made from them", plural(days, "day", "days"))
 	}
 	c.startFlow(c.Key, func(ctx context.Context, c *Call, answer string) error {
 		ch, ok := pipeline.PickChoice(answer, yesNo)
@@ -504,8 +504,8 @@ func confirmPurge(ctx context.Context, c *Call, what string, days int) error {
 		if err != nil {
 			return err
 		}
-		return c.Reply(ctx, fmt.Sprintf("Deleted %d messages, %d summaries, %d facts and %d notes. They are gone from the database, the search index and the summaries.",
-			rep.Messages, rep.Summaries, rep.Facts, rep.Memories))
+		return c.Reply(ctx, fmt.Sprintf("Deleted %s, %s, %s and %s. They are gone from the database, the search index and the summaries.",
+			plural(rep.Messages, "message", "messages"), plural(rep.Summaries, "summary", "summaries"), plural(rep.Facts, "fact", "facts"), plural(rep.Memories, "note", "notes")))
 	})
 	return c.ask(ctx, fmt.Sprintf("Delete %s? This cannot be undone.", desc), yesNo)
 }

@@ -45,7 +45,7 @@ func runFacts(ctx context.Context, c *Call) error {
 			if len(facts) == 0 {
 				return c.Reply(ctx, "I haven't learned any facts about you.")
 			}
-			return usage("There is no fact %d: the list has %s. Send /facts to see it.", n, plural(len(facts), "fact"))
+			return usage("There is no fact %d: the list has %s. Send /facts to see it.", n, plural(len(facts), "fact", "facts"))
 		}
 		f := facts[n-1]
 		if _, err := fs.ForgetFact(ctx, owner, f.ID); err != nil {
@@ -86,7 +86,7 @@ func listFacts(ctx context.Context, c *Call, fs FactStore, owner string) error {
 		return c.Reply(ctx, "I haven't learned any facts about you yet."+state)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "What I learned (%s, newest first):\n", plural(len(facts), "fact"))
+	fmt.Fprintf(&b, "What I learned (%s, newest first):\n", plural(len(facts), "fact", "facts"))
 	for i, f := range facts {
 		fmt.Fprintf(&b, "%d. %s — %s", i+1, f.Content, f.Updated.Local().Format("2 Jan 2006"))
 		if len(f.Sources) > 0 {
@@ -100,12 +100,4 @@ func listFacts(ctx context.Context, c *Call, fs FactStore, owner string) error {
 	b.WriteString("\nRemove one with /facts forget <number>; stop learning with /facts off.")
 	b.WriteString(state)
 	return c.Reply(ctx, b.String())
-}
-
-// plural is "1 fact", "2 facts".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return strconv.Itoa(n) + " " + noun + "s"
 }

@@ -94,7 +94,7 @@ func TestSearch(t *testing.T) {
 	h.seed(h.A2, old, "lighthouse in another topic")
 
 	got := h.reply(h.A, "/search lighthouse")
-	mustContain(t, "A", got, "Found 1 messages", "We planned the lighthouse trip to Lisbon", old.Format("2006-01-02"), "you:")
+	mustContain(t, "A", got, "Found 1 message:", "We planned the lighthouse trip to Lisbon", old.Format("2006-01-02"), "you:")
 	mustNotContain(t, "A", got, "h.B", "another topic", "pasta")
 
 	got = h.reply(h.B, "/search LIGHTHOUSE")
@@ -188,7 +188,7 @@ func TestExport(t *testing.T) {
 		if strings.ContainsAny(f.File.Name, ":/@ ") {
 			t.Errorf("file name %q is not safe", f.File.Name)
 		}
-		mustContain(t, "caption", f.Caption, "2 conversations", "1 notes", "recall-export")
+		mustContain(t, "caption", f.Caption, "2 conversations", "1 note.", "recall-export")
 		check(t, h, f.File.Data)
 	})
 	t.Run("as text", func(t *testing.T) {
@@ -205,7 +205,7 @@ func TestExport(t *testing.T) {
 		if !ok {
 			t.Fatalf("no caption: %q", outs[0].Text)
 		}
-		mustContain(t, "caption", caption, "2 conversations", "1 notes")
+		mustContain(t, "caption", caption, "2 conversations", "1 note.")
 		check(t, h, []byte(doc))
 	})
 	t.Run("nothing stored", func(t *testing.T) {

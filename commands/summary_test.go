@@ -292,7 +292,11 @@ func TestSummaryOneShot(t *testing.T) {
 			h := newHarness(t, &recorder{})
 			h.seed(h.A, h.clock.Now(), "keep me")
 			got := h.reply(h.A, tt.text)
-			mustContain(t, tt.text, got, "configured", fmt.Sprintf("every %d messages", tt.threshold))
+			want := fmt.Sprintf("every %d messages.", tt.threshold)
+			if tt.threshold == 1 {
+				want = "every 1 message."
+			}
+			mustContain(t, tt.text, got, "configured", want)
 			st := h.settings(h.A.Owner())
 			if st.Storage != tt.storage || st.Threshold != tt.threshold || !st.MemoryEnabled {
 				t.Errorf("settings = %+v", st)

@@ -75,10 +75,16 @@ type LLM struct {
 	SummaryModel string        `mapstructure:"summary_model"` // "" = same as Model
 	Temperature  float64       `mapstructure:"temperature"`
 	MaxTokens    int           `mapstructure:"max_tokens"`
-	Timeout      time.Duration `mapstructure:"timeout"`
-	MaxRetries   int           `mapstructure:"max_retries"`
-	Concurrency  int           `mapstructure:"concurrency"` // max LLM calls in flight
-	SystemPrompt string        `mapstructure:"system_prompt"`
+	Timeout      time.Duration `mapstructure:"timeout"`      // one request
+	TurnTimeout  time.Duration `mapstructure:"turn_timeout"` // one answer, retries included, until its text starts
+	// StillThinkingAfter is how long a user waits before a "still
+	// thinking…" note where the platform can take it away again; 0 = never.
+	StillThinkingAfter time.Duration `mapstructure:"still_thinking_after"`
+	MaxRetries         int           `mapstructure:"max_retries"`
+	// UnhealthyAfter failed calls in a row make /healthz's llm part fail.
+	UnhealthyAfter int    `mapstructure:"unhealthy_after"`
+	Concurrency    int    `mapstructure:"concurrency"` // max LLM calls in flight
+	SystemPrompt   string `mapstructure:"system_prompt"`
 	// ContextWindow is the model's context window in tokens; 0 = from a
 	// built-in table of common models (8,192 for others).
 	ContextWindow int   `mapstructure:"context_window"`
@@ -233,15 +239,18 @@ func Default() Config {
 		Data: Data{Dir: "data"},
 		Log:  Log{Level: LogLevelInfo, Format: LogFormatText},
 		LLM: LLM{
-			BaseURL:      DefaultLLMBaseURL,
-			Model:        "gpt-4o-mini",
-			Temperature:  0.7,
-			MaxTokens:    1024,
-			Timeout:      60 * time.Second,
-			MaxRetries:   4,
-			Concurrency:  8,
-			SystemPrompt: DefaultSystemPrompt,
-			Tools:        Tools{Mode: ToolsAuto, MaxRounds: 3},
+			BaseURL:            DefaultLLMBaseURL,
+			Model:              "gpt-4o-mini",
+			Temperature:        0.7,
+			MaxTokens:          1024,
+			Timeout:            60 * time.Second,
+			TurnTimeout:        90 * time.Second,
+			StillThinkingAfter: 20 * time.Second,
+			MaxRetries:         4,
+			UnhealthyAfter:     3,
+			Concurrency:        8,
+			SystemPrompt:       DefaultSystemPrompt,
+			Tools:              Tools{Mode: ToolsAuto, MaxRounds: 3},
 		},
 		Memory: Memory{
 			EnabledByDefault:  true,

@@ -18,8 +18,9 @@ import (
 // Load builds the configuration from Default, then the YAML file at path (if
 // path is not empty), then RECALL_* environment variables, and validates the
 // result. A missing file at an explicit path, a key in the file that Recall
-// does not know, a value that cannot be parsed, or a failed Validate is an
-// error; on error the zero Config is returned.
+// does not know, a RECALL_* variable that sets no key (CheckEnv), a value
+// that cannot be parsed, or a failed Validate is an error; on error the zero
+// Config is returned.
 //
 // Durations are written like "30s" or "10m". Lists are YAML lists in the
 // file and comma- or space-separated strings in the environment.
@@ -36,6 +37,9 @@ func Load(path string) (Config, error) {
 
 // load is Load without validation.
 func load(path string) (Config, error) {
+	if err := CheckEnv(os.Environ()); err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
 	v := viper.New()
 	v.SetConfigType("yaml")
 	defaults := reflect.ValueOf(Default())

@@ -30,7 +30,12 @@ func (c Config) Validate() error {
 	}
 	v.atLeast("llm.max_tokens", c.LLM.MaxTokens, 1)
 	v.positiveDuration("llm.timeout", c.LLM.Timeout)
+	v.positiveDuration("llm.turn_timeout", c.LLM.TurnTimeout)
+	if c.LLM.StillThinkingAfter < 0 {
+		v.addf("llm.still_thinking_after", "must be 0 (no note) or a positive duration, got %s", c.LLM.StillThinkingAfter)
+	}
 	v.between("llm.max_retries", c.LLM.MaxRetries, 0, 10)
+	v.atLeast("llm.unhealthy_after", c.LLM.UnhealthyAfter, 1)
 	v.atLeast("llm.concurrency", c.LLM.Concurrency, 1)
 	if c.LLM.ContextWindow != 0 {
 		v.between("llm.context_window", c.LLM.ContextWindow, 1024, 10_000_000)

@@ -326,7 +326,7 @@ func TestAuthNotRetried(t *testing.T) {
 		if n := len(srv.Requests()); n != 1 {
 			t.Fatalf("%d: %d requests, want 1", code, n)
 		}
-		if got := llm.UserMessage(err); got != "The bot's LLM API key was rejected — tell the operator." {
+		if got := llm.UserMessage(err); got != "The model server refused the bot's API key (operator: check llm.api_key, or RECALL_LLM_API_KEY)." {
 			t.Fatalf("UserMessage = %q", got)
 		}
 	}
@@ -435,7 +435,10 @@ func TestConnectionRefused(t *testing.T) {
 	if n := len(sleeps()); n != 2 {
 		t.Fatalf("%d retries, want 2", n)
 	}
-	if got := llm.UserMessage(err); got != "I couldn't reach the language model. Your message is saved; please try again later." {
+	if !errors.Is(err, llm.ErrUnreachable) {
+		t.Fatalf("err = %v, want ErrUnreachable", err)
+	}
+	if got := llm.UserMessage(err); got != "The model server is unreachable right now. Your message is saved; please try again later." {
 		t.Fatalf("UserMessage = %q", got)
 	}
 }
@@ -636,15 +639,17 @@ func TestNotConfigured(t *testing.T) {
 
 func TestUserMessage(t *testing.T) {
 	cases := map[string]error{
-		"":                        nil,
-		"rate limited":            &llm.RateLimitError{RetryAfter: time.Second},
-		"couldn't reach":          llm.ErrUnavailable,
-		"took too long":           llm.ErrTimeout,
-		"API key was rejected":    &llm.StatusError{Code: 403},
+		"":                     nil,
+		"rate limited":         &llm.RateLimitError{RetryAfter: time.Second},
+		"model server failed.": llm.ErrUnavailable,
+		"failed (HTTP 502)":    &llm.StatusError{Code: 502},
+		"unreachable":          llm.ErrUnreachable,
+		"took too long":        llm.ErrTimeout,
+		"refused the bot's API key (operator: check llm.api_key": &llm.StatusError{Code: 403},
 		"No language model":       llm.ErrNotConfigured,
 		"couldn't read":           llm.ErrBadResponse,
 		"cut off":                 &llm.StreamError{Partial: "x", Err: llm.ErrUnavailable},
-		"wasn't found":            &llm.StatusError{Code: 404},
+		"check llm.model":         &llm.StatusError{Code: 404},
 		"refused the request":     &llm.StatusError{Code: 400, Message: "secret detail"},
 		"cancelled":               context.Canceled,
 		"Something went wrong":    errors.New("llm: weird"),

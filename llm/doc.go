@@ -8,7 +8,10 @@
 //     Summarize) or streamed (Stream);
 //   - the resilience around that: per-attempt timeouts (go-openai's client
 //     has none), retries with full-jitter exponential backoff (go-openai has
-//     none), honouring Retry-After, and a per-Client concurrency limit;
+//     none), honouring Retry-After, one deadline per answer shared by its
+//     retries (TurnTimeout), and a per-Client concurrency limit;
+//   - whether the model is usable: a start-up Check (CheckAtStart) and
+//     Health from the outcome of the last calls (for /healthz);
 //   - turning failures into typed errors (errors.go) and into a short
 //     sentence fit for the chat user (UserMessage), never leaking the API key;
 //   - counting tokens (Counter, CountMessages) so callers can fit history
@@ -21,7 +24,8 @@
 // Retries: an attempt is retried on HTTP 408, 429 and 5xx, on per-attempt
 // timeouts, connection errors and undecodable/empty responses. Other 4xx
 // answers (400, 401, 403, 404, …) and the caller's own context ending are
-// never retried. The wait before retry n (from 0) is a uniform random
+// never retried; an attempt that timed out is retried once at most. The
+// wait before retry n (from 0) is a uniform random
 // duration in [0, min(MaxDelay, BaseDelay·2ⁿ)], raised to the server's
 // Retry-After when it sent one and capped at two minutes; if the caller's
 // deadline would pass during the wait, the call fails at once with the last
@@ -35,6 +39,8 @@
 //	                  408/504 ErrTimeout, other 5xx ErrUnavailable
 //	ErrTimeout        attempts timed out (or the caller's deadline passed)
 //	ErrUnavailable    connection failures / 5xx after retries
+//	ErrUnreachable    no answer at all (refused, no route); also ErrUnavailable
+//	ErrUnknownModel   Check: the server does not list the configured model
 //	ErrBadResponse    garbage JSON, no choices, empty stream
 //	*StreamError      a stream broke after text was delivered (has Partial)
 //	context.Canceled  the caller cancelled

@@ -25,6 +25,11 @@ var (
 	// (but 504, which matches ErrTimeout) also matches it.
 	ErrUnavailable = errors.New("llm: service unavailable")
 
+	// ErrUnreachable means no answer came at all: the connection was
+	// refused, the name did not resolve, or it broke before any response.
+	// It also matches ErrUnavailable.
+	ErrUnreachable = errors.New("llm: model server unreachable")
+
 	// ErrAuth means the API rejected the key (HTTP 401 or 403). It is never
 	// retried. The *StatusError carrying the code also matches it.
 	ErrAuth = errors.New("llm: authentication failed")
@@ -103,6 +108,16 @@ func (e *StreamError) Error() string {
 
 func (e *StreamError) Unwrap() error { return e.Err }
 
+// unreachableError is a failure to get any answer from the server; it
+// matches ErrUnreachable and ErrUnavailable.
+type unreachableError struct{ msg string }
+
+func (e *unreachableError) Error() string { return "llm: model server unreachable: " + e.msg }
+
+func (e *unreachableError) Is(target error) bool {
+	return target == ErrUnreachable || target == ErrUnavailable
+}
+
 // UserMessage turns an error from this package into a short plain sentence
 // that can be shown to the chat user. It never includes the raw error.
 // It returns "" for a nil error.
@@ -121,27 +136,31 @@ func UserMessage(err error) string {
 		if errors.Is(err, context.Canceled) {
 			return "The answer was stopped before it was finished."
 		}
-		return "The answer was cut off because the connection to the language model broke. Please try again."
+		return "The answer was cut off because the connection to the model server broke. Please try again."
 	case errors.As(err, &rl):
-		return "The language model is busy right now (rate limited). Please try again in a minute."
+		return "The model server is busy right now (rate limited). Please try again in a minute."
 	case errors.Is(err, ErrAuth):
-		return "The bot's LLM API key was rejected — tell the operator."
+		return "The model server refused the bot's API key (operator: check llm.api_key, or RECALL_LLM_API_KEY)."
 	case errors.Is(err, context.Canceled):
 		return "The request was cancelled."
 	case errors.Is(err, ErrTimeout), errors.Is(err, context.DeadlineExceeded):
-		return "The language model took too long to answer. Your message is saved; please try again later."
+		return "The model server took too long to answer. Your message is saved; please try again later."
+	case errors.Is(err, ErrUnreachable):
+		return "The model server is unreachable right now. Your message is saved; please try again later."
+	case errors.As(err, &st) && st.Code >= 500:
+		return fmt.Sprintf("The model server failed (HTTP %d). Your message is saved; please try again later.", st.Code)
 	case errors.Is(err, ErrUnavailable):
-		return "I couldn't reach the language model. Your message is saved; please try again later."
+		return "The model server failed. Your message is saved; please try again later."
 	case errors.Is(err, ErrBadResponse):
-		return "The language model sent an answer I couldn't read. Please try again."
+		return "The model server sent an answer I couldn't read. Please try again."
 	case errors.As(err, &st):
 		switch st.Code {
 		case http.StatusNotFound:
-			return "The configured language model wasn't found — tell the operator to check llm.model."
+			return "The model server doesn't know the configured model (operator: check llm.model and llm.base_url)."
 		case http.StatusRequestEntityTooLarge:
 			return "The conversation is too long for the language model. Please start a shorter one."
 		}
-		return fmt.Sprintf("The language model refused the request (HTTP %d) — tell the operator.", st.Code)
+		return fmt.Sprintf("The model server refused the request (HTTP %d) — tell the operator.", st.Code)
 	}
 	return "Something went wrong while talking to the language model. Please try again later."
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/recallbot/recall/backoff"
 )
 
 // Role is a chat message role: "system", "user" or "assistant".
@@ -57,9 +59,18 @@ type Options struct {
 	// for the first byte and then every gap between chunks, so long answers
 	// that keep flowing are not cut.
 	Timeout time.Duration
+	// TurnTimeout bounds Chat and Stream as a whole, retries and backoff
+	// included: the user waits at most this long for an answer to start.
+	// For Stream it ends once text flows (the idle Timeout then applies).
+	// Summarize is not bound by it. 0 means no overall bound.
+	TurnTimeout time.Duration
 	// MaxRetries is the number of attempts after the first one (default 3;
-	// negative means no retries).
+	// negative means no retries). An attempt that timed out is retried at
+	// most once per call.
 	MaxRetries int
+	// UnhealthyAfter is the number of consecutive failed calls after which
+	// Health reports the model unhealthy (default 3).
+	UnhealthyAfter int
 	// Concurrency caps the calls in flight through this Client (share one
 	// Client across the process); <= 0 means unlimited. A call holds a slot
 	// during an attempt, not while backing off.
@@ -92,6 +103,8 @@ const (
 	DefaultBaseDelay  = 500 * time.Millisecond
 	DefaultMaxDelay   = 20 * time.Second
 
+	DefaultUnhealthyAfter = 3
+
 	summaryTemperature = 0.2
 	openAIBaseURL      = "https://api.openai.com/v1"
 )
@@ -105,12 +118,15 @@ type Client struct {
 	temperature  float64
 	maxTokens    int
 	timeout      time.Duration
+	turnTimeout  time.Duration
 	maxRetries   int
 	baseDelay    time.Duration
 	maxDelay     time.Duration
 	sem          chan struct{}
 	apiKey       string // kept only to redact it from errors
 	confErr      error  // non-nil: every call fails with it
+	baseURL      string // normalized, for messages
+	health       *health
 
 	// Replaceable in tests.
 	sleep  func(ctx context.Context, d time.Duration) error
@@ -126,12 +142,13 @@ func New(o Options) *Client {
 		temperature:  o.Temperature,
 		maxTokens:    o.MaxTokens,
 		timeout:      o.Timeout,
+		turnTimeout:  o.TurnTimeout,
 		maxRetries:   o.MaxRetries,
 		baseDelay:    o.BaseDelay,
 		maxDelay:     o.MaxDelay,
 		apiKey:       o.APIKey,
 		sleep:        sleepCtx,
-		jitter:       fullJitter,
+		jitter:       backoff.FullJitter,
 	}
 	if c.summaryModel == "" {
 		c.summaryModel = c.model
@@ -151,6 +168,10 @@ func New(o Options) *Client {
 	if c.maxDelay <= 0 {
 		c.maxDelay = DefaultMaxDelay
 	}
+	if o.UnhealthyAfter <= 0 {
+		o.UnhealthyAfter = DefaultUnhealthyAfter
+	}
+	c.health = &health{after: o.UnhealthyAfter}
 	if o.Concurrency > 0 {
 		c.sem = make(chan struct{}, o.Concurrency)
 	}
@@ -162,6 +183,7 @@ func New(o Options) *Client {
 	case c.model == "":
 		c.confErr = fmt.Errorf("%w: no model set", ErrNotConfigured)
 	}
+	c.baseURL = base
 	cfg := openai.DefaultConfig(o.APIKey)
 	cfg.BaseURL = base
 	cfg.HTTPClient = wrapHTTPClient(o.HTTPClient)
@@ -195,24 +217,29 @@ func normalizeBaseURL(raw, apiKey string) (string, error) {
 func (c *Client) Model() string { return c.model }
 
 // Chat sends msgs to Model and returns the whole answer, retrying transient
-// failures (see package doc).
+// failures (see package doc), all within TurnTimeout.
 func (c *Client) Chat(ctx context.Context, msgs []Message) (Reply, error) {
-	return c.complete(ctx, c.request(c.model, c.temperature, msgs, false))
+	ctx, turnEnd, _, done := c.turn(ctx)
+	defer done()
+	return c.complete(ctx, turnEnd, c.request(c.model, c.temperature, msgs, false))
 }
 
 // ChatTools is Chat offering tools: the reply may hold ToolCalls instead of
 // (or beside) text. A server that does not support tools answers an error
 // that IsToolsRejected recognizes.
 func (c *Client) ChatTools(ctx context.Context, msgs []Message, tools []Tool) (Reply, error) {
+	ctx, turnEnd, _, done := c.turn(ctx)
+	defer done()
 	req := c.request(c.model, c.temperature, msgs, false)
 	req.Tools = toolsParam(tools)
-	return c.complete(ctx, req)
+	return c.complete(ctx, turnEnd, req)
 }
 
 // Summarize is Chat with SummaryModel (or Model) at temperature 0.2, meant
-// for condensing conversation history into memories.
+// for condensing conversation history into memories. TurnTimeout does not
+// bound it (the caller's context does).
 func (c *Client) Summarize(ctx context.Context, msgs []Message) (Reply, error) {
-	return c.complete(ctx, c.request(c.summaryModel, summaryTemperature, msgs, false))
+	return c.complete(ctx, time.Time{}, c.request(c.summaryModel, summaryTemperature, msgs, false))
 }
 
 // Stream is Chat with streaming: onDelta (may be nil) is called, in the
@@ -220,7 +247,7 @@ func (c *Client) Summarize(ctx context.Context, msgs []Message) (Reply, error) {
 // returned Reply.Text is the full text. A failure before any text arrived is
 // retried like Chat; once text has been delivered nothing is retried, and a
 // broken stream returns a *StreamError carrying the partial text (also in
-// Reply.Text).
+// Reply.Text). TurnTimeout bounds the wait for the first text only.
 func (c *Client) Stream(ctx context.Context, msgs []Message, onDelta func(text string)) (Reply, error) {
 	return c.StreamTools(ctx, msgs, nil, onDelta)
 }
@@ -228,12 +255,24 @@ func (c *Client) Stream(ctx context.Context, msgs []Message, onDelta func(text s
 // StreamTools is Stream offering tools (see ChatTools); tool calls are
 // assembled from the stream's deltas into Reply.ToolCalls.
 func (c *Client) StreamTools(ctx context.Context, msgs []Message, tools []Tool, onDelta func(text string)) (Reply, error) {
+	ctx, turnEnd, flowing, done := c.turn(ctx)
+	defer done()
 	req := c.request(c.model, c.temperature, msgs, true)
 	req.Tools = toolsParam(tools)
 	var rep Reply
-	err := c.run(ctx, true, func(actx context.Context, info *attemptInfo, touch func(bool)) error {
+	first := true
+	deltas := func(d string) {
+		if first {
+			first = false
+			flowing()
+		}
+		if onDelta != nil {
+			onDelta(d)
+		}
+	}
+	err := c.run(ctx, true, turnEnd, func(actx context.Context, info *attemptInfo, touch func(bool)) error {
 		var err error
-		rep, err = c.streamOnce(actx, req, info, touch, onDelta)
+		rep, err = c.streamOnce(actx, req, info, touch, deltas)
 		return err
 	})
 	var se *StreamError
@@ -241,6 +280,22 @@ func (c *Client) StreamTools(ctx context.Context, msgs []Message, tools []Tool, 
 		return Reply{}, err
 	}
 	return rep, err
+}
+
+// turn derives the context of one call bound by TurnTimeout: it is
+// cancelled with errTurnTimeout at turnEnd unless flowing was called first
+// (a stream's text started). done releases it. Without TurnTimeout, ctx is
+// returned as is and turnEnd is zero.
+func (c *Client) turn(ctx context.Context) (tctx context.Context, turnEnd time.Time, flowing, done func()) {
+	if c.turnTimeout <= 0 {
+		return ctx, time.Time{}, func() {}, func() {}
+	}
+	tctx, cancel := context.WithCancelCause(ctx)
+	timer := time.AfterFunc(c.turnTimeout, func() { cancel(errTurnTimeout) })
+	return tctx, time.Now().Add(c.turnTimeout), func() { timer.Stop() }, func() {
+		timer.Stop()
+		cancel(nil)
+	}
 }
 
 func (c *Client) request(model string, temp float64, msgs []Message, stream bool) openai.ChatCompletionRequest {
@@ -276,9 +331,9 @@ func isReasoningModel(model string) bool {
 	return false
 }
 
-func (c *Client) complete(ctx context.Context, req openai.ChatCompletionRequest) (Reply, error) {
+func (c *Client) complete(ctx context.Context, turnEnd time.Time, req openai.ChatCompletionRequest) (Reply, error) {
 	var rep Reply
-	err := c.run(ctx, false, func(actx context.Context, _ *attemptInfo, _ func(bool)) error {
+	err := c.run(ctx, false, turnEnd, func(actx context.Context, _ *attemptInfo, _ func(bool)) error {
 		resp, err := c.api.CreateChatCompletion(actx, req)
 		if err != nil {
 			return err
@@ -369,9 +424,7 @@ func (c *Client) streamOnce(ctx context.Context, req openai.ChatCompletionReques
 		}
 		if d := ch.Delta.Content; d != "" {
 			sb.WriteString(d)
-			if onDelta != nil {
-				onDelta(d)
-			}
+			onDelta(d)
 		}
 		calls.add(ch.Delta.ToolCalls)
 	}

@@ -6,38 +6,52 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"strings"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/recallbot/recall/backoff"
 )
 
 // maxRetryAfter caps how long a server's Retry-After can make us wait.
 const maxRetryAfter = 2 * time.Minute
 
 // errAttemptTimeout is the cancellation cause of an attempt that ran past
-// Options.Timeout.
-var errAttemptTimeout = errors.New("attempt timed out")
+// Options.Timeout; errTurnTimeout that of a call that ran past
+// Options.TurnTimeout.
+var (
+	errAttemptTimeout = errors.New("attempt timed out")
+	errTurnTimeout    = errors.New("turn timed out")
+)
 
 // attemptFunc performs one attempt. actx carries the attempt deadline and
 // info; touch (streams only) arms (true) or pauses (false) the idle timer.
 type attemptFunc func(actx context.Context, info *attemptInfo, touch func(active bool)) error
 
 // run executes attempt with per-attempt timeouts, the concurrency limit,
-// and retries with backoff. The returned error is already classified.
-func (c *Client) run(ctx context.Context, stream bool, attempt attemptFunc) error {
+// and retries with backoff, and records the outcome for Health. turnEnd,
+// when not zero, is when the turn's deadline (TurnTimeout) ends: no retry
+// waits past it. The returned error is already classified.
+func (c *Client) run(ctx context.Context, stream bool, turnEnd time.Time, attempt attemptFunc) error {
 	if c.confErr != nil {
 		return c.confErr
 	}
+	err := c.retry(ctx, stream, turnEnd, attempt)
+	c.health.record(err)
+	return err
+}
+
+func (c *Client) retry(ctx context.Context, stream bool, turnEnd time.Time, attempt attemptFunc) error {
+	timeouts := 0
 	for n := 0; ; n++ {
 		if err := ctx.Err(); err != nil {
-			return ctxError(ctx)
+			return c.ctxError(ctx)
 		}
 		if err := c.acquire(ctx); err != nil {
-			return ctxError(ctx)
+			return c.ctxError(ctx)
 		}
 		f, broken := c.attemptOnce(ctx, stream, attempt)
 		c.release()
@@ -46,23 +60,32 @@ func (c *Client) run(ctx context.Context, stream bool, attempt attemptFunc) erro
 		}
 		if f.kind == kindCanceled {
 			if broken != nil {
-				return &StreamError{Partial: broken.partial, Err: ctxError(ctx)}
+				return &StreamError{Partial: broken.partial, Err: c.ctxError(ctx)}
 			}
-			return ctxError(ctx)
+			return c.ctxError(ctx)
 		}
 		if broken != nil {
 			return &StreamError{Partial: broken.partial, Err: f.final(n + 1)}
 		}
-		if !f.retryable() || n >= c.maxRetries {
+		if f.kind == kindTimeout {
+			timeouts++
+		}
+		// A model too slow once may be lucky the second time; a third wait
+		// would only add silence.
+		if !f.retryable() || n >= c.maxRetries || timeouts > 1 {
 			return f.final(n + 1)
 		}
 		d := c.retryDelay(n, f.retryAfter)
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
+		end, ok := ctx.Deadline()
+		if !turnEnd.IsZero() && (!ok || turnEnd.Before(end)) {
+			end, ok = turnEnd, true
+		}
+		if ok && time.Until(end) < d {
 			// Waiting would outlive the caller: report the real problem now.
 			return f.final(n + 1)
 		}
 		if err := c.sleep(ctx, d); err != nil {
-			return ctxError(ctx)
+			return c.ctxError(ctx)
 		}
 	}
 }
@@ -116,7 +139,8 @@ const (
 	kindTimeout                      // the attempt ran past Options.Timeout
 	kindRateLimit                    // HTTP 429
 	kindStatus                       // other HTTP error status
-	kindConn                         // could not connect / connection broke
+	kindConn                         // no answer: could not connect, or the connection broke before any response
+	kindServer                       // the server failed after answering (an error in a stream, a cut body)
 	kindBad                          // undecodable or empty response
 	kindLocal                        // rejected before anything was sent
 )
@@ -131,7 +155,7 @@ type failure struct {
 
 func (f *failure) retryable() bool {
 	switch f.kind {
-	case kindTimeout, kindRateLimit, kindConn, kindBad:
+	case kindTimeout, kindRateLimit, kindConn, kindServer, kindBad:
 		return true
 	case kindStatus:
 		return f.status == http.StatusRequestTimeout || f.status >= 500
@@ -150,6 +174,8 @@ func (f *failure) final(attempts int) error {
 	case kindTimeout:
 		base = fmt.Errorf("%w: %s", ErrTimeout, f.msg)
 	case kindConn:
+		base = &unreachableError{msg: f.msg}
+	case kindServer:
 		base = fmt.Errorf("%w: %s", ErrUnavailable, f.msg)
 	case kindBad:
 		base = fmt.Errorf("%w: %s", ErrBadResponse, f.msg)
@@ -164,9 +190,12 @@ func (f *failure) final(attempts int) error {
 	return base
 }
 
-// ctxError reports the caller's context ending. A deadline also matches
-// ErrTimeout.
-func ctxError(ctx context.Context) error {
+// ctxError reports the caller's context ending, or the turn's deadline
+// (TurnTimeout). A deadline also matches ErrTimeout.
+func (c *Client) ctxError(ctx context.Context) error {
+	if errors.Is(context.Cause(ctx), errTurnTimeout) {
+		return fmt.Errorf("%w: no answer within the turn's %s (llm.turn_timeout)", ErrTimeout, c.turnTimeout)
+	}
 	err := ctx.Err()
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("llm: %w (%w)", ErrTimeout, err)
@@ -197,7 +226,7 @@ func (c *Client) classify(parent, actx context.Context, err error, info *attempt
 		return c.statusFailure(reqErr.HTTPStatusCode, msg, retryAfter)
 	case errors.As(err, &apiErr):
 		// An error object inside a 200 event stream.
-		return &failure{kind: kindConn, msg: c.clean("error in stream: " + apiErr.Message)}
+		return &failure{kind: kindServer, msg: c.clean("error in stream: " + apiErr.Message)}
 	case errors.Is(err, errNoChoices), errors.Is(err, errStreamEmpty),
 		errors.Is(err, openai.ErrTooManyEmptyStreamMessages), isDecodeError(err):
 		return &failure{kind: kindBad, msg: c.clean(err.Error())}
@@ -211,6 +240,10 @@ func (c *Client) classify(parent, actx context.Context, err error, info *attempt
 	if status >= 200 && status < 300 && errors.Is(err, io.EOF) {
 		// 2xx with an empty body.
 		return &failure{kind: kindBad, msg: "empty response body"}
+	}
+	if status != 0 {
+		// The server answered, then the connection broke.
+		return &failure{kind: kindServer, msg: c.clean(err.Error())}
 	}
 	return &failure{kind: kindConn, msg: c.clean(err.Error())}
 }
@@ -257,40 +290,16 @@ func (c *Client) redact(s string) string {
 // full-jitter exponential backoff, raised to the server's Retry-After hint
 // when there is one, capped at maxRetryAfter.
 func (c *Client) retryDelay(n int, retryAfter time.Duration) time.Duration {
-	d := c.jitter(backoffCap(c.baseDelay, c.maxDelay, n))
+	d := c.jitter(backoff.Cap(c.baseDelay, c.maxDelay, n))
 	d = max(d, retryAfter)
 	return min(d, maxRetryAfter)
 }
 
-// backoffCap is min(maxDelay, base*2^n), overflow-safe.
-func backoffCap(base, maxDelay time.Duration, n int) time.Duration {
-	d := base
-	for i := 0; i < n && d < maxDelay; i++ {
-		d *= 2
-	}
-	return min(d, maxDelay)
-}
-
-// fullJitter returns a uniformly random duration in [0, limit].
-func fullJitter(limit time.Duration) time.Duration {
-	if limit <= 0 {
-		return 0
-	}
-	return time.Duration(rand.Int64N(int64(limit) + 1))
-}
-
 func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
+	if d > 0 {
+		backoff.Sleep(ctx, d)
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return ctx.Err()
 }
 
 func (c *Client) acquire(ctx context.Context) error {

@@ -86,6 +86,13 @@ func Channel(name string, channel any) Check {
 	}}
 }
 
+// LLM checks the language model: its Health (*llm.Client), from the
+// outcome of the last calls: unhealthy after a run of failed calls or a
+// failed start-up check, healthy again after a success.
+func LLM(model HealthReporter) Check {
+	return Check{Name: "llm", Run: func(context.Context) error { return model.Health() }}
+}
+
 // Report is the /healthz body.
 type Report struct {
 	Status string            `json:"status"` // StatusOK or StatusUnavailable

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/recallbot/recall/llm"
+	"github.com/recallbot/recall/llm/llmtest"
 	"github.com/recallbot/recall/memory"
 	"github.com/recallbot/recall/metrics"
 	"github.com/recallbot/recall/ops"
@@ -274,5 +275,47 @@ func TestServe(t *testing.T) {
 	}
 	if _, err := http.Get("http://" + ln.Addr().String() + "/healthz"); err == nil {
 		t.Errorf("still serving after Serve returned")
+	}
+}
+
+// /healthz has an llm part from the model's last calls: a model server that
+// keeps failing makes the bot unavailable, and a success heals it.
+func TestHealthzLLMPart(t *testing.T) {
+	var mu sync.Mutex
+	status := http.StatusBadGateway
+	srv := llmtest.NewServer(t, func(llmtest.Request) llmtest.Response {
+		mu.Lock()
+		defer mu.Unlock()
+		return llmtest.Response{Status: status, Text: "ok"}
+	})
+	model := llm.New(llm.Options{BaseURL: srv.URL, APIKey: "k", Model: "m", MaxRetries: -1, UnhealthyAfter: 2})
+	h := ops.NewHealth(nil, ops.LLM(model))
+	get := func() (int, ops.Report) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+		var rep ops.Report
+		if err := json.Unmarshal(rec.Body.Bytes(), &rep); err != nil {
+			t.Fatal(err)
+		}
+		return rec.Code, rep
+	}
+	if code, rep := get(); code != http.StatusOK || rep.Parts["llm"] != ops.StatusOK {
+		t.Fatalf("before any call: %d %+v", code, rep)
+	}
+	for range 2 {
+		model.Chat(t.Context(), []llm.Message{{Role: llm.RoleUser, Content: "hi"}})
+	}
+	code, rep := get()
+	if code != http.StatusServiceUnavailable || !strings.Contains(rep.Parts["llm"], "HTTP 502") {
+		t.Fatalf("after 2 failed calls: %d %+v", code, rep)
+	}
+	mu.Lock()
+	status = http.StatusOK
+	mu.Unlock()
+	if _, err := model.Chat(t.Context(), []llm.Message{{Role: llm.RoleUser, Content: "hi"}}); err != nil {
+		t.Fatal(err)
+	}
+	if code, rep := get(); code != http.StatusOK {
+		t.Fatalf("after a success: %d %+v", code, rep)
 	}
 }

@@ -111,6 +111,10 @@ type Access struct {
 
 	toldMu sync.Mutex
 	told   map[string]string // refused user → the code they were told ("" for none)
+
+	refreshEvery time.Duration // 0: the store is read by Load only
+	refreshMu    sync.Mutex
+	refreshed    time.Time // when the decisions were last read from the store
 }
 
 // AccessOption configures NewAccess.
@@ -131,6 +135,15 @@ func WithAdmins(admins ...string) AccessOption {
 // WithAccessStore keeps admins' decisions and pairing requests in s. Call
 // Load before the first message to apply what s holds.
 func WithAccessStore(s AccessStore) AccessOption { return func(a *Access) { a.store = s } }
+
+// WithAccessRefresh rereads the admins' decisions from the store before a
+// turn when they were last read more than every ago, and before refusing
+// anyone, so that a decision stored by another process (`bot allow`, `bot
+// deny` beside the running bot) takes effect: an allow at the user's next
+// message, a deny within every.
+func WithAccessRefresh(every time.Duration) AccessOption {
+	return func(a *Access) { a.refreshEvery = every }
+}
 
 // WithAccessClock replaces time.Now (tests).
 func WithAccessClock(now func() time.Time) AccessOption { return func(a *Access) { a.now = now } }
@@ -223,12 +236,71 @@ func (a *Access) Load(ctx context.Context) error {
 		a.codes[r.Code] = r.UserID
 	}
 	a.mu.Unlock()
+	a.refreshMu.Lock()
+	a.refreshed = now
+	a.refreshMu.Unlock()
 	for _, u := range stale {
 		if err := a.store.DeletePairingRequest(ctx, u); err != nil {
 			return fmt.Errorf("deleting the stale pairing request of %s: %w", u, err)
 		}
 	}
 	return nil
+}
+
+// refresh applies the decisions in the store when they were last read more
+// than refreshEvery ago, or at once when force (a refused user writes: they
+// may have just been let in) (WithAccessRefresh): a user allowed or denied
+// by another process is let in or shut out, and their pairing request is
+// dropped. A failure to read is logged; the decisions known stay.
+func (a *Access) refresh(ctx context.Context, force bool) {
+	if a.store == nil || a.refreshEvery <= 0 {
+		return
+	}
+	now := a.now()
+	a.refreshMu.Lock()
+	if !force && now.Sub(a.refreshed) < a.refreshEvery {
+		a.refreshMu.Unlock()
+		return
+	}
+	a.refreshed = now
+	a.refreshMu.Unlock()
+	rules, err := a.store.AccessRules(ctx)
+	if err != nil {
+		a.log.Warn("rereading the access decisions (the ones known stay)", "err", err)
+		return
+	}
+	var changed []AccessRule
+	a.mu.Lock()
+	for _, r := range rules {
+		u := normalizeUser(r.UserID)
+		if u == "" || a.admins[u] || (r.Allowed && a.granted[u]) || (!r.Allowed && a.denied[u]) {
+			continue
+		}
+		if r.Allowed {
+			a.granted[u] = true
+			delete(a.denied, u)
+		} else {
+			a.denied[u] = true
+			delete(a.granted, u)
+		}
+		a.dropRequestLocked(u)
+		r.UserID = u
+		changed = append(changed, r)
+	}
+	a.mu.Unlock()
+	for _, r := range changed {
+		a.unmarkTold(r.UserID)
+		a.log.Info("applied an access decision made beside the bot", "user", r.UserID, "allowed", r.Allowed, "by", r.By)
+	}
+}
+
+// Nobody reports whether nobody but the terminal user may talk to the bot:
+// it is not open, and no user is listed in access.allowed_users or
+// access.admins or was let in by an admin.
+func (a *Access) Nobody() bool {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return !a.open && len(a.config) == 0 && len(a.granted) == 0 && len(a.admins) <= 1
 }
 
 // normalizeUser trims spaces and lowercases the channel ("Telegram:1" → "telegram:1").
@@ -490,6 +562,8 @@ func (a *Access) request(ctx context.Context, in Inbound, user string) (PairingR
 	a.codes[code] = user
 	req := *r
 	a.mu.Unlock()
+	a.log.Info("new pairing request: to let this user in, run `bot allow "+code+"` (or an admin sends /allow "+code+")",
+		"user", user, "sender_name", in.SenderName, "code", code, "expires", req.Expires.Format(time.RFC3339))
 	a.deleteRequests(ctx, expired)
 	if a.store != nil {
 		if err := a.store.PutPairingRequest(ctx, req); err != nil {
@@ -570,6 +644,7 @@ func (a *Access) Middleware() Middleware {
 	return func(next Handler) Handler {
 		return HandlerFunc(func(ctx context.Context, t *Turn) error {
 			user := normalizeUser(t.In.UserID())
+			a.refresh(ctx, false)
 			if a.Allowed(user) {
 				return next.Handle(ctx, t)
 			}
@@ -577,6 +652,9 @@ func (a *Access) Middleware() Middleware {
 			if !t.In.Addressed() {
 				log.Debug("dropped message from unknown user", "user", user)
 				return nil
+			}
+			if a.refresh(ctx, true); a.Allowed(user) {
+				return next.Handle(ctx, t) // just let in beside the bot
 			}
 			code := ""
 			a.mu.RLock()

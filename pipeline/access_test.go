@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"slices"
 	"strings"
@@ -566,3 +567,78 @@ func TestParseUserIDAndCodes(t *testing.T) {
 		}
 	}
 }
+
+// A decision stored by another process (`bot allow CODE`, `bot deny ID`
+// beside the running bot) takes effect in the running bot within the
+// refresh interval, without a restart.
+func TestAccessDecisionsFromBesideTheBot(t *testing.T) {
+	ctx := context.Background()
+	store := newMemAccessStore()
+	clk := &fakeClock{now: time.Date(2030, 5, 1, 12, 0, 0, 0, time.UTC)}
+	var logBuf strings.Builder
+	var logMu sync.Mutex
+	log := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		return logBuf.Write(p)
+	}), nil))
+	bot := NewAccess(false, nil, WithAccessStore(store), WithAccessClock(clk.Now), WithAccessRefresh(2*time.Second), WithAccessLog(log))
+	if err := bot.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !bot.Nobody() {
+		t.Error("nobody is allowed, but Nobody() is false")
+	}
+	run := &accessRun{t: t, a: bot}
+	run.h = Chain(HandlerFunc(func(context.Context, *Turn) error {
+		run.mu.Lock()
+		run.next++
+		run.mu.Unlock()
+		return nil
+	}), bot.Middleware())
+
+	_, refusal := run.send("555")
+	code := codeIn(t, refusal)
+	logMu.Lock()
+	logged := logBuf.String()
+	logMu.Unlock()
+	if !strings.Contains(logged, "bot allow "+code) || !strings.Contains(logged, "code="+code) {
+		t.Errorf("the new pairing request's code is not in the log:\n%s", logged)
+	}
+
+	// `bot allow CODE`: another Access on the same store.
+	cli := NewAccess(false, nil, WithAccessStore(store), WithAccessClock(clk.Now))
+	if err := cli.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, ok := cli.Request(code)
+	if !ok {
+		t.Fatal("the CLI does not find the code")
+	}
+	if err := cli.Allow(ctx, r.UserID, "operator"); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(3 * time.Second)
+	if passed, refusal := run.send("555"); !passed || refusal != "" {
+		t.Fatalf("allowed beside the bot, still refused: %q", refusal)
+	}
+	if len(bot.Pending()) != 0 {
+		t.Errorf("the request outlived the approval: %+v", bot.Pending())
+	}
+	if bot.Nobody() {
+		t.Error("someone is allowed now, but Nobody() is true")
+	}
+
+	// `bot deny ID`.
+	if err := cli.Deny(ctx, "telegram:555", "operator"); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(3 * time.Second)
+	if passed, refusal := run.send("555"); passed || refusal == "" {
+		t.Errorf("denied beside the bot, still let in (passed=%v refusal=%q)", passed, refusal)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -186,7 +186,7 @@ func TestLongLineIsCutNotFatal(t *testing.T) {
 	if len(got[1]) != mb || got[1] != long[:mb] {
 		t.Errorf("the long line was handled with %d bytes, want its first %d", len(got[1]), mb)
 	}
-	want := "got 6 bytes\n(That line was longer than 1 MB; only its first 1 MB was read.)\ngot 1048576 bytes\ngot 5 bytes\n"
+	want := "got 6 bytes\n(That message was longer than 1 MB; only its first 1 MB was read.)\ngot 1048576 bytes\ngot 5 bytes\n"
 	if out != want {
 		t.Errorf("output %q, want %q", out, want)
 	}

@@ -155,7 +155,7 @@ func (a *Adapter) Run(ctx context.Context) error {
 	}
 	defer a.endRun()
 	if !a.client.HasSession() {
-		a.log.Error("WhatsApp is not linked yet: run `bot whatsapp login` (under Docker: docker compose run --rm -it recall bot whatsapp login); the other channels keep running")
+		a.log.Error("WhatsApp is not linked yet: run `bot whatsapp login` (under Docker: docker compose run --rm -it recall whatsapp login); the other channels keep running")
 		return ErrNotLinked
 	}
 	a.client.AddEventHandler(func(evt any) bool { return a.handle(ctx, evt) })

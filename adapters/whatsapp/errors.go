@@ -5,7 +5,7 @@ import "errors"
 var (
 	// ErrNotLinked is returned by Run when no WhatsApp account is linked
 	// yet. The other channels keep running.
-	ErrNotLinked = errors.New("whatsapp: no linked WhatsApp account; run `bot whatsapp login` (under Docker: docker compose run --rm -it recall bot whatsapp login) and start the bot again")
+	ErrNotLinked = errors.New("whatsapp: no linked WhatsApp account; run `bot whatsapp login` (under Docker: docker compose run --rm -it recall whatsapp login) and start the bot again")
 
 	// ErrLoggedOut is returned by Run when WhatsApp removed the linked
 	// device (from the phone's Linked devices, or by WhatsApp). The session

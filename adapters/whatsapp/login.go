@@ -57,6 +57,10 @@ func Login(ctx context.Context, opts Options, w io.Writer, phone string) error {
 			return err
 		}
 		cli.EnableAutoReconnect = true // after pairing, WhatsApp closes the connection once
+		// No network must say so, not pass for a code nobody scanned: the
+		// first connection's error is returned, not retried in the
+		// background.
+		cli.InitialAutoReconnect = false
 		if id := cli.Store.ID; id != nil {
 			fmt.Fprintf(w, "WhatsApp is already linked (account +%s). To link another account, run `bot whatsapp logout` first.\n", id.User)
 			return nil
@@ -121,7 +125,7 @@ func link(ctx context.Context, l linker, w io.Writer, phone string) error {
 	if phone == "" {
 		fmt.Fprintln(w, "Link Recall to WhatsApp. "+LinkHint)
 	}
-	paired := false
+	paired, codes := false, 0
 	for {
 		var item whatsmeow.QRChannelItem
 		var ok bool
@@ -135,6 +139,7 @@ func link(ctx context.Context, l linker, w io.Writer, phone string) error {
 		}
 		switch item.Event {
 		case whatsmeow.QRChannelEventCode:
+			codes++
 			if phone == "" {
 				fmt.Fprintln(w)
 				qrterminal.GenerateHalfBlock(item.Code, qrterminal.L, w)
@@ -164,6 +169,10 @@ func link(ctx context.Context, l linker, w io.Writer, phone string) error {
 			}
 			return nil
 		case whatsmeow.QRChannelTimeout.Event:
+			if codes == 0 {
+				// The connection closed before WhatsApp offered a code.
+				return errors.New("whatsapp: the connection to WhatsApp closed before a code came; check the network (and a proxy or firewall) and run the command again")
+			}
 			return errors.New("whatsapp: no code was used in time; run the command again")
 		case whatsmeow.QRChannelClientOutdated.Event:
 			return errLoginOutdated

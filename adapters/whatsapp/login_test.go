@@ -119,7 +119,8 @@ func TestLoginFailures(t *testing.T) {
 		want  string
 		is    error
 	}{
-		{name: "timeout", f: &fakeLinker{items: []whatsmeow.QRChannelItem{qrCode("2@a"), whatsmeow.QRChannelTimeout}}, want: "run the command again"},
+		{name: "timeout", f: &fakeLinker{items: []whatsmeow.QRChannelItem{qrCode("2@a"), whatsmeow.QRChannelTimeout}}, want: "no code was used in time"},
+		{name: "connection lost before a code", f: &fakeLinker{items: []whatsmeow.QRChannelItem{whatsmeow.QRChannelTimeout}}, want: "closed before a code came; check the network"},
 		{name: "outdated on the channel", f: &fakeLinker{items: []whatsmeow.QRChannelItem{whatsmeow.QRChannelClientOutdated}}, is: errLoginOutdated},
 		{name: "outdated at connect", f: &fakeLinker{connectErr: socket.ErrWithStatusCode{StatusCode: 405}}, is: errLoginOutdated},
 		{name: "connect fails", f: &fakeLinker{connectErr: errors.New("no network")}, want: "no network"},
@@ -198,4 +199,13 @@ func TestLoginLogoutLocal(t *testing.T) {
 		t.Errorf("session not found: %+v", a.client.Me())
 	}
 	a.Close()
+}
+
+// The Docker hint runs the image's entrypoint (/bot) with the subcommand:
+// `… recall bot whatsapp login` would run `bot bot whatsapp login`.
+func TestDockerHintRunsTheSubcommand(t *testing.T) {
+	const want = "docker compose run --rm -it recall whatsapp login"
+	if msg := ErrNotLinked.Error(); !strings.Contains(msg, want) || strings.Contains(msg, "recall bot ") {
+		t.Errorf("ErrNotLinked = %q, want the hint %q", msg, want)
+	}
 }

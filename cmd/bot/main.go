@@ -24,6 +24,8 @@ Usage:
   bot import FILE                          merge an export file into the store (idempotent)
   bot export [--user OWNER] [--key KEY]    print data as JSON (everything, one owner, or one conversation)
   bot backup FILE                          copy the database to a new FILE while the bot runs
+  bot allow CODE|ID                        let a user in (a pairing code from the log, or telegram:123…); works beside the running bot
+  bot deny CODE|ID                         shut a user out, or turn a pairing request down (no argument: list who waits)
   bot whatsapp login [--phone +49…]        link the bot to a WhatsApp account (QR code, or a pairing code with --phone)
   bot whatsapp logout                      unlink it and delete the session
   bot healthcheck                          exit 0 when the running bot's /healthz (http.listen) answers 200
@@ -69,7 +71,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 0
 	}
 	switch cmd {
-	case "", "import", "export", "backup", "search", "context", "healthcheck", "whatsapp":
+	case "", "import", "export", "backup", "search", "context", "healthcheck", "whatsapp", "allow", "deny":
 	default:
 		// Before the configuration is read: a typo is named as such even
 		// when the configuration is broken too.
@@ -96,6 +98,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = runHealthcheck(ctx, cfg, rest, stdout)
 	case "whatsapp":
 		err = runWhatsApp(ctx, cfg, rest, stdout, stderr)
+	case "allow", "deny":
+		err = runAccess(ctx, cfg, cmd == "allow", rest, stdout)
 	case "search":
 		err = runSearch(ctx, cfg, rest, stdout)
 	case "context":

@@ -100,7 +100,7 @@ func TestSecretsNeverLogged(t *testing.T) {
 		t.Fatalf("no answer to a normal turn:\n%s", d.output())
 	}
 	tg.sendText(42, "please llm-401")
-	if _, ok := tg.waitSent("API key was rejected", 30*time.Second); !ok {
+	if _, ok := tg.waitSent("refused the bot's API key", 30*time.Second); !ok {
 		t.Fatalf("the user was not told the key was rejected:\n%s", d.output())
 	}
 	tg.sendText(42, "proxy-502 now")

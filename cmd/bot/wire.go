@@ -69,7 +69,8 @@ func runBot(ctx context.Context, cfg config.Config, stdin io.Reader, stdout, std
 				fmt.Fprintln(stdout, app.NotConfigured)
 			}
 		}
-		runErr = console.New(stdin, stdout, a.Handler, interactive).Run(ctx)
+		runErr = console.New(stdin, stdout, a.Handler, interactive, console.WithLog(a.Log),
+			console.WithExportDir(filepath.Join(cfg.Data.Dir, "exports")), console.IfTerminal(stdin)).Run(ctx)
 	} else {
 		var channels []app.ChannelFunc
 		if cfg.TelegramEnabled() {

@@ -89,8 +89,63 @@ type Server struct {
 	done      chan struct{}
 	closeOnce sync.Once
 
-	mu   sync.Mutex
-	reqs []Request
+	mu     sync.Mutex
+	reqs   []Request
+	models func(apiKey string) Models
+	listed int // GET /models requests
+}
+
+// Models scripts the answer to GET /v1/models.
+type Models struct {
+	IDs    []string // the models listed
+	Status int      // HTTP status; 0 means 200
+}
+
+// OnModels sets how GET /v1/models is answered, given the request's bearer
+// token. By default it answers 200 with an empty list.
+func (s *Server) OnModels(h func(apiKey string) Models) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.models = h
+}
+
+// ModelRequests is the number of GET /v1/models requests received.
+func (s *Server) ModelRequests() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.listed
+}
+
+func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		writeError(w, http.StatusMethodNotAllowed, "Use GET for /v1/models")
+		return
+	}
+	s.mu.Lock()
+	s.listed++
+	h := s.models
+	s.mu.Unlock()
+	var m Models
+	if h != nil {
+		m = h(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+	}
+	if m.Status != 0 && m.Status != http.StatusOK {
+		writeError(w, m.Status, http.StatusText(m.Status))
+		return
+	}
+	type model struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		OwnedBy string `json:"owned_by"`
+	}
+	out := struct {
+		Object string  `json:"object"`
+		Data   []model `json:"data"`
+	}{Object: "list", Data: []model{}}
+	for _, id := range m.IDs {
+		out.Data = append(out.Data, model{ID: id, Object: "model", OwnedBy: "llmtest"})
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 // NewServer starts a fake API on 127.0.0.1 answering with h, closed when
@@ -108,6 +163,7 @@ func Start(h Handler) *Server {
 	s := &Server{h: h, done: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/chat/completions", s.chat)
+	mux.HandleFunc("/v1/models", s.listModels)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "Unknown request URL: "+r.Method+" "+r.URL.Path)
 	})

@@ -1,0 +1,51 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+// A misspelled variable stops the start and names the right one, instead of
+// leaving the bot on api.openai.com with the user's key.
+func TestLoadRejectsMisspelledEnv(t *testing.T) {
+	isolateEnv(t)
+	t.Setenv("RECALL_LLM_BASEURL", "http://127.0.0.1:11434/v1")
+	t.Setenv("RECALL_LLM_API_KEYS", "sk-secret-value")
+	_, err := Load("")
+	if err == nil {
+		t.Fatal("Load accepted RECALL_LLM_BASEURL")
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		"RECALL_LLM_BASEURL sets no configuration key; did you mean RECALL_LLM_BASE_URL?",
+		"RECALL_LLM_API_KEYS sets no configuration key; did you mean RECALL_LLM_API_KEY?",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q\nlacks %q", msg, want)
+		}
+	}
+	if strings.Contains(msg, "sk-secret-value") {
+		t.Errorf("error quotes a value: %q", msg)
+	}
+}
+
+func TestCheckEnv(t *testing.T) {
+	for _, tc := range []struct {
+		env  []string
+		want string // "" = accepted
+	}{
+		{[]string{"RECALL_LLM_MODEL=x", "HOME=/root", "RECALLX=1"}, ""},
+		{[]string{"RECALL_TELEGRAM_TOKEN="}, ""},
+		{[]string{"RECALL_TELEGRAM_TOKN=1"}, "did you mean RECALL_TELEGRAM_TOKEN?"},
+		{[]string{"RECALL_DATA=/x"}, "did you mean RECALL_DATA_DIR?"},
+		{[]string{"recall_llm_model=x"}, "did you mean RECALL_LLM_MODEL?"},
+	} {
+		err := CheckEnv(tc.env)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%v: %v", tc.env, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%v: got %v, want %q", tc.env, err, tc.want)
+		}
+	}
+}
