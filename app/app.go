@@ -242,6 +242,7 @@ func (a *App) build(ctx context.Context, parts Parts, defaults memory.Settings, 
 		rate.Middleware(),
 		a.Commands.Middleware(),
 		quota.Middleware(),
+		a.mediaStage(store).Middleware(),
 	)
 	a.Intake = &chat.Intake{Store: store, Allowed: a.Access.Allowed, Counter: a.Counter, Wait: parts.IntakeWait}
 	return nil

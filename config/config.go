@@ -52,7 +52,36 @@ type Config struct {
 	HTTP     HTTP     `mapstructure:"http"`
 	Limits   Limits   `mapstructure:"limits"`
 	Shutdown Shutdown `mapstructure:"shutdown"`
+	Media    Media    `mapstructure:"media"`
 }
+
+// Media owns what Recall does with voice notes, photos and documents.
+type Media struct {
+	Transcription Transcription `mapstructure:"transcription"`
+	// Vision: auto (try the model; one that refuses images is not asked
+	// again), on, or off.
+	Vision           string `mapstructure:"vision"`
+	MaxImageBytes    int    `mapstructure:"max_image_bytes"`
+	MaxDocumentBytes int    `mapstructure:"max_document_bytes"`
+}
+
+// Transcription owns speech-to-text for voice notes and audio.
+type Transcription struct {
+	Model      string `mapstructure:"model"`    // "" = off
+	BaseURL    string `mapstructure:"base_url"` // "" = llm.base_url
+	APIKey     string `mapstructure:"api_key" secret:"true"`
+	Language   string `mapstructure:"language"` // "" = detect
+	MaxSeconds int    `mapstructure:"max_seconds"`
+	MaxBytes   int    `mapstructure:"max_bytes"`
+	ShowHeard  bool   `mapstructure:"show_heard"` // "🎤 heard: …" before the answer
+}
+
+// Vision modes.
+const (
+	VisionAuto = "auto"
+	VisionOn   = "on"
+	VisionOff  = "off"
+)
 
 // Data owns where Recall keeps its on-disk state (databases, JSON stores,
 // WhatsApp session).
@@ -251,6 +280,12 @@ func Default() Config {
 			Concurrency:        8,
 			SystemPrompt:       DefaultSystemPrompt,
 			Tools:              Tools{Mode: ToolsAuto, MaxRounds: 3},
+		},
+		Media: Media{
+			Transcription:    Transcription{MaxSeconds: 600, MaxBytes: 25 << 20, ShowHeard: true},
+			Vision:           VisionAuto,
+			MaxImageBytes:    20 << 20,
+			MaxDocumentBytes: 1 << 20,
 		},
 		Memory: Memory{
 			EnabledByDefault:  true,

@@ -37,6 +37,14 @@ func (c Config) Validate() error {
 	v.between("llm.max_retries", c.LLM.MaxRetries, 0, 10)
 	v.atLeast("llm.unhealthy_after", c.LLM.UnhealthyAfter, 1)
 	v.atLeast("llm.concurrency", c.LLM.Concurrency, 1)
+	if c.Media.Transcription.BaseURL != "" {
+		v.httpURL("media.transcription.base_url", c.Media.Transcription.BaseURL, false)
+	}
+	v.between("media.transcription.max_seconds", c.Media.Transcription.MaxSeconds, 1, 24*3600)
+	v.between("media.transcription.max_bytes", c.Media.Transcription.MaxBytes, 1024, 2<<30)
+	v.oneOf("media.vision", c.Media.Vision, VisionAuto, VisionOn, VisionOff)
+	v.between("media.max_image_bytes", c.Media.MaxImageBytes, 1024, 2<<30)
+	v.between("media.max_document_bytes", c.Media.MaxDocumentBytes, 1024, 2<<30)
 	if c.LLM.ContextWindow != 0 {
 		v.between("llm.context_window", c.LLM.ContextWindow, 1024, 10_000_000)
 	}

@@ -25,6 +25,7 @@ type Inbound struct {
 	MentionsBot bool
 	Choice      string // data of a pressed choice button; Text is then the button's label
 	Time        time.Time
+	Media       *Media // a voice note, photo, document… that came with it (Text is its caption); nil for none
 }
 
 // UserID is the sender as access lists name it: the channel and the platform

@@ -35,6 +35,7 @@ type Adapter struct {
 	opts   Options
 	api    *bot.Bot
 	poller *http.Client // for getUpdates, which the library must not run
+	files  *http.Client // downloads of files users sent (Media.Fetch)
 	submit SubmitFunc
 	accept AcceptFunc
 	log    *slog.Logger
@@ -133,7 +134,7 @@ func New(opts Options, submit SubmitFunc, accept AcceptFunc) (*Adapter, error) {
 		}
 	}
 	a := &Adapter{
-		opts: opts, api: api, poller: &poller, submit: submit, accept: accept, log: log, data: data, known: known,
+		opts: opts, api: api, poller: &poller, files: client, submit: submit, accept: accept, log: log, data: data, known: known,
 		retryBase: 500 * time.Millisecond, retryMax: 30 * time.Second, callTimeout: 10 * time.Second, now: time.Now,
 	}
 	a.out = &sender{api: api, log: log, data: data, pace: newPacer(), retryUnit: time.Second, sendTimeout: 30 * time.Second, fileTimeout: 5 * time.Minute,

@@ -130,8 +130,9 @@ func messageInbound(m *models.Message, me Me, groupsReply string) (pipeline.Inbo
 	if text == "" {
 		text, entities = m.Caption, m.CaptionEntities
 	}
-	if strings.TrimSpace(text) == "" {
-		return pipeline.Inbound{}, false // service messages, media without caption
+	media := mediaOf(m)
+	if strings.TrimSpace(text) == "" && media == nil {
+		return pipeline.Inbound{}, false // service messages, stickers and the like
 	}
 	in := pipeline.Inbound{
 		Key:        keyOf(m),
@@ -153,9 +154,10 @@ func messageInbound(m *models.Message, me Me, groupsReply string) (pipeline.Inbo
 		return pipeline.Inbound{}, false // a command for another bot
 	}
 	in.Text = strings.TrimSpace(text)
-	if in.Text == "" {
+	if in.Text == "" && media == nil {
 		return pipeline.Inbound{}, false // only "@RecallBot": nothing to answer
 	}
+	in.Media = media
 	if group && groupsReply == GroupsReplyAlways {
 		in.MentionsBot = true
 	}
@@ -355,7 +357,7 @@ func textOnly(u *models.Update, me Me) (key pipeline.Key, replyTo string, ok boo
 	if ok, group := chatKind(m.Chat); !ok || group || m.Text != "" || m.Caption != "" {
 		return pipeline.Key{}, "", false
 	}
-	if _, _, ok := author(m, me); !ok || !hasMedia(m) {
+	if _, _, ok := author(m, me); !ok || !hasMedia(m) || mediaOf(m) != nil {
 		return pipeline.Key{}, "", false
 	}
 	return keyOf(m), strconv.Itoa(m.ID), true

@@ -2,6 +2,7 @@ package telegram
 
 import (
 	"encoding/json"
+	"reflect"
 	"strconv"
 	"testing"
 	"time"
@@ -135,7 +136,8 @@ func TestToInbound(t *testing.T) {
 				m.CaptionEntities = ment(0, 10)
 			})},
 			ok: true, want: edit(base(private, "what is this"), func(in *pipeline.Inbound) { in.MentionsBot = true })},
-		{name: "photo without caption", u: &models.Update{Message: with(msg(private, ""), func(m *models.Message) { m.Photo = []models.PhotoSize{{FileID: "x"}} })}},
+		{name: "photo without caption", u: &models.Update{Message: with(msg(private, ""), func(m *models.Message) { m.Photo = []models.PhotoSize{{FileID: "x"}} })},
+			ok: true, want: pipeline.Inbound{Key: pipeline.Key{Channel: "telegram", Chat: "111"}, SenderID: "111", SenderName: "Ada Lovelace", MessageID: "42", Time: time.Unix(1700000000, 0).UTC()}},
 		{name: "sticker", u: &models.Update{Message: with(msg(private, ""), func(m *models.Message) { m.Sticker = &models.Sticker{} })}},
 		{name: "join", u: &models.Update{Message: with(msg(group, ""), func(m *models.Message) { m.NewChatMembers = []models.User{*ada} })}},
 		{name: "pin", u: &models.Update{Message: with(msg(group, ""), func(m *models.Message) { m.PinnedMessage = &models.MaybeInaccessibleMessage{} })}},
@@ -185,6 +187,9 @@ func TestToInbound(t *testing.T) {
 				policy = GroupsReplyMention
 			}
 			got, ok := toInbound(tt.u, testMe, policy)
+			if ok && got.Media != nil {
+				got.Media = nil // TestMediaInbound checks media
+			}
 			if ok != tt.ok {
 				t.Fatalf("ok = %v, want %v (got %+v)", ok, tt.ok, got)
 			}
@@ -202,6 +207,38 @@ func TestToInbound(t *testing.T) {
 
 func itoa64(n int64) string { return strconv.FormatInt(n, 10) }
 
+func TestMediaInbound(t *testing.T) {
+	ada := &models.User{ID: 111, FirstName: "Ada"}
+	private := models.Chat{ID: 111, Type: models.ChatTypePrivate}
+	tests := []struct {
+		name string
+		m    *models.Message
+		want pipeline.Media
+		text string
+	}{
+		{"voice", &models.Message{Voice: &models.Voice{FileID: "v1", Duration: 14, MimeType: "audio/ogg", FileSize: 5000}},
+			pipeline.Media{Kind: pipeline.MediaVoice, MIME: "audio/ogg", Size: 5000, Duration: 14 * time.Second, Ref: "v1", Name: "voice.ogg"}, ""},
+		{"photo takes the largest size", &models.Message{Photo: []models.PhotoSize{{FileID: "small"}, {FileID: "big", FileSize: 90000}}, Caption: "my wine", MediaGroupID: "g1"},
+			pipeline.Media{Kind: pipeline.MediaPhoto, MIME: "image/jpeg", Size: 90000, Ref: "big", Name: "photo.jpg", Album: "g1"}, "my wine"},
+		{"document", &models.Message{Document: &models.Document{FileID: "d1", FileName: "notes.md", MimeType: "text/markdown", FileSize: 12}},
+			pipeline.Media{Kind: pipeline.MediaDocument, MIME: "text/markdown", Size: 12, Ref: "d1", Name: "notes.md"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.m.ID, tt.m.Chat, tt.m.From = 5, private, ada
+			in, ok := toInbound(&models.Update{Message: tt.m}, testMe, GroupsReplyMention)
+			if !ok || in.Media == nil {
+				t.Fatalf("ok %v, media %v", ok, in.Media)
+			}
+			got := *in.Media
+			got.Fetch = nil
+			if !reflect.DeepEqual(got, tt.want) || in.Text != tt.text {
+				t.Fatalf("media %+v text %q, want %+v %q", *in.Media, in.Text, tt.want, tt.text)
+			}
+		})
+	}
+}
+
 func TestTextOnly(t *testing.T) {
 	ada := &models.User{ID: 111, FirstName: "Ada"}
 	private := models.Chat{ID: 111, Type: models.ChatTypePrivate}
@@ -212,10 +249,12 @@ func TestTextOnly(t *testing.T) {
 		want bool
 	}{
 		{"sticker", &models.Message{ID: 1, Chat: private, From: ada, Sticker: &models.Sticker{}}, true},
-		{"photo", &models.Message{ID: 1, Chat: private, From: ada, Photo: []models.PhotoSize{{}}}, true},
-		{"voice", &models.Message{ID: 1, Chat: private, From: ada, Voice: &models.Voice{}}, true},
-		{"video note", &models.Message{ID: 1, Chat: private, From: ada, VideoNote: &models.VideoNote{}}, true},
-		{"document", &models.Message{ID: 1, Chat: private, From: ada, Document: &models.Document{}}, true},
+		// Media the bot hears, sees or reads goes to the pipeline (Inbound.Media).
+		{"photo", &models.Message{ID: 1, Chat: private, From: ada, Photo: []models.PhotoSize{{}}}, false},
+		{"voice", &models.Message{ID: 1, Chat: private, From: ada, Voice: &models.Voice{}}, false},
+		{"video note", &models.Message{ID: 1, Chat: private, From: ada, VideoNote: &models.VideoNote{}}, false},
+		{"document", &models.Message{ID: 1, Chat: private, From: ada, Document: &models.Document{}}, false},
+		{"poll", &models.Message{ID: 1, Chat: private, From: ada, Poll: &models.Poll{}}, true},
 		{"document with caption", &models.Message{ID: 1, Chat: private, From: ada, Document: &models.Document{}, Caption: "read"}, false},
 		{"photo in a group", &models.Message{ID: 1, Chat: group, From: ada, Photo: []models.PhotoSize{{}}}, false},
 		{"service message", &models.Message{ID: 1, Chat: private, From: ada, NewChatTitle: "x"}, false},
@@ -286,7 +325,7 @@ func FuzzNormalize(f *testing.F) {
 		if err := in.Key.Validate(); err != nil {
 			t.Fatalf("invalid key %v: %v", in.Key, err)
 		}
-		if in.Text == "" || in.MessageID == "" || in.SenderID == "" {
+		if (in.Text == "" && in.Media == nil) || in.MessageID == "" || in.SenderID == "" {
 			t.Fatalf("accepted an incomplete message: %+v", in)
 		}
 		if _, err := json.Marshal(in); err != nil {

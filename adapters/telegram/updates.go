@@ -34,6 +34,9 @@ func (a *Adapter) prepare(u *models.Update, me Me) item {
 		if in.Choice != "" {
 			in.Choice = a.data.resolve(in.Choice)
 		}
+		if in.Media != nil && in.Media.Ref != "" {
+			in.Media.Fetch = fetcher(a.api, a.files, a.opts.Token, in.Media.Ref)
+		}
 		it.in, it.handle = in, true
 		return it
 	}

@@ -32,6 +32,7 @@ type Request struct {
 	MaxTokens   int      // max_tokens or max_completion_tokens; 0 when not sent
 	APIKey      string   // bearer token from the Authorization header
 	Tools       []string // names of the tools offered, in order
+	Images      int      // image parts in the messages (vision)
 }
 
 // Response scripts the answer to one Request. The zero value is an empty
@@ -93,6 +94,9 @@ type Server struct {
 	reqs   []Request
 	models func(apiKey string) Models
 	listed int // GET /models requests
+
+	transcribe TranscribeFunc // nil: /v1/audio/transcriptions answers 404
+	heard      []Transcription
 }
 
 // Models scripts the answer to GET /v1/models.
@@ -164,6 +168,7 @@ func Start(h Handler) *Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/chat/completions", s.chat)
 	mux.HandleFunc("/v1/models", s.listModels)
+	mux.HandleFunc("/v1/audio/transcriptions", s.transcription)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "Unknown request URL: "+r.Method+" "+r.URL.Path)
 	})
@@ -313,6 +318,22 @@ func content(raw json.RawMessage) string {
 	return ""
 }
 
+// images counts the image_url parts of a message's content.
+func images(raw json.RawMessage) int {
+	var parts []struct {
+		Type string `json:"type"`
+	}
+	n := 0
+	if json.Unmarshal(raw, &parts) == nil {
+		for _, p := range parts {
+			if p.Type == "image_url" {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		writeError(w, http.StatusMethodNotAllowed, "Use POST for /v1/chat/completions")
@@ -333,6 +354,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		req.Temperature = *wr.Temperature
 	}
 	for _, m := range wr.Messages {
+		req.Images += images(m.Content)
 		req.Messages = append(req.Messages, llm.Message{Role: m.Role, Content: content(m.Content),
 			ToolCalls: fromWire(m.ToolCalls), ToolCallID: m.ToolCallID})
 	}

@@ -150,6 +150,7 @@ type Server struct {
 	privacy   bool  // group privacy mode (see SetPrivacy)
 	confirmed int64 // highest update id confirmed
 	delivered int   // successful sendMessage calls
+	files     files // hosted media (AddFile)
 }
 
 // NewServer starts a fake Bot API on 127.0.0.1 accepting Token, closed when
@@ -406,6 +407,9 @@ func DumpCalls(calls []Call) string {
 // ServeHTTP handles one API call (a test may put a front before it; the
 // request's multipart form may be parsed already).
 func (f *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if f.serveFile(w, r) {
+		return
+	}
 	rest, ok := strings.CutPrefix(r.URL.Path, "/bot")
 	token, method, ok2 := strings.Cut(rest, "/")
 	if !ok || !ok2 {
@@ -536,6 +540,8 @@ func (f *Server) handleLocked(c *Call) (any, *Err) {
 	switch c.Method {
 	case "getMe":
 		return f.meLocked(), nil
+	case "getFile":
+		return f.getFile(c)
 	case "deleteWebhook":
 		f.webhook, f.secret = "", ""
 		return true, nil

@@ -1,0 +1,58 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/recallbot/recall/llm"
+	"github.com/recallbot/recall/media"
+)
+
+// mediaStage builds the stage that hears voice notes, sees photos and reads
+// documents (media.*): transcription through its own endpoint (by default
+// the LLM's), descriptions through the chat model.
+func (a *App) mediaStage(rec media.Recorder) *media.Stage {
+	cfg := a.Config
+	mc := cfg.Media
+	opts := media.Options{
+		MaxDuration: time.Duration(mc.Transcription.MaxSeconds) * time.Second,
+		MaxBytes:    int64(mc.Transcription.MaxBytes),
+		Heard:       mc.Transcription.ShowHeard,
+		Vision:      mc.Vision,
+		MaxImage:    int64(mc.MaxImageBytes),
+		MaxDocument: int64(mc.MaxDocumentBytes),
+		Log:         a.Log,
+	}
+	if mc.Transcription.Model != "" {
+		base, key := mc.Transcription.BaseURL, mc.Transcription.APIKey
+		if base == "" {
+			base = cfg.LLM.BaseURL
+		}
+		if key == "" {
+			key = cfg.LLM.APIKey
+		}
+		tr, err := llm.NewTranscriber(llm.TranscriberOptions{BaseURL: base, APIKey: key, Model: mc.Transcription.Model, Language: mc.Transcription.Language})
+		if err != nil {
+			a.Log.Error("voice notes will not be transcribed: media.transcription is not usable", "err", err)
+		} else {
+			opts.Transcriber = tr
+		}
+	}
+	if c, ok := a.Model.(*llm.Client); ok && mc.Vision != media.VisionOff {
+		opts.Describer = describer{c}
+	}
+	return media.New(rec, opts)
+}
+
+// describer has the chat model describe photos; a refusal of images is
+// media.ErrNoVision.
+type describer struct{ c *llm.Client }
+
+func (d describer) Describe(ctx context.Context, jpeg []byte, caption string) (string, error) {
+	text, err := d.c.Describe(ctx, jpeg, caption)
+	if llm.IsImageRejected(err) {
+		return "", errors.Join(media.ErrNoVision, err)
+	}
+	return text, err
+}

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-telegram/bot/models"
+
+	"github.com/recallbot/recall/adapters/telegram/telegramtest"
+	"github.com/recallbot/recall/llm/llmtest"
+	"github.com/recallbot/recall/memory"
+)
+
+// A voice note is heard (transcribed), answered like text and remembered:
+// after a restart a typed question is answered from what was said.
+func TestVoiceNoteIsHeardAndRemembered(t *testing.T) {
+	voice, err := os.ReadFile("../../media/testdata/voice.ogg") // espeak-ng + opusenc, 3.6 KB
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := newFakeTelegram(t)
+	model := llmtest.NewServer(t, func(r llmtest.Request) llmtest.Response {
+		last := r.Messages[len(r.Messages)-1].Content
+		if strings.Contains(last, "sister") && strings.Contains(last, "?") {
+			for _, m := range r.Messages[:len(r.Messages)-1] {
+				if strings.Contains(m.Content, "third of May") {
+					return llmtest.Response{Text: "On the third of May."}
+				}
+			}
+			return llmtest.Response{Text: "I don't know."}
+		}
+		return llmtest.Response{Text: "Noted!"}
+	})
+	model.SetTranscriber(func(tr llmtest.Transcription) (string, int) {
+		if tr.Model != "whisper-1" || tr.FileName != "voice.ogg" || string(tr.Audio) != string(voice) {
+			return "wrong upload", 400
+		}
+		return "My sister's birthday is on the third of May.", 0
+	})
+	env := telegramEnv(t, tg, model.URL, "RECALL_MEDIA_TRANSCRIPTION_MODEL=whisper-1")
+	bot := env.startDaemon(t)
+	bot.waitLog("running", 30*time.Second)
+
+	chat := telegramtest.PrivateChat(42)
+	m := &models.Message{ID: tg.MsgID(chat.ID), Date: int(time.Now().Unix()), Chat: chat,
+		From:  &models.User{ID: 42, FirstName: "Ann"},
+		Voice: &models.Voice{FileID: tg.AddFile("voice.ogg", voice), Duration: 3, MimeType: "audio/ogg", FileSize: int64(len(voice))}}
+	tg.Push(models.Update{Message: m})
+	if _, ok := tg.waitSent("🎤 heard: My sister's birthday is on the third of May.", 30*time.Second); !ok {
+		t.Fatalf("no 🎤 heard line:\n%s", bot.output())
+	}
+	if _, ok := tg.waitSent("Noted!", 30*time.Second); !ok {
+		t.Fatalf("the voice note was not answered:\n%s", bot.output())
+	}
+	bot.signal(syscall.SIGTERM)
+	if code := bot.wait(30 * time.Second); code != 0 {
+		t.Fatalf("exit code %d:\n%s", code, bot.output())
+	}
+	// The transcript is what was stored.
+	if doc := env.export(t, "--key", "telegram:42:"); !strings.Contains(strings.Join(textsOf(messagesOf(doc, "telegram:42:")), "\n"), "🎤 0:03: My sister's birthday") {
+		t.Fatalf("stored messages: %q", textsOf(messagesOf(doc, "telegram:42:")))
+	}
+
+	bot = env.startDaemon(t)
+	bot.waitLog("running", 30*time.Second)
+	tg.sendText(42, "When is my sister's birthday?")
+	if _, ok := tg.waitSent("On the third of May.", 30*time.Second); !ok {
+		t.Fatalf("not answered from memory after a restart:\n%s", bot.output())
+	}
+	bot.signal(syscall.SIGTERM)
+	bot.wait(30 * time.Second)
+}
+
+// With transcription off a voice note gets a clear answer saying how to turn
+// it on, the model is not asked, and its arrival is in the history.
+func TestVoiceNoteWithTranscriptionOff(t *testing.T) {
+	tg := newFakeTelegram(t)
+	model := newFakeLLM(t)
+	env := telegramEnv(t, tg, model.URL)
+	bot := env.startDaemon(t)
+	bot.waitLog("running", 30*time.Second)
+	chat := telegramtest.PrivateChat(42)
+	tg.Push(models.Update{Message: &models.Message{ID: tg.MsgID(chat.ID), Date: int(time.Now().Unix()), Chat: chat,
+		From: &models.User{ID: 42, FirstName: "Ann"}, Voice: &models.Voice{FileID: "nofile", Duration: 75}}})
+	if _, ok := tg.waitSent("media.transcription.model", 30*time.Second); !ok {
+		t.Fatalf("no answer saying how to turn transcription on:\n%s", bot.output())
+	}
+	bot.signal(syscall.SIGTERM)
+	bot.wait(30 * time.Second)
+	if n := len(model.chatRequests()); n != 0 {
+		t.Fatalf("the model was asked %d times about a voice note it could not hear", n)
+	}
+	texts := textsOf(messagesOf(env.export(t, "--key", "telegram:42:"), "telegram:42:"))
+	if len(texts) != 2 || !strings.HasPrefix(texts[0], "🎤 1:15 (a voice note I could not listen to)") {
+		t.Fatalf("history: %q", texts)
+	}
+}
+
+func textsOf(msgs []memory.Message) []string {
+	var out []string
+	for _, m := range msgs {
+		out = append(out, m.Text)
+	}
+	return out
+}
