@@ -39,6 +39,9 @@ func (a *App) mediaStage(rec media.Recorder) *media.Stage {
 			opts.Transcriber = tr
 		}
 	}
+	if imp, ok := rec.(media.Importer); ok {
+		opts.Imports = &media.Imports{Confirm: a.Commands, Store: imp, Count: a.Counter.Count}
+	}
 	if c, ok := a.Model.(*llm.Client); ok && mc.Vision != media.VisionOff {
 		opts.Describer = describer{c}
 	}

@@ -33,6 +33,9 @@ func isText(name, mime string) bool {
 // its content (with the caption after it). The whole text is stored and
 // searchable; the prompt keeps what fits.
 func (s *Stage) document(ctx context.Context, t *pipeline.Turn) (done bool, err error) {
+	if handled, err := s.chatImport(ctx, t); handled || err != nil {
+		return true, err
+	}
 	md := t.In.Media
 	name := md.Name
 	if name == "" {

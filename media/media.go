@@ -52,7 +52,8 @@ type Options struct {
 	Vision    string    // VisionAuto (default), VisionOn or VisionOff
 	MaxImage  int64     // larger photos are not downloaded (default 20 MB)
 
-	MaxDocument int64 // larger documents are not read (default 1 MiB)
+	MaxDocument int64    // larger documents are not read (default 1 MiB)
+	Imports     *Imports // chat exports sent as documents are offered for import; nil: read as documents
 
 	Timeout time.Duration // a download plus its model call (default 2 minutes)
 	Log     *slog.Logger

@@ -106,3 +106,36 @@ func textsOf(msgs []memory.Message) []string {
 	}
 	return out
 }
+
+// A chat export sent to the bot is offered for import, and after a yes its
+// messages are in this chat's memory.
+func TestChatExportSentAsADocumentIsImported(t *testing.T) {
+	tg := newFakeTelegram(t)
+	env := telegramEnv(t, tg, newFakeLLM(t).URL)
+	bot := env.startDaemon(t)
+	bot.waitLog("running", 30*time.Second)
+	export := []byte(`{"name":"Anna","type":"personal_chat","messages":[
+	 {"id":1,"type":"message","date_unixtime":"1677664860","from":"Anna","text":"The lease starts on the first of June"},
+	 {"id":2,"type":"message","date_unixtime":"1677664920","from":"Ann","text":"and the deposit is two months"}]}`)
+	chat := telegramtest.PrivateChat(42)
+	tg.Push(models.Update{Message: &models.Message{ID: tg.MsgID(chat.ID), Date: int(time.Now().Unix()), Chat: chat,
+		From:     &models.User{ID: 42, FirstName: "Ann"},
+		Document: &models.Document{FileID: tg.AddFile("result.json", export), FileName: "result.json", MimeType: "application/json", FileSize: int64(len(export))}}})
+	q, ok := tg.waitSent("I found 2 messages between Ann and Anna", 30*time.Second)
+	if !ok {
+		t.Fatalf("no import question:\n%s", bot.output())
+	}
+	if kb := q.Keyboard(); len(kb) == 0 {
+		t.Fatalf("the question has no buttons: %+v", q.Fields)
+	}
+	tg.sendText(42, "yes")
+	if _, ok := tg.waitSent("Imported 2 messages", 30*time.Second); !ok {
+		t.Fatalf("not imported:\n%s", bot.output())
+	}
+	tg.sendText(42, "/search deposit")
+	if _, ok := tg.waitSent("two months", 30*time.Second); !ok {
+		t.Fatalf("the imported history is not searchable:\n%s", bot.output())
+	}
+	bot.signal(syscall.SIGTERM)
+	bot.wait(30 * time.Second)
+}
