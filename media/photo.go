@@ -9,6 +9,7 @@ import (
 	_ "image/gif"
 	"image/jpeg"
 	_ "image/png" // photos sent as documents are often PNG
+	"strings"
 
 	"golang.org/x/image/draw"
 
@@ -42,6 +43,11 @@ func (s *Stage) photo(ctx context.Context, t *pipeline.Turn) (done bool, err err
 	data, err := md.Fetch(ctx2, s.opts.MaxImage)
 	if err != nil {
 		t.Logger().Warn("downloading a photo", "err", err)
+		if strings.TrimSpace(t.In.Text) != "" {
+			// The caption can still be answered.
+			t.In.Text = withCaption(cannotSee, t.In.Text)
+			return false, nil
+		}
 		return true, reply(ctx, t, "I couldn't download that photo. Please try again.")
 	}
 	small, err := Downscale(data, MaxSide)
