@@ -1,0 +1,91 @@
+package commands
+
+// The archive family: /search, /context, /export.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/recallbot/recall/memory"
+	"github.com/recallbot/recall/pipeline"
+)
+
+func runSearch(ctx context.Context, c *Call) error {
+	if c.Args == "" {
+		return usage("Use /search <words>, e.g. /search holiday Lisbon.")
+	}
+	if len(memory.Terms(c.Args)) == 0 {
+		return usage("Those are all very common words; search for something more specific, e.g. /search holiday Lisbon.")
+	}
+	hits, err := c.store.Search(ctx, c.Key, memory.Query{Text: c.Args, Limit: 10, TokenBudget: 3000})
+	if err != nil {
+		return err
+	}
+	if len(hits) == 0 {
+		return c.Reply(ctx, "Nothing in this conversation matches that.")
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Found %d messages:\n", len(hits))
+	for _, h := range hits {
+		text := []rune(strings.Join(strings.Fields(h.Message.Text), " "))
+		if len(text) > 200 {
+			text = append(text[:200], '…')
+		}
+		who := "you"
+		if h.Message.Role == memory.RoleAssistant {
+			who = "me"
+		} else if h.Message.SenderName != "" && c.Turn.In.IsGroup {
+			who = h.Message.SenderName
+		}
+		fmt.Fprintf(&b, "• %s, %s: %s\n", h.Message.Time.Format("2006-01-02"), who, string(text))
+	}
+	return c.Reply(ctx, strings.TrimRight(b.String(), "\n"))
+}
+
+func runContext(ctx context.Context, c *Call) error {
+	if c.preview == nil {
+		return c.Reply(ctx, "Context preview is not available.")
+	}
+	text := c.Args
+	if text == "" {
+		text = "(your next message)"
+	}
+	bd, err := c.preview.Preview(ctx, c.Key, text)
+	if err != nil {
+		return err
+	}
+	return c.Reply(ctx, bd.Format())
+}
+
+func runExport(ctx context.Context, c *Call) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	d, err := c.store.Export(ctx, c.Key.Owner(), nil)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := memory.WriteExport(&buf, memory.NewExport(d)); err != nil {
+		return err
+	}
+	name := "recall-export-" + safeName(c.Key.Owner()) + "-" + c.opts.Now().UTC().Format("20060102-150405") + ".json"
+	caption := fmt.Sprintf("Your data: %d conversations, %d notes. Format: recall-export v1 (JSON).", len(d.Conversations), len(d.Memories))
+	if fs, ok := c.Turn.Out.(pipeline.FileSender); ok {
+		return fs.SendFile(ctx, c.Key, pipeline.File{Name: name, MIME: "application/json", Data: buf.Bytes()}, caption)
+	}
+	// Sent as is: Markdown rendering would mangle the JSON (its "_" and "*").
+	_, err = c.Turn.Out.Send(ctx, pipeline.Outbound{Key: c.Key, Text: caption + "\n\n" + buf.String(), Plain: true, ReplyTo: c.Turn.In.MessageID})
+	return err
+}
+
+func safeName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' {
+			return r
+		}
+		return '-'
+	}, s)
+}
