@@ -124,7 +124,7 @@ func newApp(ctx context.Context, cfg config.Config, logw io.Writer) (*app, error
 	}
 	a.commands.EnableAdmin(commands.AdminOptions{Access: a.access, Stats: store,
 		MessagesPerMinute: cfg.Limits.MessagesPerMinute, TokensPerDay: cfg.Limits.TokensPerDay})
-	lim := limits.Options{Exempt: a.access.IsAdmin, Discard: store}
+	lim := limits.Options{Exempt: a.access.IsAdmin, Discard: store, TurnEstimate: cfg.Memory.Budget.Total + cfg.LLM.MaxTokens}
 	rate := limits.NewRate(cfg.Limits.MessagesPerMinute, lim)
 	quota := limits.NewQuota(cfg.Limits.TokensPerDay, store, lim)
 	a.responder.Usage = quota
