@@ -14,7 +14,7 @@ func builtins() []*Command {
 		{Name: "summary_status", Help: "show memory settings and counts", Run: runSummaryStatus},
 		{Name: "summary_on", Help: "turn long-term memory on", Run: runSummaryOn},
 		{Name: "summary_off", Help: "turn long-term memory off (nothing is deleted)", Run: runSummaryOff},
-		{Name: "summary_now", Help: "summarize the conversation now", Run: runSummaryNow},
+		{Name: "summary_now", Help: "summarize the conversation now, all but the last exchange", Run: runSummaryNow},
 		{Name: "remember", Usage: "<key> <text>", Help: "keep a note, e.g. /remember city I live in Lisbon", Run: runRemember},
 		{Name: "memories", Help: "list your notes", Run: runMemories},
 		{Name: "forget", Usage: "<key>", Help: "delete a note", Run: runForget},

@@ -190,7 +190,7 @@ func runSummaryNow(ctx context.Context, c *Call) error {
 	case errors.Is(err, summary.ErrRunning):
 		return c.Reply(ctx, "A summary is already being written; try /summary_status in a moment.")
 	case errors.Is(err, summary.ErrNothingToSummarize):
-		return c.Reply(ctx, "There is nothing to summarize yet: the most recent messages always stay as they are.")
+		return c.Reply(ctx, "There is nothing to summarize yet: the last exchange always stays as it is.")
 	case err != nil && len(res.Created) == 0:
 		c.Turn.Logger().Warn("summary_now failed", "err", err)
 		return c.Reply(ctx, "I couldn't write the summary (the language model failed). Nothing was archived; please try again later.")
