@@ -26,7 +26,6 @@ type adminBot struct {
 	cmds   *commands.Commands
 	chain  pipeline.Handler
 	out    *recorder
-	msgID  int
 
 	mu      sync.Mutex
 	reached []pipeline.Inbound
@@ -89,8 +88,7 @@ func (b *adminBot) say(id, text string) (bool, []pipeline.Outbound) {
 
 func (b *adminBot) sayIn(in pipeline.Inbound) (bool, []pipeline.Outbound) {
 	b.t.Helper()
-	b.msgID++
-	in.MessageID = strconv.Itoa(b.msgID)
+	in.MessageID = strconv.FormatInt(msgSeq.Add(1), 10)
 	if in.SenderName == "" {
 		in.SenderName = "User " + in.SenderID
 	}
@@ -314,7 +312,7 @@ func TestStats(t *testing.T) {
 		"Messages: 3 stored, 2 today (UTC).",
 		"Tokens today: 12,345, by 1 user.",
 		"Limits: 20 messages per minute, 50,000 tokens per day per user (admins exempt).",
-		"(recall.db ", " KB", "WAL ", "schema 2.",
+		"(recall.db ", " KB", "WAL ", "schema 3.",
 		"Write queue: 0 waiting, 3 written since start, 0 failed attempts.")
 }
 

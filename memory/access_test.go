@@ -55,8 +55,8 @@ func TestAccessStoreRoundTrip(t *testing.T) {
 	if len(reqs) != 1 || reqs[0] != req {
 		t.Errorf("PairingRequests = %+v, want [%+v]", reqs, req)
 	}
-	if v, err := s.SQLite().SchemaVersion(ctx); err != nil || v != 2 {
-		t.Errorf("schema version %d, %v; want 2", v, err)
+	if v, err := s.SQLite().SchemaVersion(ctx); err != nil || v != 3 {
+		t.Errorf("schema version %d, %v; want 3", v, err)
 	}
 }
 
@@ -215,7 +215,7 @@ func TestStats(t *testing.T) {
 
 	st, err := s.Stats(ctx, now)
 	must(t, err)
-	want := Stats{Owners: 3, Senders: 3, Messages: 8, MessagesToday: 4, TokensToday: 1234, TokenUsers: 2, JSONOwners: 1, SchemaVersion: 2}
+	want := Stats{Owners: 3, Senders: 3, Messages: 8, MessagesToday: 4, TokensToday: 1234, TokenUsers: 2, JSONOwners: 1, SchemaVersion: 3}
 	got := st
 	got.DBBytes, got.WALBytes, got.JSONBytes, got.Queue, got.DataDir, got.DayStart = 0, 0, 0, WriteStats{}, "", time.Time{}
 	if got != want {

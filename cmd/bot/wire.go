@@ -309,7 +309,7 @@ func (a *app) runChannels(ctx context.Context) error {
 	defer outbox.Close()
 	a.responder.Journal = outbox
 	disp := pipeline.NewDispatcher(a.handler, cfg.Pipeline.MaxConcurrent, a.log, pipeline.WithGrace(cfg.Shutdown.Timeout))
-	intake := &chat.Intake{Store: a.store, Allowed: a.access.Allowed, Counter: a.counter}
+	intake := &chat.Intake{Store: a.store, Allowed: a.access.Allowed, Asking: a.commands.Asking, Counter: a.counter}
 	g, gctx := errgroup.WithContext(ctx)
 	if cfg.TelegramEnabled() {
 		var menu []telegram.Command
