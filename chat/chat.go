@@ -22,6 +22,10 @@ type Store interface {
 	Append(ctx context.Context, msgs ...memory.Message) error
 	WriteStats() memory.WriteStats
 	AddFact(ctx context.Context, owner string, f memory.Fact) (memory.Fact, bool, error)
+	// MarkHandled records that a message's turn ended without a reply
+	// stored for it (it failed and the user was told), so that it is not
+	// answered after a restart (memory.Store.Unanswered).
+	MarkHandled(ctx context.Context, key pipeline.Key, platformID string) (first bool, err error)
 }
 
 // Model answers chats.
@@ -309,13 +313,23 @@ func (r *Responder) fail(ctx context.Context, t *pipeline.Turn, outcome string, 
 	return r.failTo(ctx, t, t.Out.Send, outcome, err, userText)
 }
 
-// failTo logs a failed turn and tells the user through send.
+// failTo logs a failed turn and tells the user through send. Once the
+// user is told, the message is recorded as handled: the turn ran, and a
+// restart must not answer it late (the user was asked to write again). A
+// turn cut short by a stop is not: the next start answers it.
 func (r *Responder) failTo(ctx context.Context, t *pipeline.Turn, send func(context.Context, pipeline.Outbound) (string, error),
 	outcome string, err error, userText string) error {
 	t.Logger().Error("turn failed", "outcome", outcome, "err", err)
 	r.observe(t.In.Key.Channel, outcome, time.Now(), llm.Reply{})
 	if _, serr := send(ctx, pipeline.Outbound{Key: t.In.Key, Text: userText, Plain: true, ReplyTo: t.In.MessageID}); serr != nil {
 		return errors.Join(err, serr)
+	}
+	if t.In.MessageID != "" && ctx.Err() == nil {
+		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), usageTimeout)
+		if _, merr := r.store.MarkHandled(mctx, t.In.Key, t.In.MessageID); merr != nil {
+			t.Logger().Warn("recording a failed turn as handled", "err", merr)
+		}
+		cancel()
 	}
 	return err
 }

@@ -308,7 +308,8 @@ func (a *app) runChannels(ctx context.Context) error {
 	}
 	defer outbox.Close()
 	a.responder.Journal = outbox
-	disp := pipeline.NewDispatcher(a.handler, cfg.Pipeline.MaxConcurrent, a.log, pipeline.WithGrace(cfg.Shutdown.Timeout))
+	disp := pipeline.NewDispatcher(a.handler, cfg.Pipeline.MaxConcurrent, a.log, pipeline.WithGrace(cfg.Shutdown.Timeout),
+		pipeline.WithRefuser(limits.Overflow(limits.Options{Discard: a.store, Log: a.log})))
 	intake := &chat.Intake{Store: a.store, Allowed: a.access.Allowed, Asking: a.commands.Asking, Counter: a.counter}
 	g, gctx := errgroup.WithContext(ctx)
 	if cfg.TelegramEnabled() {
