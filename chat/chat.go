@@ -26,6 +26,9 @@ type Store interface {
 	// stored for it (it failed and the user was told), so that it is not
 	// answered after a restart (memory.Store.Unanswered).
 	MarkHandled(ctx context.Context, key pipeline.Key, platformID string) (first bool, err error)
+	// TrimToWindow deletes the conversation's messages written since a
+	// time that are older than its last keep exchanges (memory off).
+	TrimToWindow(ctx context.Context, key pipeline.Key, since time.Time, keep int) (int, error)
 }
 
 // Model answers chats.
@@ -69,6 +72,7 @@ type Options struct {
 	SystemPrompt  string
 	Facts         bool          // extract facts after each exchange
 	MaxMemories   int           // user memories injected at most
+	KeepRecent    int           // exchanges kept while memory is off (memory.keep_recent_turns; default 4)
 	StoreTimeout  time.Duration // how long a reply waits to be durable before it is sent anyway (default 10s)
 	TypingEvery   time.Duration // typing indicator refresh (default 4s)
 	NotConfigured string        // reply when no LLM is configured
@@ -101,6 +105,9 @@ func New(store Store, model Model, asm Assembler, sum Summarizer, counter llm.Co
 	}
 	if opts.TypingEvery <= 0 {
 		opts.TypingEvery = 4 * time.Second
+	}
+	if opts.KeepRecent <= 0 {
+		opts.KeepRecent = 4
 	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
@@ -215,6 +222,9 @@ func (r *Responder) Handle(ctx context.Context, t *pipeline.Turn) error {
 	if err != nil {
 		r.warnStorage(ctx, t, true)
 	}
+	if !settings.MemoryEnabled {
+		r.trimWindow(ctx, t, settings)
+	}
 	if cut {
 		r.observe(in.Key.Channel, "llm_error", start, reply)
 		return nil // a partial answer teaches no facts; the user was told
@@ -233,6 +243,18 @@ func (r *Responder) Handle(ctx context.Context, t *pipeline.Turn) error {
 		}()
 	}
 	return nil
+}
+
+// trimWindow keeps, while the owner's memory is off, nothing written since
+// it went off (Settings.Updated) beyond the conversation's recent window:
+// the older messages are deleted, not archived. A failure is logged; the
+// next reply tries again.
+func (r *Responder) trimWindow(ctx context.Context, t *pipeline.Turn, settings memory.Settings) {
+	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.opts.StoreTimeout)
+	defer cancel()
+	if _, err := r.store.TrimToWindow(tctx, t.In.Key, settings.Updated, r.opts.KeepRecent); err != nil {
+		t.Logger().Warn("memory is off: deleting what left the recent window", "err", err)
+	}
 }
 
 // journal logs a failure to record a delivery step (the reply still goes

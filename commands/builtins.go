@@ -13,7 +13,7 @@ func builtins() []*Command {
 		{Name: "summary", Usage: "[sqlite|json] [1-500]", Help: "set up long-term memory: storage and how often to summarize", Run: runSummary},
 		{Name: "summary_status", Help: "show memory settings and counts", Run: runSummaryStatus},
 		{Name: "summary_on", Help: "turn long-term memory on", Run: runSummaryOn},
-		{Name: "summary_off", Help: "turn long-term memory off (nothing is deleted)", Run: runSummaryOff},
+		{Name: "summary_off", Help: "turn long-term memory off: from then on only our last few exchanges are kept (nothing earlier is deleted)", Run: runSummaryOff},
 		{Name: "summary_now", Help: "summarize the conversation now, all but the last exchange", Run: runSummaryNow},
 		{Name: "remember", Usage: "<key> <text>", Help: "keep a note, e.g. /remember city I live in Lisbon", Run: runRemember},
 		{Name: "memories", Help: "list your notes", Run: runMemories},

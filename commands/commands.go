@@ -78,13 +78,16 @@ func (c *Call) ask(ctx context.Context, text string, choices []pipeline.Choice) 
 
 // Options configure the commands.
 type Options struct {
-	BotName   string        // the bot's @username on Telegram ("" when unknown)
-	FlowTTL   time.Duration // how long a /summary or /purge question waits (default 5 min)
-	Defaults  memory.Settings
-	Facts     bool // memory.facts.enabled, shown in /summary_status
-	Log       *slog.Logger
-	Now       func() time.Time
-	ExtraHelp string // appended to /help (e.g. how to configure the LLM)
+	BotName  string        // the bot's @username on Telegram ("" when unknown)
+	FlowTTL  time.Duration // how long a /summary or /purge question waits (default 5 min)
+	Defaults memory.Settings
+	Facts    bool // memory.facts.enabled, shown in /summary_status
+	// KeepRecent is memory.keep_recent_turns: the exchanges kept while
+	// memory is off, as /summary_off says (default 4).
+	KeepRecent int
+	Log        *slog.Logger
+	Now        func() time.Time
+	ExtraHelp  string // appended to /help (e.g. how to configure the LLM)
 }
 
 // Commands is the registry and the stage that runs them.
@@ -110,6 +113,9 @@ func New(store Store, sum Summarizer, preview Previewer, opts Options) *Commands
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.KeepRecent <= 0 {
+		opts.KeepRecent = 4
 	}
 	c := &Commands{store: store, sum: sum, preview: preview, opts: opts, flows: map[pipeline.Key]*flow{}}
 	c.list = builtins()

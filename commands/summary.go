@@ -162,14 +162,16 @@ func setEnabled(ctx context.Context, c *Call, on bool) error {
 	if st.MemoryEnabled == on {
 		return c.Reply(ctx, "Long-term memory is already "+onOff(on)+".")
 	}
-	st.MemoryEnabled = on
+	st.MemoryEnabled, st.Updated = on, c.opts.Now() // while off, what is written from now on is kept only in the recent window
 	if err := c.store.PutSettings(ctx, st); err != nil {
 		return err
 	}
 	if on {
 		return c.Reply(ctx, fmt.Sprintf("Long-term memory is on (storage: %s, summarize every %d messages).", storageLabel(st.Storage), st.Threshold))
 	}
-	return c.Reply(ctx, "Long-term memory is off: I won't summarize or search the archive. Nothing was deleted; /summary_on turns it back on.")
+	return c.Reply(ctx, fmt.Sprintf("Long-term memory is off. While it is off I keep only our last %d exchanges in each conversation: "+
+		"older messages you write from now on are deleted, not summarized, and I don't search the archive or learn facts. "+
+		"What I stored before stays as it was (nothing was deleted); /summary_on turns memory back on.", c.opts.KeepRecent))
 }
 
 func runSummaryOn(ctx context.Context, c *Call) error  { return setEnabled(ctx, c, true) }

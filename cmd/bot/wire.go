@@ -108,14 +108,14 @@ func newApp(ctx context.Context, cfg config.Config, logw io.Writer) (*app, error
 	}
 	a.responder = chat.New(store, model, asm, sum, counter, chat.Options{
 		SystemPrompt: cfg.LLM.SystemPrompt, Facts: cfg.Memory.Facts.Enabled, MaxMemories: cfg.Memory.MaxMemories,
-		NotConfigured: notConfigured, Log: a.log,
+		KeepRecent: cfg.Memory.KeepRecentTurns, NotConfigured: notConfigured, Log: a.log,
 	})
 	a.responder.Observer = a.metrics
 	extra := ""
 	if a.model == nil {
 		extra = notConfigured
 	}
-	a.commands = commands.New(store, cmdSum, a.responder, commands.Options{Defaults: defaults, Facts: cfg.Memory.Facts.Enabled, Log: a.log, ExtraHelp: extra})
+	a.commands = commands.New(store, cmdSum, a.responder, commands.Options{Defaults: defaults, Facts: cfg.Memory.Facts.Enabled, KeepRecent: cfg.Memory.KeepRecentTurns, Log: a.log, ExtraHelp: extra})
 	a.access = pipeline.NewAccess(cfg.Access.Open, cfg.Access.AllowedUsers,
 		pipeline.WithAdmins(cfg.Access.Admins...), pipeline.WithAccessStore(store), pipeline.WithAccessLog(a.log))
 	if err := a.access.Load(ctx); err != nil {
