@@ -46,6 +46,7 @@ func (c *Commands) EnableAdmin(opts AdminOptions) {
 	if opts.Access == nil {
 		panic("commands: EnableAdmin needs an access list")
 	}
+	c.isAdmin = opts.Access.IsAdmin
 	admin := adminCommands(opts)
 	for _, cmd := range admin {
 		c.byName[cmd.Name] = cmd

@@ -59,9 +59,23 @@ func runContext(ctx context.Context, c *Call) error {
 	return c.Reply(ctx, bd.Format())
 }
 
+// groupExportText refuses /export in a group to anyone but its admins.
+const groupExportText = "In a group, only the bot's admins or the group's admins can export its history: it holds what everyone here said, from before some members joined too. Your own data: send /export to me in a private chat."
+
 func runExport(ctx context.Context, c *Call) error {
 	if err := noArgs(c); err != nil {
 		return err
+	}
+	if c.Turn.In.IsGroup {
+		ok, err := c.groupAdmin(ctx)
+		if err != nil {
+			c.Turn.Logger().Warn("checking the group's admins for /export", "err", err)
+			return c.Reply(ctx, "I couldn't check who the group's admins are right now; please try again in a moment.")
+		}
+		if !ok {
+			c.Turn.Logger().Info("group export refused", "user", c.Turn.In.UserID(), "key", c.Key)
+			return c.Reply(ctx, groupExportText)
+		}
 	}
 	d, err := c.store.Export(ctx, c.Key.Owner(), nil)
 	if err != nil {
@@ -79,6 +93,20 @@ func runExport(ctx context.Context, c *Call) error {
 	// Sent as is: Markdown rendering would mangle the JSON (its "_" and "*").
 	_, err = c.Turn.Out.Send(ctx, pipeline.Outbound{Key: c.Key, Text: caption + "\n\n" + buf.String(), Plain: true, ReplyTo: c.Turn.In.MessageID})
 	return err
+}
+
+// groupAdmin reports whether the sender is one of the bot's admins or an
+// administrator of the group on its platform (pipeline.ChatAdmins; where
+// the platform cannot tell, only the bot's admins are).
+func (c *Call) groupAdmin(ctx context.Context) (bool, error) {
+	if c.isAdmin != nil && c.isAdmin(c.Turn.In.UserID()) {
+		return true, nil
+	}
+	ca, ok := c.Turn.Out.(pipeline.ChatAdmins)
+	if !ok {
+		return false, nil
+	}
+	return ca.IsChatAdmin(ctx, c.Key, c.Turn.In.SenderID)
 }
 
 func safeName(s string) string {

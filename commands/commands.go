@@ -99,6 +99,8 @@ type Commands struct {
 	list    []*Command
 	byName  map[string]*Command
 
+	isAdmin func(userID string) bool // the bot's admins (EnableAdmin); nil: none
+
 	mu    sync.Mutex
 	flows map[pipeline.Key]*flow
 }
