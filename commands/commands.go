@@ -33,6 +33,10 @@ type Store interface {
 	// Discard removes a user message a channel stored on arrival
 	// (chat.Intake) that turned out to be an answer to a question.
 	Discard(ctx context.Context, key pipeline.Key, platformID string) (bool, error)
+	// SenderMessages and PurgeSender: a person's messages in groups, for
+	// "/purge all" in a private chat.
+	SenderMessages(ctx context.Context, sc memory.SenderScope) (messages, groups int, err error)
+	PurgeSender(ctx context.Context, sc memory.SenderScope) (memory.PurgeReport, error)
 }
 
 // Summarizer runs /summary_now.

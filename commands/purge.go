@@ -22,6 +22,14 @@ var purgeChoices = []pipeline.Choice{
 
 var yesNo = []pipeline.Choice{{Label: "Yes, delete", Data: "yes"}, {Label: "No", Data: "no"}}
 
+// withGroups is the question of "/purge all" in a private chat when the
+// person also wrote in groups: their messages there are theirs too.
+var withGroups = []pipeline.Choice{
+	{Label: "Yes, and in the groups too", Data: "groups"},
+	{Label: "Yes, only my own chats", Data: "yes"},
+	{Label: "No", Data: "no"},
+}
+
 func runPurge(ctx context.Context, c *Call) error {
 	fields := strings.Fields(strings.ToLower(c.Args))
 	if len(fields) == 0 {
@@ -91,21 +99,40 @@ func confirmPurge(ctx context.Context, c *Call, what string, days int) error {
 	default:
 		desc = fmt.Sprintf("messages older than %d days and the summaries made from them", days)
 	}
+	choices, question := yesNo, fmt.Sprintf("Delete %s? This cannot be undone.", desc)
+	sender := memory.SenderScope{Channel: c.Key.Channel, SenderID: c.Turn.In.SenderID, Except: c.Key.Owner()}
+	if what == "all" && !c.Turn.In.IsGroup && sender.SenderID != "" {
+		n, groups, err := c.store.SenderMessages(ctx, sender)
+		if err != nil {
+			c.Turn.Logger().Warn("counting the messages of a /purge all in groups", "err", err)
+		}
+		if n > 0 {
+			choices = withGroups
+			question = fmt.Sprintf("Delete %s? Also your %d %s in %d %s (with my answers to them, and the group summaries built from them)? This cannot be undone.",
+				desc, n, plural(n, "message", "messages"), groups, plural(groups, "group", "groups"))
+		}
+	}
 	c.startFlow(c.Key, func(ctx context.Context, c *Call, answer string) error {
-		ch, ok := pipeline.PickChoice(answer, yesNo)
+		ch, ok := pipeline.PickChoice(answer, choices)
 		if !ok {
 			switch normalize(answer) {
 			case "y", "yes", "yes delete", "ja", "si", "oui":
-				ch, ok = yesNo[0], true
+				ch, ok = pipeline.Choice{Data: "yes"}, true
 			case "n", "no", "cancel":
-				ch, ok = yesNo[1], true
+				ch, ok = pipeline.Choice{Data: "no"}, true
+			case "groups", "all", "both", "everything":
+				ok = len(choices) == len(withGroups)
+				ch = pipeline.Choice{Data: "groups"}
 			}
 		}
 		if !ok {
+			if len(choices) == len(withGroups) {
+				return c.Reply(ctx, "Please answer 1 (also in the groups), 2 (only your own chats) or no.")
+			}
 			return c.Reply(ctx, "Please answer yes or no.")
 		}
 		c.endFlow(c.Key)
-		if ch.Data != "yes" {
+		if ch.Data != "yes" && ch.Data != "groups" {
 			return c.Reply(ctx, "Cancelled; nothing was deleted.")
 		}
 		scope := memory.PurgeScope{Owner: c.Key.Owner()}
@@ -119,8 +146,25 @@ func confirmPurge(ctx context.Context, c *Call, what string, days int) error {
 		if err != nil {
 			return err
 		}
-		return c.Reply(ctx, fmt.Sprintf("Deleted %d messages, %d summaries, %d facts and %d notes. They are gone from the database, the search index and the summaries.",
-			rep.Messages, rep.Summaries, rep.Facts, rep.Memories))
+		msg := fmt.Sprintf("Deleted %d messages, %d summaries, %d facts and %d notes. They are gone from the database, the search index and the summaries.",
+			rep.Messages, rep.Summaries, rep.Facts, rep.Memories)
+		if ch.Data == "groups" {
+			g, err := c.store.PurgeSender(ctx, sender)
+			if err != nil {
+				return err
+			}
+			msg += fmt.Sprintf(" In the groups: deleted %d messages (yours and my answers to them), %d summaries and %d facts built from them.",
+				g.Messages, g.Summaries, g.Facts)
+		}
+		return c.Reply(ctx, msg)
 	})
-	return c.ask(ctx, fmt.Sprintf("Delete %s? This cannot be undone.", desc), yesNo)
+	return c.ask(ctx, question, choices)
+}
+
+// plural writes the noun for n.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
