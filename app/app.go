@@ -201,12 +201,13 @@ func (a *App) build(ctx context.Context, parts Parts, defaults memory.Settings, 
 	if err := a.Access.Load(ctx); err != nil {
 		return errors.Join(fmt.Errorf("loading access decisions: %w", err), a.closeOutbox())
 	}
-	lim := limits.Options{Exempt: a.Access.IsAdmin, Discard: store, Now: now}
+	lim := limits.Options{Exempt: a.Access.IsAdmin, Discard: store, Now: now, TurnEstimate: cfg.Memory.Budget.Total + cfg.LLM.MaxTokens}
 	rate := limits.NewRate(cfg.Limits.MessagesPerMinute, lim)
 	quota := limits.NewQuota(cfg.Limits.TokensPerDay, store, lim)
 	copts := chat.Options{
 		SystemPrompt: cfg.LLM.SystemPrompt, Facts: cfg.Memory.Facts.Enabled, MaxMemories: cfg.Memory.MaxMemories,
 		NotConfigured: NotConfigured, Log: a.Log, Observer: a.Metrics, Usage: quota, StillThinkingAfter: cfg.LLM.StillThinkingAfter,
+		KeepRecent:    cfg.Memory.KeepRecentTurns,
 		ContextWindow: cfg.LLM.ContextWindow, ReplyReserve: cfg.LLM.MaxTokens,
 		Tools: chat.Tools{
 			Box:  memtools.New(store, a.Counter, memtools.Options{Budget: b.Snippets, Observer: a.Metrics, Log: a.Log}),
@@ -229,7 +230,8 @@ func (a *App) build(ctx context.Context, parts Parts, defaults memory.Settings, 
 		extra = NotConfigured
 	}
 	a.Commands = commands.New(store, cmdSum, a.Responder, commands.Options{
-		BotName: parts.BotName, Defaults: defaults, Facts: cfg.Memory.Facts.Enabled, Log: a.Log, Now: now, ExtraHelp: extra,
+		BotName: parts.BotName, Defaults: defaults, Facts: cfg.Memory.Facts.Enabled, KeepRecent: cfg.Memory.KeepRecentTurns,
+		Log: a.Log, Now: now, ExtraHelp: extra,
 		Admin: &commands.AdminOptions{Access: a.Access, Stats: store,
 			MessagesPerMinute: cfg.Limits.MessagesPerMinute, TokensPerDay: cfg.Limits.TokensPerDay},
 	})
@@ -244,7 +246,7 @@ func (a *App) build(ctx context.Context, parts Parts, defaults memory.Settings, 
 		quota.Middleware(),
 		a.mediaStage(store).Middleware(),
 	)
-	a.Intake = &chat.Intake{Store: store, Allowed: a.Access.Allowed, Counter: a.Counter, Wait: parts.IntakeWait}
+	a.Intake = &chat.Intake{Store: store, Allowed: a.Access.Allowed, Asking: a.Commands.Asking, Counter: a.Counter, Wait: parts.IntakeWait}
 	return nil
 }
 

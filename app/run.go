@@ -11,6 +11,7 @@ import (
 
 	"github.com/recallbot/recall/chat"
 	"github.com/recallbot/recall/commands"
+	"github.com/recallbot/recall/limits"
 	"github.com/recallbot/recall/metrics"
 	"github.com/recallbot/recall/ops"
 	"github.com/recallbot/recall/pipeline"
@@ -55,7 +56,8 @@ type ChannelFunc func(w Wiring) (Channel, error)
 // pipeline.max_concurrent turns at a time and shutdown.timeout of grace. Run
 // makes its own; a test that drives an adapter by hand uses this one.
 func (a *App) NewDispatcher() *pipeline.Dispatcher {
-	return pipeline.NewDispatcher(a.Handler, a.Config.Pipeline.MaxConcurrent, a.Log, pipeline.WithGrace(a.Config.Shutdown.Timeout))
+	return pipeline.NewDispatcher(a.Handler, a.Config.Pipeline.MaxConcurrent, a.Log, pipeline.WithGrace(a.Config.Shutdown.Timeout),
+		pipeline.WithRefuser(limits.Overflow(limits.Options{Discard: a.Store, Log: a.Log})))
 }
 
 // PendingWindow is how old an accepted but unanswered message may be to be

@@ -22,6 +22,13 @@ type Store interface {
 	Append(ctx context.Context, msgs ...memory.Message) error
 	WriteStats() memory.WriteStats
 	AddFact(ctx context.Context, owner string, f memory.Fact) (memory.Fact, bool, error)
+	// MarkHandled records that a message's turn ended without a reply
+	// stored for it (it failed and the user was told), so that it is not
+	// answered after a restart (memory.Store.Unanswered).
+	MarkHandled(ctx context.Context, key pipeline.Key, platformID string) (first bool, err error)
+	// TrimToWindow deletes the conversation's messages written since a
+	// time that are older than its last keep exchanges (memory off).
+	TrimToWindow(ctx context.Context, key pipeline.Key, since time.Time, keep int) (int, error)
 }
 
 // Model answers chats.
@@ -77,6 +84,7 @@ type Options struct {
 	SystemPrompt string
 	Facts        bool          // extract facts after each exchange
 	MaxMemories  int           // user memories injected at most
+	KeepRecent   int           // exchanges kept while memory is off (memory.keep_recent_turns; default 4)
 	StoreTimeout time.Duration // how long a reply waits to be durable before it is sent anyway (default 10s)
 	TypingEvery  time.Duration // typing indicator refresh (default 4s)
 	// StillThinkingAfter is the wait after which a WaitNoter shows
@@ -138,6 +146,9 @@ func New(store Store, model Model, asm Assembler, sum Summarizer, counter llm.Co
 	}
 	if opts.TypingEvery <= 0 {
 		opts.TypingEvery = 4 * time.Second
+	}
+	if opts.KeepRecent <= 0 {
+		opts.KeepRecent = 4
 	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
@@ -221,6 +232,9 @@ func (r *Responder) Handle(ctx context.Context, t *pipeline.Turn) error {
 	}
 	if err := r.deliver(ctx, t, a, start); err != nil {
 		return err
+	}
+	if !settings.MemoryEnabled {
+		r.trimWindow(ctx, t, settings)
 	}
 	if a.cut {
 		r.observe(in.Key.Channel, "llm_error", start, a.reply)
@@ -368,6 +382,18 @@ func (r *Responder) after(ctx context.Context, t *pipeline.Turn, settings memory
 	}()
 }
 
+// trimWindow keeps, while the owner's memory is off, nothing written since
+// it went off (Settings.Updated) beyond the conversation's recent window:
+// the older messages are deleted, not archived. A failure is logged; the
+// next reply tries again.
+func (r *Responder) trimWindow(ctx context.Context, t *pipeline.Turn, settings memory.Settings) {
+	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.opts.StoreTimeout)
+	defer cancel()
+	if _, err := r.store.TrimToWindow(tctx, t.In.Key, settings.Updated, r.opts.KeepRecent); err != nil {
+		t.Logger().Warn("memory is off: deleting what left the recent window", "err", err)
+	}
+}
+
 // journal logs a failure to record a delivery step (the reply still goes
 // out; only a crash right now could lose or repeat it).
 func (r *Responder) journal(log *slog.Logger, err error) {
@@ -452,11 +478,21 @@ func (r *Responder) fail(ctx context.Context, t *pipeline.Turn, outcome string, 
 
 // failTo tells the user through send that the turn failed and returns why;
 // the caller of the chain (the dispatcher, the terminal chat) logs it, once.
+// Once the user is told, the message is recorded as handled: the turn ran,
+// and a restart must not answer it late (the user was asked to write
+// again). A turn cut short by a stop is not: the next start answers it.
 func (r *Responder) failTo(ctx context.Context, t *pipeline.Turn, send func(context.Context, pipeline.Outbound) (string, error),
 	outcome string, err error, userText string) error {
 	r.observe(t.In.Key.Channel, outcome, time.Now(), llm.Reply{})
 	if _, serr := send(ctx, pipeline.Outbound{Key: t.In.Key, Text: userText, Plain: true, ReplyTo: t.In.MessageID}); serr != nil {
 		return errors.Join(err, serr)
+	}
+	if t.In.MessageID != "" && ctx.Err() == nil {
+		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), usageTimeout)
+		if _, merr := r.store.MarkHandled(mctx, t.In.Key, t.In.MessageID); merr != nil {
+			t.Logger().Warn("recording a failed turn as handled", "err", merr)
+		}
+		cancel()
 	}
 	return err
 }

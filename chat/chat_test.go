@@ -198,11 +198,32 @@ func TestFailingLLMGivesAPlainMessageAndKeepsTheUserMessage(t *testing.T) {
 				t.Errorf("user message %q, want it to mention %q and never the key", got[0], tc.want)
 			}
 			must(t, f.store.Flush(context.Background()))
-			stored, answered, _ := f.store.Lookup(context.Background(), key, "7")
-			if !stored || answered {
-				t.Errorf("stored=%v answered=%v: the user's message must be kept, unanswered", stored, answered)
-			}
+			keptNotAnswered(t, f.store)
 		})
+	}
+}
+
+// keptNotAnswered checks the user's message "7" after a failed turn: kept
+// in the history with no reply stored, and handled — the user was told, so
+// neither a redelivery nor a restart answers it late.
+func keptNotAnswered(t *testing.T, store *memory.Store) {
+	t.Helper()
+	ctx := context.Background()
+	stored, handled, _ := store.Lookup(ctx, key, "7")
+	if !stored || !handled {
+		t.Errorf("stored=%v handled=%v: the user's message must be kept, and handled", stored, handled)
+	}
+	active, err := store.Active(ctx, key)
+	must(t, err)
+	for _, m := range active {
+		if m.Role == memory.RoleAssistant {
+			t.Errorf("a reply is stored for a failed turn: %+v", m)
+		}
+	}
+	un, err := store.Unanswered(ctx, key.Channel, time.Now().Add(-time.Hour))
+	must(t, err)
+	if len(un) != 0 {
+		t.Errorf("a failed turn the user was told about is left for a restart to answer: %+v", un)
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 // it to its platform (Telegram's getUpdates offset, a webhook's 200), so an
 // update that reached the bot survives a crash. Only what the chat would
 // store anyway is stored: messages from allowed users, addressed to the bot,
-// that are not commands.
+// that are not commands nor answers to a question.
 //
 // While storage fails (read-only or full disk) the channel is not held up:
 // the message waits in the write queue, lands once storage recovers, and is
@@ -25,6 +25,10 @@ type Intake struct {
 		WriteStats() memory.WriteStats
 	}
 	Allowed func(userID string) bool
+	// Asking reports whether a question waits for its answer in a
+	// conversation (commands.Commands.Asking): the next message there is
+	// likely that answer, which is the command's and not stored. nil: none.
+	Asking  func(key pipeline.Key) bool
 	Counter llm.Counter
 	// Wait is how long Accept waits for the message to be committed before
 	// it looks whether storage is failing (default 2s).
@@ -37,6 +41,12 @@ func (i *Intake) Accept(ctx context.Context, in pipeline.Inbound) error {
 		return nil
 	}
 	if i.Allowed != nil && !i.Allowed(in.UserID()) {
+		return nil
+	}
+	if i.Asking != nil && i.Asking(in.Key) {
+		// An answer to a question ("1", "yes"). Should it turn out to be
+		// a message for the LLM (the question expired meanwhile), the
+		// responder stores it as it does every message.
 		return nil
 	}
 	m := UserMessage(in, i.Counter)

@@ -46,6 +46,7 @@ func (c *Commands) enableAdmin(opts AdminOptions) {
 	if opts.Access == nil {
 		panic("commands.New: Options.Admin needs an access list")
 	}
+	c.isAdmin = opts.Access.IsAdmin
 	admin := adminCommands(opts)
 	for _, cmd := range admin {
 		c.byName[cmd.Name] = cmd

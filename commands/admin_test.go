@@ -27,7 +27,6 @@ type adminBot struct {
 	cmds   *commands.Commands
 	chain  pipeline.Handler
 	out    *recorder
-	msgID  int
 
 	mu      sync.Mutex
 	reached []pipeline.Inbound
@@ -90,8 +89,7 @@ func (b *adminBot) say(id, text string) (bool, []pipeline.Outbound) {
 
 func (b *adminBot) sayIn(in pipeline.Inbound) (bool, []pipeline.Outbound) {
 	b.t.Helper()
-	b.msgID++
-	in.MessageID = strconv.Itoa(b.msgID)
+	in.MessageID = strconv.FormatInt(msgSeq.Add(1), 10)
 	if in.SenderName == "" {
 		in.SenderName = "User " + in.SenderID
 	}
@@ -359,5 +357,59 @@ func TestGroupPurgeIsForAdmins(t *testing.T) {
 	// In a private chat, a member still purges their own data.
 	if got := b.reply(memberID, "/purge chat"); strings.Contains(got, "only the bot's admins") {
 		t.Errorf("member's own /purge: %q", got)
+	}
+}
+
+// groupAdmins is a Sender that knows a group's administrators, as the
+// Telegram adapter does (pipeline.ChatAdmins).
+type groupAdmins struct {
+	recorder
+	admins map[string]bool
+}
+
+func (g *groupAdmins) IsChatAdmin(_ context.Context, _ pipeline.Key, userID string) (bool, error) {
+	return g.admins[userID], nil
+}
+
+// TestGroupExportIsForAdmins: a group's history holds what every member
+// said, from before some joined too. A member's /export there is refused;
+// the bot's admins and the group's own administrators get it.
+func TestGroupExportIsForAdmins(t *testing.T) {
+	clk := &clock{now: time.Date(2030, 6, 1, 10, 0, 0, 0, time.UTC)}
+	b := startAdminBot(t, t.TempDir(), clk)
+	ctx := context.Background()
+	groupKey := pipeline.Key{Channel: "telegram", Chat: "-100", Thread: "5"}
+	if err := b.store.Append(ctx, memory.Message{Key: groupKey, Role: memory.RoleUser, SenderID: adminID, Text: "before you joined", Time: clk.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		sender string
+		out    pipeline.Sender
+		ok     bool
+	}{
+		{memberID, &groupAdmins{admins: map[string]bool{"3": true}}, false},     // a member
+		{memberID, &recorder{}, false},                                          // the platform cannot tell: bot admins only
+		{memberID, &groupAdmins{admins: map[string]bool{memberID: true}}, true}, // the group's administrator
+		{adminID, &recorder{}, true},                                            // the bot's admin
+	} {
+		in := pipeline.Inbound{Key: groupKey, SenderID: tc.sender, SenderName: "U", IsGroup: true, Text: "/export",
+			MessageID: strconv.FormatInt(msgSeq.Add(1), 10), Time: clk.Now()}
+		if err := b.chain.Handle(ctx, &pipeline.Turn{In: in, Out: tc.out}); err != nil {
+			t.Fatal(err)
+		}
+		var sent []pipeline.Outbound
+		switch o := tc.out.(type) {
+		case *recorder:
+			sent = o.Sent()
+		case *groupAdmins:
+			sent = o.Sent()
+		}
+		if len(sent) != 1 {
+			t.Fatalf("%s: %d replies: %+v", tc.sender, len(sent), sent)
+		}
+		exported := strings.Contains(sent[0].Text, "before you joined")
+		if exported != tc.ok || !tc.ok && !strings.Contains(sent[0].Text, "only the bot's admins or the group's admins") {
+			t.Errorf("%s (%T): exported=%v, want %v: %q", tc.sender, tc.out, exported, tc.ok, sent[0].Text)
+		}
 	}
 }

@@ -27,6 +27,16 @@ type Store interface {
 	Search(ctx context.Context, key pipeline.Key, q memory.Query) ([]memory.Hit, error)
 	Purge(ctx context.Context, scope memory.PurgeScope) (memory.PurgeReport, error)
 	Export(ctx context.Context, owner string, key *pipeline.Key) (memory.OwnerData, error)
+	// MarkHandled records durably that a platform message was handled
+	// without a reply stored for it; first is false when it was already.
+	MarkHandled(ctx context.Context, key pipeline.Key, platformID string) (first bool, err error)
+	// Discard removes a user message a channel stored on arrival
+	// (chat.Intake) that turned out to be an answer to a question.
+	Discard(ctx context.Context, key pipeline.Key, platformID string) (bool, error)
+	// SenderMessages and PurgeSender: a person's messages in groups, for
+	// "/purge all" in a private chat.
+	SenderMessages(ctx context.Context, sc memory.SenderScope) (messages, groups int, err error)
+	PurgeSender(ctx context.Context, sc memory.SenderScope) (memory.PurgeReport, error)
 }
 
 // Summarizer runs /summary_now.
@@ -74,13 +84,16 @@ func (c *Call) ask(ctx context.Context, text string, choices []pipeline.Choice) 
 
 // Options configure the commands.
 type Options struct {
-	BotName   string        // the bot's @username on Telegram ("" when unknown)
-	FlowTTL   time.Duration // how long a /summary or /purge question waits (default 5 min)
-	Defaults  memory.Settings
-	Facts     bool // memory.facts.enabled, shown in /summary_status
-	Log       *slog.Logger
-	Now       func() time.Time
-	ExtraHelp string // appended to /help (e.g. how to configure the LLM)
+	BotName  string        // the bot's @username on Telegram ("" when unknown)
+	FlowTTL  time.Duration // how long a /summary or /purge question waits (default 5 min)
+	Defaults memory.Settings
+	Facts    bool // memory.facts.enabled, shown in /summary_status
+	// KeepRecent is memory.keep_recent_turns: the exchanges kept while
+	// memory is off, as /summary_off says (default 4).
+	KeepRecent int
+	Log        *slog.Logger
+	Now        func() time.Time
+	ExtraHelp  string // appended to /help (e.g. how to configure the LLM)
 	// Admin adds the admin commands (/allow, /deny, /pending, /stats) for
 	// the admins of its access list; nil: none.
 	Admin *AdminOptions
@@ -94,6 +107,8 @@ type Commands struct {
 	opts    Options
 	list    []*Command
 	byName  map[string]*Command
+
+	isAdmin func(userID string) bool // the bot's admins (EnableAdmin); nil: none
 
 	mu    sync.Mutex
 	flows map[pipeline.Key]*flow
@@ -109,6 +124,9 @@ func New(store Store, sum Summarizer, preview Previewer, opts Options) *Commands
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.KeepRecent <= 0 {
+		opts.KeepRecent = 4
 	}
 	c := &Commands{store: store, sum: sum, preview: preview, opts: opts, flows: map[pipeline.Key]*flow{}}
 	c.list = builtins()
@@ -155,11 +173,18 @@ func (c *Commands) Middleware() pipeline.Middleware {
 }
 
 // Handle runs the turn if it is a command or answers a pending question.
+// Either way the message is the command's: it is recorded as handled
+// before it runs, so a platform's redelivery (after a restart too) does not
+// run it again, and a typed answer ("1", "yes", "cancel") is not kept as a
+// message — not in the history, not in prompts, not answered by the LLM.
 func (c *Commands) Handle(ctx context.Context, t *pipeline.Turn) (bool, error) {
 	key := t.In.Key
 	if p, ok := Parse(t.In.Text); ok {
 		if !p.ForBot(c.opts.BotName) {
 			return true, nil // another bot's command: not ours to answer
+		}
+		if !c.consume(ctx, t) {
+			return true, nil
 		}
 		call := &Call{Commands: c, Turn: t, Name: p.Name, Args: p.Args, Key: key}
 		cmd, known := c.byName[p.Name]
@@ -172,6 +197,9 @@ func (c *Commands) Handle(ctx context.Context, t *pipeline.Turn) (bool, error) {
 		return true, call.fail(ctx, cmd.Run(ctx, call))
 	}
 	if f := c.flowFor(key); f != nil && f.answers(t.In) {
+		if !c.consume(ctx, t) {
+			return true, nil
+		}
 		call := &Call{Commands: c, Turn: t, Key: key}
 		answer := t.In.Text
 		if t.In.Choice != "" {
@@ -182,6 +210,9 @@ func (c *Commands) Handle(ctx context.Context, t *pipeline.Turn) (bool, error) {
 	if t.In.Choice != "" {
 		// A button of a question that expired, was answered, or is someone
 		// else's.
+		if !c.consume(ctx, t) {
+			return true, nil
+		}
 		call := &Call{Commands: c, Turn: t, Key: key}
 		if c.flowFor(key) != nil {
 			return true, call.Reply(ctx, "Only the member who sent the command can answer that question.")
@@ -190,6 +221,44 @@ func (c *Commands) Handle(ctx context.Context, t *pipeline.Turn) (bool, error) {
 	}
 	return false, nil
 }
+
+// consumeTimeout bounds recording a consumed message.
+const consumeTimeout = 5 * time.Second
+
+// consume records the turn's message as handled and, when a channel stored
+// it on arrival as a message for the LLM (a typed answer), removes that
+// copy. It reports false for a message recorded already: a redelivery,
+// dropped without an answer. When the store fails the command runs anyway:
+// better twice than never.
+func (c *Commands) consume(ctx context.Context, t *pipeline.Turn) bool {
+	in := t.In
+	if in.MessageID == "" {
+		return true
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), consumeTimeout)
+	defer cancel()
+	log := t.Logger()
+	first, err := c.store.MarkHandled(sctx, in.Key, in.MessageID)
+	if err != nil {
+		log.Warn("recording a command as handled", "key", in.Key, "msg_id", in.MessageID, "err", err)
+		first = true
+	}
+	if !first {
+		log.Debug("dropped a redelivered command or answer", "key", in.Key, "msg_id", in.MessageID)
+		return false
+	}
+	if !in.IsCommand() && in.Choice == "" { // what chat.Intake stores
+		if _, err := c.store.Discard(sctx, in.Key, in.MessageID); err != nil {
+			log.Warn("removing an answer to a question from the history", "key", in.Key, "msg_id", in.MessageID, "err", err)
+		}
+	}
+	return true
+}
+
+// Asking reports whether a question waits for its answer in key: the next
+// message there may be that answer, the command's and not a chat message
+// (chat.Intake does not store it on arrival).
+func (c *Commands) Asking(key pipeline.Key) bool { return c.flowFor(key) != nil }
 
 // fail tells the user about err. A bad argument (UsageError) is the user's
 // to fix: they get the message that says what is expected, and it is not an

@@ -187,6 +187,10 @@ func sharedStore(t *testing.T) *memory.Store {
 	return shared.store
 }
 
+// msgSeq numbers the platform messages of every test: a platform's ids
+// are unique in a chat, and a message id seen twice is a redelivery.
+var msgSeq atomic.Int64
+
 // harness is a Commands over a real store, fakes for the rest, and a sender.
 type harness struct {
 	t     *testing.T
@@ -197,7 +201,6 @@ type harness struct {
 	clock *clock
 	cmds  *commands.Commands
 	out   sentLog
-	msgID int
 
 	// The harness's own conversations.
 	A  pipeline.Key // a private chat
@@ -259,8 +262,7 @@ func newHarness(t *testing.T, out sentLog, opts ...harnessOpt) *harness {
 // turn runs one inbound message through Handle.
 func (h *harness) turn(in pipeline.Inbound) (bool, error) {
 	h.t.Helper()
-	h.msgID++
-	in.MessageID = strconv.Itoa(h.msgID)
+	in.MessageID = strconv.FormatInt(msgSeq.Add(1), 10)
 	if in.SenderID == "" {
 		in.SenderID = "42"
 	}

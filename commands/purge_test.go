@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/recallbot/recall/memory"
 	"github.com/recallbot/recall/pipeline"
 )
 
@@ -276,5 +277,69 @@ func TestPurgeOldButtonAfterAnswer(t *testing.T) {
 	mustContain(t, "old button", outs[0].Text, "expired")
 	if a, _, _, _ := h.totals(); a != 4 {
 		t.Errorf("A: %d messages, want 4", a)
+	}
+}
+
+// TestPurgeAllOffersTheGroups: "/purge all" in a private chat asks whether
+// what the person said in groups goes too. "1" deletes it there, with the
+// bot's answers to it; "2" leaves the groups alone. Others' messages stay.
+func TestPurgeAllOffersTheGroups(t *testing.T) {
+	for _, tc := range []struct {
+		answer     string
+		groupsGone bool
+	}{{"1", true}, {"2", false}, {"yes", false}} {
+		t.Run(tc.answer, func(t *testing.T) {
+			h := newHarness(t, &recorder{}, withMaxMemories(50)) // a store of its own
+			me := h.A.Chat
+			g1 := pipeline.Key{Channel: "telegram", Chat: "-100" + me}
+			g2 := pipeline.Key{Channel: "telegram", Chat: "-200" + me, Thread: "4"}
+			at := h.clock.Now()
+			must := func(err error) {
+				t.Helper()
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, m := range []memory.Message{
+				{Key: g1, Role: memory.RoleUser, SenderID: me, PlatformID: "1", Text: "my words in group one", Time: at},
+				{Key: g1, Role: memory.RoleAssistant, ReplyTo: "1", Text: "answer to me in group one", Time: at},
+				{Key: g1, Role: memory.RoleUser, SenderID: "99", PlatformID: "2", Text: "someone else's words", Time: at},
+				{Key: g2, Role: memory.RoleUser, SenderID: me, PlatformID: "1", Text: "my words in group two", Time: at},
+				{Key: h.A, Role: memory.RoleUser, SenderID: me, PlatformID: "1", Text: "my private words", Time: at},
+			} {
+				must(h.store.Append(h.ctx, m))
+			}
+			say := func(text string) string {
+				t.Helper()
+				before := len(h.out.Sent())
+				if _, err := h.turn(pipeline.Inbound{Key: h.A, SenderID: me, Text: text}); err != nil {
+					t.Fatal(err)
+				}
+				sent := h.out.Sent()[before:]
+				if len(sent) != 1 {
+					t.Fatalf("%q: %d replies", text, len(sent))
+				}
+				return sent[0].Text
+			}
+			mustContain(t, "question", say("/purge all"), "ALL your data", "Also your 2 messages in 2 groups", "1. Yes, and in the groups too")
+			got := say(tc.answer)
+			mustContain(t, "done", got, "Deleted 1 messages")
+			count := func(k pipeline.Key) int64 {
+				st, err := h.store.Status(h.ctx, k)
+				must(err)
+				return st.Total
+			}
+			if tc.groupsGone {
+				mustContain(t, "groups done", got, "In the groups: deleted 3 messages")
+				if count(g1) != 1 || count(g2) != 0 {
+					t.Errorf("groups after the purge: %d and %d messages, want 1 (someone else's) and 0", count(g1), count(g2))
+				}
+			} else {
+				mustNotContain(t, "groups kept", got, "In the groups")
+				if count(g1) != 3 || count(g2) != 1 {
+					t.Errorf("groups after a purge of my own chats: %d and %d messages, want 3 and 1", count(g1), count(g2))
+				}
+			}
+		})
 	}
 }

@@ -2,7 +2,6 @@ package commands_test
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -445,17 +444,6 @@ func TestSummaryNow(t *testing.T) {
 		mustContain(t, "no model status", h.reply(h.A, "/summary_status"), "Memory: off")
 		mustContain(t, "no previewer", h.reply(h.A, "/context"), "not available")
 	})
-}
-
-func TestContext(t *testing.T) {
-	h := newHarness(t, &recorder{})
-	h.prev.bd.Total, h.prev.bd.Budget = 120, 8000
-	got := h.reply(h.A, "/context")
-	mustContain(t, "/context", got, "120 of 8000 tokens")
-	h.reply(h.A, "/context what about Lisbon?")
-	if got := strings.Join(h.prev.texts, "|"); got != "(your next message)|what about Lisbon?" {
-		t.Errorf("previewed texts: %q", got)
-	}
 }
 
 // newCommandsWithoutModel is what runs when no LLM is configured: no

@@ -24,6 +24,9 @@ type Options struct {
 	// Discard removes the stored copy of a refused message. nil: a refused
 	// message a channel stored on arrival stays in the history, unanswered.
 	Discard Discarder
+	// TurnEstimate is the tokens a turn is assumed to cost while it runs
+	// (Quota): its prompt budget plus its longest answer. 0: DefaultTurnEstimate.
+	TurnEstimate int
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Log receives a line per refusal; nil: the turn's logger.

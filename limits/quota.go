@@ -24,19 +24,40 @@ const quotaTellEvery = time.Hour
 // (someone may be told twice, which is harmless).
 const maxTold = 10000
 
+// DefaultTurnEstimate is what a turn is assumed to cost until its answer
+// is counted, when Options.TurnEstimate is not set: the default prompt
+// budget (8,000) plus the default answer (1,024).
+const DefaultTurnEstimate = 9024
+
 // Quota is the daily token quota: prompt and completion tokens per user per
 // UTC day. The responder records each answer's tokens with Add (set it as
 // chat.Responder.Usage); the stage reads the day's count at the start of a
 // turn. A turn that starts under the quota is answered in full, so a user
-// can end a day somewhat over it. Usage is recorded for everyone, exempt
-// users and an unlimited quota included (it feeds /stats).
+// can end a day somewhat over it — by one turn, never by one turn per
+// conversation: a turn let through reserves an estimate of what it will
+// cost (Options.TurnEstimate) until it ends, when its answer's real tokens
+// are in the store, and the next turn is let through only while the day's
+// tokens plus what is reserved stay under the quota. Usage is recorded for
+// everyone, exempt users and an unlimited quota included (it feeds /stats).
 type Quota struct {
-	perDay int
-	store  UsageStore
-	opts   Options
+	perDay   int
+	estimate int
+	store    UsageStore
+	opts     Options
 
-	mu   sync.Mutex
-	told map[string]time.Time // when a user was last told they are over
+	mu       sync.Mutex
+	told     map[string]time.Time // when a user was last told they are over
+	reserved map[string]*reservation
+}
+
+// reservation is what one user's turns in flight hold of the quota. mu is
+// held while the stage reads the day's usage and reserves, and while a turn
+// gives its reservation back (after its answer's tokens were added), so a
+// check never sees an answer neither in the store nor reserved.
+type reservation struct {
+	mu     sync.Mutex
+	tokens int // reserved by turns in flight
+	refs   int // goroutines holding or waiting for mu; the entry goes at 0
 }
 
 // NewQuota returns a quota of perDay tokens per user and UTC day, counted in
@@ -44,7 +65,67 @@ type Quota struct {
 // (without one every turn is answered, with a warning) and for /stats to
 // show today's tokens.
 func NewQuota(perDay int, store UsageStore, opts Options) *Quota {
-	return &Quota{perDay: max(perDay, 0), store: store, opts: opts.withDefaults(), told: map[string]time.Time{}}
+	est := opts.TurnEstimate
+	if est <= 0 {
+		est = DefaultTurnEstimate
+	}
+	return &Quota{perDay: max(perDay, 0), estimate: est, store: store, opts: opts.withDefaults(),
+		told: map[string]time.Time{}, reserved: map[string]*reservation{}}
+}
+
+// lock takes the user's reservation entry (creating it) and locks it.
+func (q *Quota) lock(user string) *reservation {
+	q.mu.Lock()
+	r := q.reserved[user]
+	if r == nil {
+		r = &reservation{}
+		q.reserved[user] = r
+	}
+	r.refs++
+	q.mu.Unlock()
+	r.mu.Lock()
+	return r
+}
+
+// unlock undoes lock; the entry goes when nobody holds or reserves it.
+func (q *Quota) unlock(user string, r *reservation) {
+	r.mu.Unlock()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	r.refs--
+	if r.refs == 0 && r.tokens == 0 {
+		delete(q.reserved, user)
+	}
+}
+
+// reserve checks the quota and, when the user is under it counting what
+// their turns in flight reserved, reserves the estimate. release gives it
+// back; call it once the turn's answer has been added (Add).
+func (q *Quota) reserve(ctx context.Context, user string) (ok bool, resetIn time.Duration, release func(), err error) {
+	r := q.lock(user)
+	defer q.unlock(user, r)
+	ok, used, resetIn, err := q.Check(ctx, user)
+	if err != nil || !ok {
+		return ok, resetIn, func() {}, err
+	}
+	if used+r.tokens >= q.perDay {
+		return false, resetIn, func() {}, nil
+	}
+	r.tokens += q.estimate
+	q.mu.Lock()
+	r.refs++ // the reservation holds the entry
+	q.mu.Unlock()
+	return true, resetIn, func() {
+		r.mu.Lock()
+		r.tokens -= q.estimate
+		q.mu.Lock()
+		r.refs--
+		if r.refs == 0 && r.tokens == 0 {
+			delete(q.reserved, user)
+		}
+		q.mu.Unlock()
+		r.mu.Unlock()
+	}, nil
 }
 
 // Limit is the number of tokens allowed per user and day; 0 means unlimited.
@@ -140,7 +221,7 @@ func (q *Quota) Middleware() pipeline.Middleware {
 			if !counts(t.In) || q.opts.exempt(user) {
 				return next.Handle(ctx, t)
 			}
-			ok, _, resetIn, err := q.Check(ctx, user)
+			ok, resetIn, release, err := q.reserve(ctx, user)
 			if err != nil {
 				log := q.opts.Log
 				if log == nil {
@@ -149,6 +230,7 @@ func (q *Quota) Middleware() pipeline.Middleware {
 				log.Warn("token quota unknown; answering anyway", "user", user, "err", err)
 			}
 			if ok {
+				defer release() // after the responder added the answer's tokens
 				return next.Handle(ctx, t)
 			}
 			tell := q.shouldTell(user, q.opts.Now())

@@ -3,6 +3,7 @@ package limits
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -155,5 +156,63 @@ func TestQuotaIgnoresWhatIsNotForTheLLM(t *testing.T) {
 		if ok, outs := s.send(in); !ok || len(outs) != 0 {
 			t.Errorf("%q: passed=%v replies=%+v", in.Text, ok, outs)
 		}
+	}
+}
+
+// TestQuotaParallelConversationsDoNotOvershoot is the red team's case: a
+// quota of 100 tokens, one user writing in five forum topics at once, each
+// answer costing 60. Before reservations every turn read "0 used" and all
+// five were answered (300 used); now the first turn reserves its estimate
+// and the others are refused until it is counted.
+func TestQuotaParallelConversationsDoNotOvershoot(t *testing.T) {
+	ctx := context.Background()
+	store := openStore(t, t.TempDir())
+	q := NewQuota(100, store, Options{Now: (&clock{now: t0}).Now}) // estimate: DefaultTurnEstimate
+	release := make(chan struct{})
+	entered := make(chan struct{}, 5)
+	h := pipeline.Chain(pipeline.HandlerFunc(func(ctx context.Context, turn *pipeline.Turn) error {
+		entered <- struct{}{}
+		<-release // the LLM is answering
+		return q.Add(ctx, turn.In.UserID(), 60)
+	}), q.Middleware())
+	out := &recorder{}
+	finished := make(chan struct{}, 5)
+	var wg sync.WaitGroup
+	for topic := range 5 {
+		in := pipeline.Inbound{Key: pipeline.Key{Channel: "telegram", Chat: "-100", Thread: strconv.Itoa(topic + 1)},
+			SenderID: "5", IsGroup: true, MentionsBot: true, MessageID: strconv.Itoa(topic + 1), Text: "@bot hi"}
+		wg.Go(func() {
+			if err := h.Handle(ctx, &pipeline.Turn{In: in, Out: out}); err != nil {
+				t.Errorf("Handle: %v", err)
+			}
+			finished <- struct{}{}
+		})
+	}
+	// Each turn either reaches the LLM or is refused at once.
+	answered := 0
+	for range 5 {
+		select {
+		case <-entered:
+			answered++
+		case <-finished: // refused
+		}
+	}
+	close(release)
+	wg.Wait()
+	if answered != 1 {
+		t.Errorf("%d turns reached the LLM at once under a 100-token quota; want 1", answered)
+	}
+	used, err := store.Usage(ctx, "telegram:5", t0)
+	if err != nil || used > 100+60 {
+		t.Errorf("used %d tokens (err %v) of a 100-token quota; want at most one turn over", used, err)
+	}
+	// Settled: the reservations are given back, the real tokens count.
+	if len(q.reserved) != 0 {
+		t.Errorf("reservations left after every turn ended: %+v", q.reserved)
+	}
+	if ok, _, rel, _ := q.reserve(ctx, "telegram:5"); !ok {
+		t.Error("at 60 of 100 tokens, nothing in flight, the next turn was refused")
+	} else {
+		rel()
 	}
 }

@@ -31,6 +31,30 @@ func planPurge(sums []Summary, all bool, cutoff time.Time) purgePlan {
 			doomed[s.ID] = true
 		}
 	}
+	return planDoomed(sums, doomed)
+}
+
+// planPurgeChunks computes the plan when messages of the given chunks are
+// purged (one sender's messages): the level-1 summaries of those chunks
+// carry purged text.
+func planPurgeChunks(sums []Summary, chunks map[int64]bool) purgePlan {
+	doomed := map[int64]bool{}
+	for _, s := range sums {
+		if s.Level != 1 {
+			continue
+		}
+		for _, src := range s.Sources {
+			if chunks[src] {
+				doomed[s.ID] = true
+			}
+		}
+	}
+	return planDoomed(sums, doomed)
+}
+
+// planDoomed completes a plan from the summaries that carry purged text.
+func planDoomed(sums []Summary, doomed map[int64]bool) purgePlan {
+	var p purgePlan
 	// Upward closure: a summary built from a doomed summary is doomed. Ids
 	// grow with creation, so one pass in id order suffices; loop to be safe.
 	for changed := true; changed; {

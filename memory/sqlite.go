@@ -942,12 +942,11 @@ func (s *SQLite) Facts(ctx context.Context, owner, text string, limit int) ([]Fa
 const sqlUnanswered = `SELECT c.key, ` + msgColumns + ` FROM messages m JOIN conversations c ON c.id = m.conv
 	WHERE c.key >= ? AND c.key < ? AND m.role = 'user' AND m.platform_id <> '' AND m.created_at >= ?
 	AND NOT EXISTS (SELECT 1 FROM messages a WHERE a.conv = m.conv AND a.reply_to = m.platform_id AND a.reply_to <> '' AND a.role = 'assistant')
-	AND NOT EXISTS (SELECT 1 FROM messages u JOIN messages a ON a.conv = u.conv AND a.reply_to = u.platform_id AND a.reply_to <> '' AND a.role = 'assistant'
-		WHERE u.conv = m.conv AND u.id > m.id AND u.role = 'user' AND u.platform_id <> '')
+	AND NOT EXISTS (SELECT 1 FROM handled h WHERE h.conv_key = c.key AND h.platform_id = m.platform_id)
 	ORDER BY m.created_at, m.id`
 
 // unanswered lists a channel's user messages since a time that have no reply
-// and no later message of their conversation answered (see Store.Unanswered).
+// and were not handled otherwise (see Store.Unanswered).
 func (s *SQLite) unanswered(ctx context.Context, channel string, since time.Time) ([]Message, error) {
 	rows, err := s.rd.QueryContext(ctx, sqlUnanswered, channel+":", channel+";", since.UnixMilli())
 	if err != nil {

@@ -73,6 +73,11 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{opts: opts, sqlite: sq, json: js, log: opts.Logger}
+	if err := sq.pruneHandled(ctx, time.Now()); err != nil {
+		sq.Close()
+		js.Close()
+		return nil, err
+	}
 	if err := s.recoverMoves(ctx); err != nil {
 		sq.Close()
 		js.Close()
@@ -181,7 +186,11 @@ func (s *Store) Lookup(ctx context.Context, key pipeline.Key, platformID string)
 		return true, true, nil
 	}
 	st, an, err := s.backendFor(key.Owner()).Lookup(ctx, key, platformID)
-	return stored || st, answered || an, err
+	if err != nil || answered || an {
+		return stored || st, answered || an, err
+	}
+	handled, err := s.Handled(ctx, key, platformID) // a command, an answer to a question
+	return stored || st, handled, err
 }
 
 // Recent returns the newest active messages, queued ones included, at most
@@ -589,11 +598,13 @@ func (s *Store) RunRetention(ctx context.Context, maxAge, interval time.Duration
 }
 
 // Unanswered returns user messages of a channel stored since the given time
-// that no assistant message answers: messages that reached the bot before it
-// stopped (or crashed) and still wait for their reply. Oldest first. A
-// message followed by an answered one in its conversation is not listed:
-// turns run in order, so its turn ran and failed (the user was told, and
-// wrote again); answering it after a restart would answer it twice.
+// that no assistant message answers and that were not handled otherwise
+// (MarkHandled: an answer to a question, a turn that failed and told the
+// user so, a message refused with a notice): messages that reached the bot
+// before it stopped (or crashed) and still wait for their reply. Oldest
+// first. A message older than an answered one is listed too: a turn that
+// ran and ended without a reply is marked handled, so one that is not was
+// never run (or was cut short by the stop).
 func (s *Store) Unanswered(ctx context.Context, channel string, since time.Time) ([]Message, error) {
 	if err := s.Flush(ctx); err != nil {
 		return nil, err
@@ -625,15 +636,15 @@ func (s *Store) Unanswered(ctx context.Context, channel string, since time.Time)
 					answered[m.ReplyTo] = true
 				}
 			}
-			// The newest answered user message: those before it were handled.
-			last := -1
-			for i, m := range c.Messages {
-				if m.Role == RoleUser && m.PlatformID != "" && answered[m.PlatformID] {
-					last = i
+			for _, m := range c.Messages {
+				if m.Role != RoleUser || m.PlatformID == "" || answered[m.PlatformID] || m.Time.Before(since) {
+					continue
 				}
-			}
-			for i, m := range c.Messages {
-				if i > last && m.Role == RoleUser && m.PlatformID != "" && !answered[m.PlatformID] && !m.Time.Before(since) {
+				handled, err := s.Handled(ctx, key, m.PlatformID)
+				if err != nil {
+					return nil, err
+				}
+				if !handled {
 					m.Key = key
 					out = append(out, m)
 				}

@@ -324,11 +324,29 @@ func TestUnanswered(t *testing.T) {
 	}
 	must(t, s.Append(ctx, now(exchange(tg, 1, "answered", "yes"))...))
 	must(t, s.Append(ctx, now(exchange(tg, 2, "waiting for a reply", "")[:1])...))
-	// A message whose turn failed (the user was told) followed by one that
-	// was answered: it was handled, and is not answered again at start.
+	// A message whose turn failed (the user was told, MarkHandled) followed
+	// by one that was answered: it was handled, and is not answered again
+	// at start. One never run (refused, cut short) before an answered one
+	// is still waiting: the red team's burst left 8,721 such unanswered for
+	// good.
 	for _, k := range []pipeline.Key{tg2, js} {
+		must(t, s.Append(ctx, now(exchange(k, 4, "never run", "")[:1])...))
 		must(t, s.Append(ctx, now(exchange(k, 5, "the model failed on this one", "")[:1])...))
+		first, err := s.MarkHandled(ctx, k, "5")
+		if err != nil || !first {
+			t.Fatalf("MarkHandled = %v, %v", first, err)
+		}
+		if first, err := s.MarkHandled(ctx, k, "5"); err != nil || first {
+			t.Fatalf("MarkHandled again = %v, %v; want not first", first, err)
+		}
 		must(t, s.Append(ctx, now(exchange(k, 6, "so I asked again", "answered"))...))
+		// The dedupe stage takes it as answered: a redelivery is dropped.
+		if stored, answered, err := s.Lookup(ctx, k, "5"); err != nil || !stored || !answered {
+			t.Errorf("Lookup of a handled message = %v, %v, %v; want stored and answered", stored, answered, err)
+		}
+		if _, answered, err := s.Lookup(ctx, k, "4"); err != nil || answered {
+			t.Errorf("Lookup of a message never run = answered %v, %v", answered, err)
+		}
 	}
 	must(t, s.Append(ctx, now(exchange(wa, 3, "other channel", "")[:1])...))
 	must(t, s.Append(ctx, now(exchange(js, 7, "json waiting", "")[:1])...))
@@ -341,7 +359,7 @@ func TestUnanswered(t *testing.T) {
 	for _, m := range got {
 		texts = append(texts, m.Key.String()+" "+m.Text)
 	}
-	want := []string{"telegram:1: waiting for a reply", "telegram:3: json waiting"}
+	want := []string{"telegram:1: waiting for a reply", "telegram:4: never run", "telegram:3: never run", "telegram:3: json waiting"}
 	if strings.Join(texts, "|") != strings.Join(want, "|") {
 		t.Errorf("Unanswered = %q, want %q", texts, want)
 	}

@@ -10,7 +10,9 @@ import (
 // Seen is what the dedupe stage needs from the store.
 type Seen interface {
 	// Lookup reports whether the platform message id is stored for the
-	// conversation (queued writes included) and whether a reply to it is.
+	// conversation (queued writes included) and whether it was answered: a
+	// reply to it is stored, or it was handled without one (a command, an
+	// answer to a question, a failed turn the user was told about).
 	// platformID is never empty.
 	Lookup(ctx context.Context, key Key, platformID string) (stored, answered bool, err error)
 }

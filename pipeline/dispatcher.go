@@ -15,6 +15,20 @@ const (
 	DefaultGrace    = 30 * time.Second // how long Run and Close let turns finish at shutdown
 )
 
+// maxRefusals bounds the refused turns waiting for their Refuser; past it a
+// refused turn is only logged.
+const maxRefusals = 10000
+
+// refuseTimeout bounds one run of the Refuser.
+const refuseTimeout = 30 * time.Second
+
+// Refuser handles a turn that its conversation's queue had no room for
+// (WithMaxQueue): it tells the user — first is true for the first refusal
+// since the conversation's queue was last empty, one notice per burst — and
+// undoes what the channel did on arrival (a stored copy). It runs on the
+// dispatcher's own goroutine, one refusal at a time, never inside Submit.
+type Refuser func(ctx context.Context, t *Turn, first bool) error
+
 // Dispatcher runs turns: those of one conversation strictly in submission
 // order, one at a time; those of different conversations concurrently, at
 // most maxConcurrent in flight. A slow turn holds only its own conversation
@@ -23,8 +37,10 @@ const (
 // others.
 //
 // Goroutines: workers are started on demand, never more than maxConcurrent,
-// and exit when no conversation has work. Each belongs to the dispatcher;
-// Shutdown returns only after all of them (and so every handler) returned.
+// and exit when no conversation has work; one more runs the Refuser
+// (WithRefuser) while turns past a full queue wait for it. Each belongs to
+// the dispatcher; Shutdown returns only after all of them (and so every
+// handler) returned.
 //
 // Lifecycle: Submit until Shutdown (or Run's ctx ending, or Close) begins;
 // after that Submit returns ErrStopped. Shutdown lets running and queued turns
@@ -42,7 +58,9 @@ type Dispatcher struct {
 	base     context.Context
 	hardStop context.CancelCauseFunc
 
-	wg   sync.WaitGroup // workers
+	refuse Refuser // nil: refused turns are only reported by Submit
+
+	wg   sync.WaitGroup // workers and the refusal goroutine
 	quit chan struct{}  // closed when shutdown begins
 	done chan struct{}  // closed when shutdown has begun and no worker is left
 
@@ -55,12 +73,22 @@ type Dispatcher struct {
 	stopping bool
 	doneSent bool
 	result   *ShutdownError // set once, by the hard stop; not changed after
+
+	refusals []refusal // refused turns waiting for refuse
+	refusing bool      // the refusal goroutine runs
+}
+
+// refusal is a refused turn for the Refuser.
+type refusal struct {
+	j     job
+	first bool
 }
 
 // lane is one conversation's queue. It is in ready, or its turn is running.
 type lane struct {
-	key  Key
-	jobs []job
+	key     Key
+	jobs    []job
+	refused bool // a turn was refused since the lane was made: the burst was told
 }
 
 type job struct {
@@ -74,6 +102,10 @@ type DispatcherOption func(*Dispatcher)
 // WithMaxQueue caps the turns waiting per conversation (DefaultMaxQueue);
 // n <= 0 removes the cap.
 func WithMaxQueue(n int) DispatcherOption { return func(d *Dispatcher) { d.maxQueue = n } }
+
+// WithRefuser sets what is done with a turn past the conversation's queue
+// (Submit still returns ErrBusy for it).
+func WithRefuser(r Refuser) DispatcherOption { return func(d *Dispatcher) { d.refuse = r } }
 
 // WithGrace sets how long Run and Close let turns finish before cancelling
 // them (DefaultGrace).
@@ -121,6 +153,7 @@ func (d *Dispatcher) Submit(in Inbound, out Sender) error {
 	}
 	l := d.lanes[in.Key]
 	if l != nil && d.maxQueue > 0 && len(l.jobs) >= d.maxQueue {
+		d.refuseLocked(l, job{in: in, out: out})
 		return fmt.Errorf("%w: %d turns waiting in %s", ErrBusy, len(l.jobs), in.Key)
 	}
 	if l == nil {
@@ -216,6 +249,7 @@ func (d *Dispatcher) stopHard(ctx context.Context) {
 	}
 	d.ready = nil
 	d.queued = 0
+	d.refusals = nil
 	d.log.Warn("shutdown deadline reached, dropping turns",
 		"cancelled", d.result.Cancelled, "discarded", d.result.Discarded)
 	d.hardStop(ErrStopped)
@@ -223,7 +257,7 @@ func (d *Dispatcher) stopHard(ctx context.Context) {
 
 // signalDoneLocked closes done once shutdown has begun and no worker is left.
 func (d *Dispatcher) signalDoneLocked() {
-	if d.stopping && d.workers == 0 && !d.doneSent {
+	if d.stopping && d.workers == 0 && !d.refusing && !d.doneSent {
 		d.doneSent = true
 		close(d.done)
 	}
@@ -254,6 +288,50 @@ func (d *Dispatcher) work() {
 		}
 	}
 	d.workers--
+	d.signalDoneLocked()
+	d.mu.Unlock()
+}
+
+// refuseLocked hands a turn l has no room for to the Refuser, starting the
+// refusal goroutine when it is not running.
+func (d *Dispatcher) refuseLocked(l *lane, j job) {
+	if d.refuse == nil {
+		return
+	}
+	first := !l.refused
+	l.refused = true
+	if len(d.refusals) >= maxRefusals {
+		d.log.Warn("too many refused turns waiting to be told; refusing silently", "key", l.key, "msg_id", j.in.MessageID)
+		return
+	}
+	d.refusals = append(d.refusals, refusal{j: j, first: first})
+	if !d.refusing {
+		d.refusing = true
+		d.wg.Go(d.refuseWork)
+	}
+}
+
+// refuseWork runs the Refuser for the refused turns until none is left.
+func (d *Dispatcher) refuseWork() {
+	d.mu.Lock()
+	for len(d.refusals) > 0 {
+		r := d.refusals[0]
+		d.refusals[0] = refusal{}
+		d.refusals = d.refusals[1:]
+		d.mu.Unlock()
+
+		ctx, cancel := context.WithTimeout(d.base, refuseTimeout)
+		log := d.log.With("key", r.j.in.Key)
+		err := safeHandle(ctx, HandlerFunc(func(ctx context.Context, t *Turn) error { return d.refuse(ctx, t, r.first) }),
+			&Turn{In: r.j.in, Out: r.j.out, Log: log})
+		cancel()
+		if err != nil {
+			log.Warn("refusing a turn past the conversation's queue", "msg_id", r.j.in.MessageID, "err", err)
+		}
+
+		d.mu.Lock()
+	}
+	d.refusing = false
 	d.signalDoneLocked()
 	d.mu.Unlock()
 }

@@ -491,3 +491,50 @@ func BenchmarkDispatcher(b *testing.B) {
 	}
 	b.ReportMetric(float64(total)/time.Since(start).Seconds(), "turns/s")
 }
+
+// A turn past its conversation's full queue goes to the Refuser, outside
+// Submit; the first of a burst is marked first, and each conversation has
+// bursts of its own. A burst ends when the conversation's queue empties.
+func TestDispatcherRefusesPastTheQueue(t *testing.T) {
+	gate := make(chan struct{})
+	entered := make(chan struct{}, 2)
+	h := HandlerFunc(func(_ context.Context, turn *Turn) error {
+		if turn.In.MessageID == "1" {
+			entered <- struct{}{}
+			<-gate
+		}
+		return nil
+	})
+	var (
+		mu      sync.Mutex
+		refused []string
+	)
+	refuser := func(_ context.Context, t *Turn, first bool) error {
+		mu.Lock()
+		defer mu.Unlock()
+		refused = append(refused, fmt.Sprintf("%s/%s first=%v", t.In.Key, t.In.MessageID, first))
+		return nil
+	}
+	d := NewDispatcher(h, 4, nil, WithMaxQueue(1), WithRefuser(refuser))
+	submit := func(key Key, id string) error { return d.Submit(Inbound{Key: key, MessageID: id}, &recorder{}) }
+	for _, k := range []Key{tgKey, grpKey} {
+		if err := submit(k, "1"); err != nil {
+			t.Fatal(err)
+		}
+		<-entered
+		if err := submit(k, "2"); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{"3", "4"} {
+			if err := submit(k, id); !errors.Is(err, ErrBusy) {
+				t.Fatalf("%s/%s: Submit = %v, want ErrBusy", k, id, err)
+			}
+		}
+	}
+	close(gate)
+	mustShutdown(t, d)
+	want := []string{tgKey.String() + "/3 first=true", tgKey.String() + "/4 first=false", grpKey.String() + "/3 first=true", grpKey.String() + "/4 first=false"}
+	if strings.Join(refused, "|") != strings.Join(want, "|") {
+		t.Errorf("refused %q, want %q", refused, want)
+	}
+}

@@ -127,6 +127,13 @@ type ShownStream interface {
 	OnShown(fn func(id string))
 }
 
+// ChatAdmins is a Sender that can tell a group's administrators on its
+// platform (Telegram's getChatAdministrators). userID is the platform's
+// user id (Inbound.SenderID); a chat that is not a group has none.
+type ChatAdmins interface {
+	IsChatAdmin(ctx context.Context, key Key, userID string) (bool, error)
+}
+
 // FileSender sends a document with an optional caption.
 type FileSender interface {
 	SendFile(ctx context.Context, key Key, f File, caption string) error

@@ -210,10 +210,13 @@ func (s *Summarizer) Close(ctx context.Context) error {
 	return fmt.Errorf("stopping background summaries: %w", context.Cause(ctx))
 }
 
-// Run summarizes now (used by /summary_now and by the trigger): archive the
-// active messages before the keep-recent window as a level-1 summary, then
-// fold levels that exceed their caps. A failure before anything is archived
-// leaves the conversation as it was.
+// Run summarizes now, whatever the threshold (/summary_now): archive the
+// active messages before the last exchange as a level-1 summary, then fold
+// levels that exceed their caps. Only the last exchange stays active — the
+// user asked for a summary of what is there, and the keep-recent window of
+// the trigger (Policy.KeepRecentTurns) would leave nothing to summarize in
+// a short conversation. A failure before anything is archived leaves the
+// conversation as it was.
 func (s *Summarizer) Run(ctx context.Context, key pipeline.Key) (Result, error) {
 	s.mu.Lock()
 	if s.running[key] {
@@ -227,14 +230,20 @@ func (s *Summarizer) Run(ctx context.Context, key pipeline.Key) (Result, error) 
 		delete(s.running, key)
 		s.mu.Unlock()
 	}()
-	res, err := s.run(ctx, key)
+	res, err := s.runKeeping(ctx, key, 1)
 	if err == nil {
 		s.succeeded(key)
 	}
 	return res, err
 }
 
+// run is the trigger's run: the keep-recent window stays active.
 func (s *Summarizer) run(ctx context.Context, key pipeline.Key) (Result, error) {
+	return s.runKeeping(ctx, key, s.policy.KeepRecentTurns)
+}
+
+// runKeeping summarizes the active messages but the last keep exchanges.
+func (s *Summarizer) runKeeping(ctx context.Context, key pipeline.Key, keep int) (Result, error) {
 	var res Result
 	// Queued writes first, so every active message has an id.
 	if err := s.store.Flush(ctx); err != nil {
@@ -249,7 +258,7 @@ func (s *Summarizer) run(ctx context.Context, key pipeline.Key) (Result, error) 
 	if err != nil {
 		return res, err
 	}
-	cut := keepCut(active, s.policy.KeepRecentTurns)
+	cut := keepCut(active, keep)
 	if cut == 0 {
 		return res, ErrNothingToSummarize
 	}

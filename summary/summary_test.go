@@ -441,12 +441,14 @@ func TestRunNothingToSummarize(t *testing.T) {
 	if _, err := s.Run(ctx, key); !errors.Is(err, ErrNothingToSummarize) {
 		t.Errorf("Run on an empty conversation = %v, want ErrNothingToSummarize", err)
 	}
-	for i := 1; i <= 4; i++ {
+	exchange(t, st, key, "c", 1)
+	if _, err := s.Run(ctx, key); !errors.Is(err, ErrNothingToSummarize) {
+		t.Errorf("Run with one exchange = %v, want ErrNothingToSummarize (the last exchange stays)", err)
+	}
+	for i := 2; i <= 4; i++ {
 		exchange(t, st, key, "c", i)
 	}
-	if _, err := s.Run(ctx, key); !errors.Is(err, ErrNothingToSummarize) {
-		t.Errorf("Run with only the keep-recent window = %v, want ErrNothingToSummarize", err)
-	}
+	// The trigger keeps the keep-recent window: nothing to summarize.
 	if !s.MaybeStart(ctx, key, 4, notify) {
 		t.Fatal("MaybeStart did not start at the threshold")
 	}
@@ -459,6 +461,36 @@ func TestRunNothingToSummarize(t *testing.T) {
 	}
 	if got := status(t, st, key); got.Archived != 0 || got.TurnsSinceSummary != 4 {
 		t.Errorf("status = %+v", got)
+	}
+}
+
+// TestRunNowSummarizesTheKeptWindow is /summary_now in a short
+// conversation: four exchanges, all inside the trigger's keep-recent window
+// of 4. Before, Run answered "nothing to summarize"; seed 002 says it
+// summarizes regardless of the threshold, and only the last exchange stays.
+func TestRunNowSummarizesTheKeptWindow(t *testing.T) {
+	ctx := context.Background()
+	srv := llmtest.NewServer(t, summarizerHandler)
+	st := openStore(t)
+	s := New(st, newClient(srv, -1), llm.NewCounter("test-model"), Policy{KeepRecentTurns: 4}, nil)
+	key := pipeline.Key{Channel: "telegram", Chat: "42"}
+	for i := 1; i <= 4; i++ {
+		exchange(t, st, key, "c", i)
+	}
+	res, err := s.Run(ctx, key)
+	if err != nil {
+		t.Fatalf("Run with four exchanges and a keep-recent window of 4: %v", err)
+	}
+	if res.Archived != 6 || len(res.Created) != 1 {
+		t.Errorf("Run = %+v, want 6 messages archived into one summary", res)
+	}
+	got := status(t, st, key)
+	if got.Active != 2 || got.Archived != 6 || got.ActiveByLevel[1] != 1 {
+		t.Errorf("status = %+v, want the last exchange active, 6 archived, one summary", got)
+	}
+	active, err := st.Active(ctx, key)
+	if err != nil || len(active) != 2 || active[0].Role != memory.RoleUser {
+		t.Fatalf("active = %+v, %v; want the last exchange", active, err)
 	}
 }
 

@@ -1,0 +1,119 @@
+package commands
+
+// The archive family: /search, /context, /export.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/recallbot/recall/memory"
+	"github.com/recallbot/recall/pipeline"
+)
+
+func runSearch(ctx context.Context, c *Call) error {
+	if c.Args == "" {
+		return usage("Use /search <words>, e.g. /search holiday Lisbon.")
+	}
+	if len(memory.Terms(c.Args)) == 0 {
+		return usage("Those are all very common words; search for something more specific, e.g. /search holiday Lisbon.")
+	}
+	hits, err := c.store.Search(ctx, c.Key, memory.Query{Text: c.Args, Limit: 10, TokenBudget: 3000})
+	if err != nil {
+		return err
+	}
+	if len(hits) == 0 {
+		return c.Reply(ctx, "Nothing in this conversation matches that.")
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Found %s:\n", plural(len(hits), "message", "messages"))
+	for _, h := range hits {
+		text := []rune(strings.Join(strings.Fields(h.Message.Text), " "))
+		if len(text) > 200 {
+			text = append(text[:200], '…')
+		}
+		who := "you"
+		if h.Message.Role == memory.RoleAssistant {
+			who = "me"
+		} else if h.Message.SenderName != "" && c.Turn.In.IsGroup {
+			who = h.Message.SenderName
+		}
+		fmt.Fprintf(&b, "• %s, %s: %s\n", h.Message.Time.Format("2006-01-02"), who, string(text))
+	}
+	return c.Reply(ctx, strings.TrimRight(b.String(), "\n"))
+}
+
+func runContext(ctx context.Context, c *Call) error {
+	if c.preview == nil {
+		return c.Reply(ctx, "Context preview is not available.")
+	}
+	text := c.Args
+	if text == "" {
+		text = "(your next message)"
+	}
+	bd, err := c.preview.Preview(ctx, c.Key, text)
+	if err != nil {
+		return err
+	}
+	return c.Reply(ctx, bd.Format())
+}
+
+// groupExportText refuses /export in a group to anyone but its admins.
+const groupExportText = "In a group, only the bot's admins or the group's admins can export its history: it holds what everyone here said, from before some members joined too. Your own data: send /export to me in a private chat."
+
+func runExport(ctx context.Context, c *Call) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	if c.Turn.In.IsGroup {
+		ok, err := c.groupAdmin(ctx)
+		if err != nil {
+			c.Turn.Logger().Warn("checking the group's admins for /export", "err", err)
+			return c.Reply(ctx, "I couldn't check who the group's admins are right now; please try again in a moment.")
+		}
+		if !ok {
+			c.Turn.Logger().Info("group export refused", "user", c.Turn.In.UserID(), "key", c.Key)
+			return c.Reply(ctx, groupExportText)
+		}
+	}
+	d, err := c.store.Export(ctx, c.Key.Owner(), nil)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := memory.WriteExport(&buf, memory.NewExport(d)); err != nil {
+		return err
+	}
+	name := "recall-export-" + safeName(c.Key.Owner()) + "-" + c.opts.Now().UTC().Format("20060102-150405") + ".json"
+	caption := fmt.Sprintf("Your data: %s, %s. Format: recall-export v1 (JSON).", plural(len(d.Conversations), "conversation", "conversations"), plural(len(d.Memories), "note", "notes"))
+	if fs, ok := c.Turn.Out.(pipeline.FileSender); ok {
+		return fs.SendFile(ctx, c.Key, pipeline.File{Name: name, MIME: "application/json", Data: buf.Bytes()}, caption)
+	}
+	// Sent as is: Markdown rendering would mangle the JSON (its "_" and "*").
+	_, err = c.Turn.Out.Send(ctx, pipeline.Outbound{Key: c.Key, Text: caption + "\n\n" + buf.String(), Plain: true, ReplyTo: c.Turn.In.MessageID})
+	return err
+}
+
+// groupAdmin reports whether the sender is one of the bot's admins or an
+// administrator of the group on its platform (pipeline.ChatAdmins; where
+// the platform cannot tell, only the bot's admins are).
+func (c *Call) groupAdmin(ctx context.Context) (bool, error) {
+	if c.isAdmin != nil && c.isAdmin(c.Turn.In.UserID()) {
+		return true, nil
+	}
+	ca, ok := c.Turn.Out.(pipeline.ChatAdmins)
+	if !ok {
+		return false, nil
+	}
+	return ca.IsChatAdmin(ctx, c.Key, c.Turn.In.SenderID)
+}
+
+func safeName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' {
+			return r
+		}
+		return '-'
+	}, s)
+}
