@@ -233,3 +233,67 @@ func TestPrivacyMode(t *testing.T) {
 		t.Error("privacy warning with privacy off")
 	}
 }
+
+// photo is a photo from user in chat, in album (when not "").
+func photo(api *fakeAPI, chat models.Chat, user int64, album, caption string) *models.Message {
+	return &models.Message{ID: api.MsgID(chat.ID), Date: int(time.Now().Unix()), Chat: chat, MediaGroupID: album,
+		From: &models.User{ID: user, FirstName: "U"}, Photo: []models.PhotoSize{{FileID: "p"}}, Caption: caption}
+}
+
+// notices counts the text-only notices delivered to chat.
+func notices(api *fakeAPI, chat int64) int {
+	n := 0
+	for _, c := range api.Sent(chat) {
+		if c.Fields["text"] == TextOnlyReply {
+			n++
+		}
+	}
+	return n
+}
+
+// An album whose one item has a caption is answered once, with no
+// text-only notice; an album without caption gets one notice, not one per
+// photo; and a burst of media in a chat gets one notice every few minutes.
+func TestAlbumsAndMediaBurstsGetOneNotice(t *testing.T) {
+	api := newFakeAPI(t)
+	newStack(t, api, stackOptions{})
+	ada, bob := privateChat(111), privateChat(222)
+
+	api.Push(models.Update{Message: photo(api, ada, 111, "alb-1", "")})
+	captioned := photo(api, ada, 111, "alb-1", "what are these?")
+	api.Push(models.Update{Message: captioned})
+	api.Push(models.Update{Message: photo(api, ada, 111, "alb-1", "")})
+	if r := api.WaitSent(111, 1)[0]; r.Fields["text"] != "echo: what are these?" || r.ReplyTo() != captioned.ID {
+		t.Fatalf("answer to the album = %v", r.Fields)
+	}
+
+	// Bob's album without caption, sent after Ada's: its notice comes after
+	// Ada's album was decided.
+	first := photo(api, bob, 222, "alb-2", "")
+	api.Push(models.Update{Message: first})
+	api.Push(models.Update{Message: photo(api, bob, 222, "alb-2", "")})
+	api.Push(models.Update{Message: photo(api, bob, 222, "alb-2", "")})
+	if r := api.WaitSent(222, 1)[0]; r.Fields["text"] != TextOnlyReply {
+		t.Fatalf("answer to an album without caption = %v", r.Fields)
+	}
+	// More media from Bob right after, then a question: the media get no
+	// second notice.
+	sticker := &models.Message{ID: api.MsgID(222), Date: int(time.Now().Unix()), Chat: bob,
+		From: &models.User{ID: 222, FirstName: "Bob"}, Sticker: &models.Sticker{FileID: "stk"}}
+	api.Push(models.Update{Message: sticker})
+	api.SendText(bob, 222, "hello?")
+	api.Wait("the answer to Bob's question", func(calls []fakeCall) bool {
+		for _, c := range filterCalls(calls, "sendMessage") {
+			if c.Fields["text"] == "echo: hello?" {
+				return true
+			}
+		}
+		return false
+	})
+	if n := notices(api, 111); n != 0 {
+		t.Errorf("Ada's captioned album got %d notices", n)
+	}
+	if n := notices(api, 222); n != 1 {
+		t.Errorf("Bob's album and sticker got %d notices, want 1", n)
+	}
+}

@@ -139,6 +139,7 @@ func (s *stack) start() {
 	}
 	ad.retryBase, ad.retryMax = 10*time.Millisecond, 200*time.Millisecond
 	ad.out.pace = unpaced()
+	ad.notices.albumWait = 30 * time.Millisecond
 	if s.opts.pace != nil {
 		ad.out.pace = s.opts.pace
 	}

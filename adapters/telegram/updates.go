@@ -19,15 +19,20 @@ type item struct {
 	in     pipeline.Inbound
 	handle bool // in goes to accept and the pipeline
 
-	notice        bool // answer TextOnlyReply directly
+	notice        bool // answer TextOnlyReply directly (if the gate allows)
 	noticeKey     pipeline.Key
 	noticeReplyTo string
+	album         string // media_group_id of the message, "" when none
 }
 
 // prepare decides what to do with an update.
 func (a *Adapter) prepare(u *models.Update, me Me) item {
 	it := item{u: u}
+	if u.Message != nil {
+		it.album = u.Message.MediaGroupID
+	}
 	if in, ok := toInbound(u, me, a.opts.GroupsReply); ok {
+		a.notices.covered(it.album) // an album with a caption is answered: no notice
 		if in.IsGroup && a.unknownCommand(u.Message) {
 			return it // most likely another bot's: not ours to answer
 		}
@@ -135,7 +140,7 @@ func (a *Adapter) dispatch(bg context.Context, it item) error {
 		a.bg.Go(func() { a.answerCallback(bg, q, it.handle) })
 	}
 	if it.notice {
-		a.bg.Go(func() { a.sendNotice(bg, it.noticeKey, it.noticeReplyTo) })
+		a.bg.Go(func() { a.sendNotice(bg, it) })
 		return nil
 	}
 	if !it.handle {
@@ -193,8 +198,15 @@ func pressedOwnQuestion(q *models.CallbackQuery) bool {
 	return r != nil && r.From != nil && r.From.ID == q.From.ID
 }
 
-// sendNotice tells a private chat that the bot reads text only.
-func (a *Adapter) sendNotice(ctx context.Context, key pipeline.Key, replyTo string) {
+// sendNotice tells a private chat that the bot reads text only, when the
+// gate allows: once per album, none for an album with a caption, once per
+// chat every few minutes.
+func (a *Adapter) sendNotice(ctx context.Context, it item) {
+	key, replyTo := it.noticeKey, it.noticeReplyTo
+	if !a.notices.wait(ctx, it.album) || !a.notices.allow(key, it.album) {
+		a.log.Debug("no text-only notice: one was sent lately, or the album is answered", "key", key, "msg_id", replyTo)
+		return
+	}
 	ctx, cancel := context.WithTimeout(ctx, a.callTimeout)
 	defer cancel()
 	if _, err := a.out.Send(ctx, pipeline.Outbound{Key: key, Text: TextOnlyReply, Plain: true, ReplyTo: replyTo}); err != nil && !errors.Is(err, ErrBlocked) {
