@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/go-telegram/bot/models"
+
+	"github.com/recallbot/recall/llm/llmtest"
 )
 
 // replyToBot is a message of member from in chat replying to the bot's
@@ -295,5 +297,61 @@ func TestAlbumsAndMediaBurstsGetOneNotice(t *testing.T) {
 	}
 	if n := notices(api, 222); n != 1 {
 		t.Errorf("Bob's album and sticker got %d notices, want 1", n)
+	}
+}
+
+// When a group becomes a supergroup (a new chat id), the reply in flight
+// reaches the new chat, and the group's memory moves with it: history and
+// notes are under the new id, nothing is left under the old one.
+func TestGroupUpgradedToSupergroup(t *testing.T) {
+	api := newFakeAPI(t)
+	release := make(chan struct{})
+	echo := llmtest.Echo("echo: ")
+	st := newStack(t, api, stackOptions{llm: func(r llmtest.Request) llmtest.Response {
+		if last := r.Messages[len(r.Messages)-1]; strings.Contains(last.Content, "slow") {
+			<-release
+		}
+		return echo(r)
+	}})
+	old := models.Chat{ID: -500, Type: models.ChatTypeGroup, Title: "Group"}
+	const newID = -1001234500
+	say := func(chat models.Chat, text string) *models.Message {
+		m := api.TextMessage(chat, 111, "@"+fakeBotName+" "+text)
+		m.Entities = []models.MessageEntity{mention()}
+		api.Push(models.Update{Message: m})
+		return m
+	}
+	say(old, "the plan is to meet at noon")
+	api.WaitSent(old.ID, 1)
+	api.SendText(old, 111, "/remember@"+fakeBotName+" place the old mill")
+	api.WaitSent(old.ID, 2)
+
+	say(old, "slow question")
+	api.Wait("the slow question asked", func([]fakeCall) bool {
+		return promptHas(st.lastPrompt(), "slow question")
+	})
+	api.Migrate(old.ID, newID)
+	api.Wait("the memory moved", func([]fakeCall) bool {
+		stored, _ := st.lookup(key(newID, ""), 1)
+		return stored
+	})
+	close(release)
+	if r := api.WaitSent(newID, 1)[0]; r.Fields["text"] != "echo: slow question" {
+		t.Fatalf("the reply in flight = %v", r.Fields)
+	}
+
+	sup := models.Chat{ID: newID, Type: models.ChatTypeSupergroup, Title: "Group"}
+	say(sup, "when do we meet?")
+	api.WaitSent(newID, 2)
+	prompt := st.lastPrompt()
+	if !promptHas(prompt, "the plan is to meet at noon") || !promptHas(prompt, "the old mill") {
+		t.Errorf("the supergroup's prompt lacks the group's history or notes: %v", prompt)
+	}
+	if stored, _ := st.lookup(key(old.ID, ""), 1); stored {
+		t.Error("the group's messages are still under the old id")
+	}
+	mems, err := st.store.Memories(t.Context(), key(newID, "").Owner())
+	if err != nil || len(mems) != 1 {
+		t.Errorf("notes under the new id = %v, %v", mems, err)
 	}
 }

@@ -129,6 +129,7 @@ func (a *Adapter) handleBatch(ctx context.Context, me Me, updates []*models.Upda
 	a.setHealth(nil)
 	a.lastPoll.Store(a.now().UnixNano()) // the time spent storing was not a stall of polling
 	for _, it := range items {
+		a.migrate(ctx, it)
 		if err := a.dispatch(ctx, it); err != nil {
 			a.log.Warn("the pipeline stopped; leaving updates unconfirmed for the next start", "err", err)
 			return false

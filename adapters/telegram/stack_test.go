@@ -128,6 +128,10 @@ func (s *stack) start() {
 	}
 	opts := Options{
 		Token: fakeToken, APIURL: s.api.URL, GroupsReply: s.opts.groupsReply, Log: log,
+		OnMigrate: func(ctx context.Context, from, to pipeline.Key) error {
+			_, err := store.MoveChat(ctx, from, to)
+			return err
+		},
 		Commands: menu, KnownCommands: cmds.Names(), PollTimeout: 2 * time.Second, Allowed: access.Allowed, Stream: s.opts.stream,
 	}
 	if s.opts.webhook != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -23,13 +24,21 @@ type item struct {
 	noticeKey     pipeline.Key
 	noticeReplyTo string
 	album         string // media_group_id of the message, "" when none
+
+	migrateFrom, migrateTo int64 // a group became a supergroup (0: not this)
 }
 
 // prepare decides what to do with an update.
 func (a *Adapter) prepare(u *models.Update, me Me) item {
 	it := item{u: u}
-	if u.Message != nil {
-		it.album = u.Message.MediaGroupID
+	if m := u.Message; m != nil {
+		it.album = m.MediaGroupID
+		switch {
+		case m.MigrateFromChatID != 0:
+			it.migrateFrom, it.migrateTo = m.MigrateFromChatID, m.Chat.ID
+		case m.MigrateToChatID != 0:
+			it.migrateFrom, it.migrateTo = m.Chat.ID, m.MigrateToChatID
+		}
 	}
 	if in, ok := toInbound(u, me, a.opts.GroupsReply); ok {
 		a.notices.covered(it.album) // an album with a caption is answered: no notice
@@ -48,6 +57,28 @@ func (a *Adapter) prepare(u *models.Update, me Me) item {
 		}
 	}
 	return it
+}
+
+// migrate handles a group's upgrade to a supergroup: replies meant for
+// the group go to the supergroup from now on, and what is stored for the
+// group moves to it (Options.OnMigrate; a failure is logged, the bot goes
+// on). Telegram sends the upgrade twice (once in each chat); the second
+// finds nothing left to move.
+func (a *Adapter) migrate(ctx context.Context, it item) {
+	if it.migrateFrom == 0 || it.migrateTo == 0 || it.migrateFrom == it.migrateTo {
+		return
+	}
+	a.out.migrated(it.migrateFrom, it.migrateTo)
+	from := pipeline.Key{Channel: Channel, Chat: strconv.FormatInt(it.migrateFrom, 10)}
+	to := pipeline.Key{Channel: Channel, Chat: strconv.FormatInt(it.migrateTo, 10)}
+	if a.opts.OnMigrate == nil {
+		return
+	}
+	if err := a.opts.OnMigrate(ctx, from, to); err != nil {
+		a.log.Error("moving a group's memory to the supergroup it became failed", "from", from, "to", to, "err", err)
+		return
+	}
+	a.log.Info("the group became a supergroup; its memory moved with it", "from", from, "to", to)
 }
 
 // unknownCommand reports whether m is a command the bot does not know,

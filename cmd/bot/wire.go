@@ -322,6 +322,10 @@ func (a *app) runChannels(ctx context.Context) error {
 			GroupsReply: cfg.Telegram.Groups.Reply, Stream: cfg.Telegram.Stream, LinkPreviews: cfg.Telegram.LinkPreviews,
 			Log: a.log.With("channel", telegram.Channel), Commands: menu, KnownCommands: a.commands.Names(), Allowed: a.access.Allowed,
 			OnReconnect: func() { a.metrics.ChannelReconnected(telegram.Channel) },
+			OnMigrate: func(ctx context.Context, from, to pipeline.Key) error {
+				_, err := a.store.MoveChat(ctx, from, to)
+				return err
+			},
 		}, disp.Submit, intake.Accept)
 		if err != nil {
 			return err
