@@ -148,10 +148,10 @@ type Server struct {
 	webhook   string
 	secret    string
 	pollGen   int
-	privacy   bool  // group privacy mode (see SetPrivacy)
+	privacy   bool            // group privacy mode (see SetPrivacy)
 	migrated  map[int64]int64 // group → the supergroup it became (see Migrate)
-	confirmed int64 // highest update id confirmed
-	delivered int   // successful sendMessage calls
+	confirmed int64           // highest update id confirmed
+	delivered int             // successful sendMessage calls
 }
 
 // NewServer starts a fake Bot API on 127.0.0.1 accepting Token, closed when
