@@ -204,10 +204,9 @@ func (a *Adapter) answerCallback(ctx context.Context, q *models.CallbackQuery, h
 	if !handled || !pressedOwnQuestion(q) {
 		return
 	}
+	// Not paced: taking the buttons off is cosmetic and must not hold up
+	// the answer to the press; a refusal is only logged.
 	m := q.Message.Message
-	if !a.out.pace.wait(ctx, nil, m.Chat.ID, true) {
-		return
-	}
 	if _, err := a.api.EditMessageReplyMarkup(ctx, &bot.EditMessageReplyMarkupParams{ChatID: m.Chat.ID, MessageID: m.ID}); err != nil && ctx.Err() == nil {
 		a.log.Debug("removing the buttons of an answered question failed", "err", err)
 	}
