@@ -66,16 +66,23 @@ func TestGroupQuestionAnsweredOnlyByItsAsker(t *testing.T) {
 	if !strings.Contains(r.Fields["text"], "Only the member who sent the command") {
 		t.Fatalf("another member's press got %q", r.Fields["text"])
 	}
+	// 222 can neither cancel the question nor end it with a command.
+	api.SendText(group, 222, "/cancel@"+fakeBotName)
+	if r := api.WaitSent(group.ID, 5)[4]; !strings.Contains(r.Fields["text"], "Only the member who sent the command can cancel") {
+		t.Fatalf("another member's /cancel got %q", r.Fields["text"])
+	}
+	api.SendText(group, 222, "/help@"+fakeBotName)
+	api.WaitSent(group.ID, 6)
 	// The asker's "yes" not addressed to the bot is chatter.
 	api.SendText(group, 111, "yes")
 	// The asker's reply to the question confirms it.
 	yes111 := replyToBot(api, group, 111, q, "yes")
 	api.Push(models.Update{Message: yes111})
-	r = api.WaitSent(group.ID, 5)[4]
+	r = api.WaitSent(group.ID, 7)[6]
 	if r.ReplyTo() != yes111.ID || !strings.HasPrefix(r.Fields["text"], "Deleted") {
 		t.Fatalf("the asker's answer got %q", r.Fields["text"])
 	}
-	if len(api.Sent(group.ID)) != 5 {
+	if len(api.Sent(group.ID)) != 7 {
 		t.Errorf("sent %s", dumpCalls(api.Sent(group.ID)))
 	}
 	if stored, _ := st.lookup(key(group.ID, ""), remember.ID); stored {
