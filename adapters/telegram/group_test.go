@@ -122,11 +122,23 @@ func TestUndecodableUpdateIsAnswered(t *testing.T) {
 	api.PushRaw(fmt.Sprintf(`{"message":{"message_id":%d,"date":%d,"chat":{"id":111,"type":"private","first_name":"Ada"},`+
 		`"from":{"id":111,"is_bot":false,"first_name":"Ada"},"forward_origin":{"type":"hologram","date":1},"text":"forwarded words"}}`, id, time.Now().Unix()))
 	junk := api.PushRaw(`{"message":{"message_id":"not a number"}}`)
+	// A press on a message of a kind the library does not know is
+	// answered all the same (else the button keeps spinning).
+	api.PushRaw(`{"callback_query":{"id":"cbq-future","from":{"id":222,"is_bot":false,"first_name":"Bob"},"data":"x",` +
+		`"message":{"message_id":1,"date":0,"chat":{"id":222,"type":"private"},"forward_origin":{"type":"hologram"}}}}`)
 	got := api.WaitSent(111, 1)
 	if got[0].Fields["text"] != "echo: forwarded words" || got[0].ReplyTo() != id {
 		t.Fatalf("reply = %v", got[0].Fields)
 	}
 	api.Wait("the junk update confirmed", func([]fakeCall) bool { return api.ConfirmedID() >= junk })
+	api.Wait("the unknown press answered", func(calls []fakeCall) bool {
+		for _, c := range filterCalls(calls, "answerCallbackQuery") {
+			if c.Fields["callback_query_id"] == "cbq-future" {
+				return true
+			}
+		}
+		return false
+	})
 
 	forum := groupChat(-100800, true)
 	tid := api.MsgID(forum.ID)
