@@ -60,6 +60,13 @@ func TestPacerSchedule(t *testing.T) {
 	if gap := p.reserve(private, true).Sub(time.Now()); gap < 900*time.Millisecond {
 		t.Errorf("the second call in a private chat is %s away, want about a second", gap)
 	}
+	// A slot given back (a stream finished while waiting for it) is the
+	// next one handed out.
+	b := p.book(group, true)
+	p.cancel(b)
+	if again := p.reserve(group, true); !again.Equal(b.at) {
+		t.Errorf("after giving slot %s back the next is %s", b.at, again)
+	}
 	// A 429 holds the chat.
 	p.block(private, 240*time.Second)
 	if at := p.reserve(private, false); time.Until(at) < 239*time.Second {
