@@ -30,6 +30,9 @@ type pacer struct {
 	groupLimit int           // calls per groupWindow in a group
 	window     time.Duration
 
+	// granted, when set (tests), is told every slot a call went out in.
+	granted func(chat int64, at time.Time, edit bool)
+
 	mu    sync.Mutex
 	chats map[int64]*chatPace
 }
@@ -145,6 +148,9 @@ func (p *pacer) wait(ctx context.Context, stop <-chan struct{}, chat int64, edit
 	for {
 		d := time.Until(latest(b.at, p.blockedUntil(chat)))
 		if d <= 0 {
+			if p.granted != nil {
+				p.granted(chat, b.at, edit)
+			}
 			return true
 		}
 		t := time.NewTimer(d)
