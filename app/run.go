@@ -12,6 +12,7 @@ import (
 	"github.com/recallbot/recall/chat"
 	"github.com/recallbot/recall/commands"
 	"github.com/recallbot/recall/limits"
+	"github.com/recallbot/recall/memory"
 	"github.com/recallbot/recall/metrics"
 	"github.com/recallbot/recall/ops"
 	"github.com/recallbot/recall/pipeline"
@@ -45,6 +46,7 @@ type Wiring struct {
 	Allowed  func(userID string) bool                             // the access list
 	Commands []*commands.Command                                  // the platforms' command menu
 	Known    []string                                             // every command name that runs (admin ones too)
+	Store    *memory.Store                                        // the store (a group that became a supergroup moves its data)
 	Log      *slog.Logger
 	Metrics  *metrics.Metrics
 }
@@ -73,7 +75,7 @@ func (a *App) Run(ctx context.Context, channels ...ChannelFunc) error {
 	cfg := a.Config
 	disp := a.NewDispatcher()
 	w := Wiring{Submit: disp.Submit, Accept: a.Intake.Accept, Allowed: a.Access.Allowed,
-		Commands: a.Commands.List(), Known: a.Commands.Names(), Log: a.Log, Metrics: a.Metrics}
+		Commands: a.Commands.List(), Known: a.Commands.Names(), Store: a.Store, Log: a.Log, Metrics: a.Metrics}
 	g, gctx := errgroup.WithContext(ctx)
 	var closers []func() error
 	var err error

@@ -191,7 +191,13 @@ func (c *Commands) Handle(ctx context.Context, t *pipeline.Turn) (bool, error) {
 		if !known {
 			return true, call.Reply(ctx, unknownText(p.Name, c.closest(p.Name)))
 		}
-		if p.Name != "cancel" {
+		if f := c.flowFor(key); f != nil && f.owner != t.In.SenderID {
+			// Someone else's question stays: their /cancel does not end
+			// it, their other commands run beside it.
+			if p.Name == "cancel" {
+				return true, call.Reply(ctx, "Only the member who sent the command can cancel that question.")
+			}
+		} else if p.Name != "cancel" {
 			c.endFlow(key) // a new command abandons a pending question
 		}
 		return true, call.fail(ctx, cmd.Run(ctx, call))

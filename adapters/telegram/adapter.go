@@ -32,16 +32,17 @@ type AcceptFunc func(ctx context.Context, in pipeline.Inbound) error
 // (long polling or webhook), normalizes them, makes them durable with accept,
 // hands them to submit, and sends the answers (Sender).
 type Adapter struct {
-	opts   Options
-	api    *bot.Bot
-	poller *http.Client // for getUpdates, which the library must not run
-	files  *http.Client // downloads of files users sent (Media.Fetch)
-	submit SubmitFunc
-	accept AcceptFunc
-	log    *slog.Logger
-	out    *sender
-	data   *callbackData
-	known  map[string]bool // command names, lowercase (Options.KnownCommands)
+	opts    Options
+	api     *bot.Bot
+	poller  *http.Client // for getUpdates, which the library must not run
+	files   *http.Client // downloads of files users sent (Media.Fetch)
+	submit  SubmitFunc
+	accept  AcceptFunc
+	log     *slog.Logger
+	out     *sender
+	data    *callbackData
+	known   map[string]bool // command names, lowercase (Options.KnownCommands)
+	notices *noticeGate     // which media messages get the text-only notice
 
 	// Timing, replaceable in tests.
 	retryBase, retryMax time.Duration
@@ -134,7 +135,7 @@ func New(opts Options, submit SubmitFunc, accept AcceptFunc) (*Adapter, error) {
 		}
 	}
 	a := &Adapter{
-		opts: opts, api: api, poller: &poller, files: client, submit: submit, accept: accept, log: log, data: data, known: known,
+		opts: opts, api: api, poller: &poller, files: client, submit: submit, accept: accept, log: log, data: data, known: known, notices: newNoticeGate(),
 		retryBase: 500 * time.Millisecond, retryMax: 30 * time.Second, callTimeout: 10 * time.Second, now: time.Now,
 	}
 	a.out = &sender{api: api, log: log, data: data, pace: newPacer(), retryUnit: time.Second, sendTimeout: 30 * time.Second, fileTimeout: 5 * time.Minute,

@@ -26,20 +26,33 @@
 //
 // Network errors and 5xx are retried with exponential backoff and jitter,
 // 429 after its retry_after; 401 or 404 (a bad token) stop Run with
-// ErrBadToken, which names telegram.token and never contains the token.
+// ErrBadToken, which names telegram.token and never contains the token; a
+// 400 to getMe, deleteWebhook or setWebhook stops Run too (retrying cannot
+// help). A getUpdates that does not answer within PollTimeout plus a margin
+// is cancelled and sent again; a 409 is logged as another instance polling
+// or a webhook being set. Health reports those failures, a store that keeps
+// refusing incoming messages, and polling gone stale (no getUpdates
+// completed for three poll timeouts). The webhook server caps its
+// connections (connlimit) and times out slow and idle ones.
 //
 // # Behaviour decisions
 //
 //   - Conversations: Key{Channel: "telegram", Chat: chat id, Thread: topic
-//     id} — Thread only for a message in a topic of a forum supergroup; the
-//     General topic and reply threads of ordinary groups are the chat.
+//     id} — Thread only for a message in a topic of a forum supergroup or of
+//     a private chat with topics; the General topic and reply threads of
+//     ordinary groups are the chat. A group upgraded to a supergroup gets
+//     its replies in the new chat, and its memory moves (Options.OnMigrate).
 //   - Groups (telegram.groups.reply): "mention" answers only messages that
 //     mention the bot (@username or a text mention), reply to one of its
 //     messages, are commands or press its buttons; "always" marks every
 //     group message as mentioning the bot. The mention is removed from the
 //     text where it addresses the bot (start or end); in the middle of a
 //     sentence it is replaced by the bot's name.
-//   - Commands: "/cmd@ThisBot" becomes "/cmd"; "/cmd@OtherBot" is ignored.
+//   - Commands: "/cmd@ThisBot" becomes "/cmd"; "/cmd@OtherBot" is ignored;
+//     in a group a bare command the bot does not know (Options.KnownCommands)
+//     is ignored too: it is most likely another bot's.
+//   - Group privacy mode: getMe's can_read_all_group_messages=false is
+//     logged as a warning at start (plain @mentions never arrive then).
 //   - Captions of photos, videos and documents are read as the text.
 //   - Edited messages are ignored: the original was answered already, and
 //     the stored history keeps what the bot answered to. Answering every
@@ -48,22 +61,35 @@
 //     without caption, locations, polls…: in a private chat the adapter
 //     answers TextOnlyReply ("I can read text only for now.") directly — not
 //     the LLM, nothing stored — to allowed users (Options.Allowed); in groups
-//     they are ignored.
+//     they are ignored. At most one notice per album (none when an item has
+//     a caption) and per chat every DefaultNoticeEvery.
+//   - An update the library's models refuse (a variant newer than it) is
+//     decoded again with only the fields the bot uses, so its text is still
+//     answered; the webhook answers 200 to a body it cannot use at all.
 //   - Service messages (joins, pins, title changes…), channel posts,
 //     automatic forwards and messages of other bots are ignored.
 //   - Button presses become an Inbound with Choice = the button's data, Text
 //     = its label, MessageID = "cb:"+callback id; the query is answered at
-//     once (answerCallbackQuery) in the background. Data longer than 64
-//     bytes is sent as a short id and mapped back (in memory).
+//     once (answerCallbackQuery) in the background — every press, also one
+//     the bot does not handle — and the buttons are removed from the
+//     question (in a group only when the asker pressed). Keyboards are sent
+//     as our own JSON (inlineKeyboard: the library's adds an empty
+//     copy_text to every button). Data longer than 64 bytes is sent as a
+//     short id and mapped back (in memory).
 //   - Replies: the first part of an answer replies to the user's message
 //     (allow_sending_without_reply); answers longer than 4096 characters are
 //     split into valid HTML parts. When Telegram cannot parse the HTML
 //     ("can't parse entities") the part is sent again as plain text: the
 //     whole message as format.Plain of the Markdown when it is one part, else
 //     that part's own text.
-//   - 429 on a send waits retry_after and tries again, at most 2 minutes in
-//     total per Send; 403 (blocked, removed from the group) is logged at info
-//     and returned as ErrBlocked. Typing never retries and never blocks.
+//   - Flood limits (pacer): one schedule per chat, shared by its topics,
+//     streams and sends: DefaultChatEvery between calls, in a group at most
+//     DefaultGroupPerMinute a minute and edits DefaultGroupEditEvery apart.
+//     A 429 holds the whole chat for its retry_after, however long; the
+//     call is then made again (only ctx ends the wait). 403 (blocked,
+//     removed from the group) is logged at info and returned as ErrBlocked.
+//     Typing never retries and never blocks. Link previews are off unless
+//     Options.LinkPreviews.
 //   - Streaming (Options.Stream; the Sender is then a pipeline.Streamer):
 //     the reply is shown while the model writes it, as plain text (half
 //     written Markdown is not rendered), at most one update per second

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/go-telegram/bot/models"
+
+	"github.com/recallbot/recall/llm/llmtest"
 )
 
 // replyToBot is a message of member from in chat replying to the bot's
@@ -64,16 +66,23 @@ func TestGroupQuestionAnsweredOnlyByItsAsker(t *testing.T) {
 	if !strings.Contains(r.Fields["text"], "Only the member who sent the command") {
 		t.Fatalf("another member's press got %q", r.Fields["text"])
 	}
+	// 222 can neither cancel the question nor end it with a command.
+	api.SendText(group, 222, "/cancel@"+fakeBotName)
+	if r := api.WaitSent(group.ID, 5)[4]; !strings.Contains(r.Fields["text"], "Only the member who sent the command can cancel") {
+		t.Fatalf("another member's /cancel got %q", r.Fields["text"])
+	}
+	api.SendText(group, 222, "/help@"+fakeBotName)
+	api.WaitSent(group.ID, 6)
 	// The asker's "yes" not addressed to the bot is chatter.
 	api.SendText(group, 111, "yes")
 	// The asker's reply to the question confirms it.
 	yes111 := replyToBot(api, group, 111, q, "yes")
 	api.Push(models.Update{Message: yes111})
-	r = api.WaitSent(group.ID, 5)[4]
+	r = api.WaitSent(group.ID, 7)[6]
 	if r.ReplyTo() != yes111.ID || !strings.HasPrefix(r.Fields["text"], "Deleted") {
 		t.Fatalf("the asker's answer got %q", r.Fields["text"])
 	}
-	if len(api.Sent(group.ID)) != 5 {
+	if len(api.Sent(group.ID)) != 7 {
 		t.Errorf("sent %s", dumpCalls(api.Sent(group.ID)))
 	}
 	if stored, _ := st.lookup(key(group.ID, ""), remember.ID); stored {
@@ -113,11 +122,23 @@ func TestUndecodableUpdateIsAnswered(t *testing.T) {
 	api.PushRaw(fmt.Sprintf(`{"message":{"message_id":%d,"date":%d,"chat":{"id":111,"type":"private","first_name":"Ada"},`+
 		`"from":{"id":111,"is_bot":false,"first_name":"Ada"},"forward_origin":{"type":"hologram","date":1},"text":"forwarded words"}}`, id, time.Now().Unix()))
 	junk := api.PushRaw(`{"message":{"message_id":"not a number"}}`)
+	// A press on a message of a kind the library does not know is
+	// answered all the same (else the button keeps spinning).
+	api.PushRaw(`{"callback_query":{"id":"cbq-future","from":{"id":222,"is_bot":false,"first_name":"Bob"},"data":"x",` +
+		`"message":{"message_id":1,"date":0,"chat":{"id":222,"type":"private"},"forward_origin":{"type":"hologram"}}}}`)
 	got := api.WaitSent(111, 1)
 	if got[0].Fields["text"] != "echo: forwarded words" || got[0].ReplyTo() != id {
 		t.Fatalf("reply = %v", got[0].Fields)
 	}
 	api.Wait("the junk update confirmed", func([]fakeCall) bool { return api.ConfirmedID() >= junk })
+	api.Wait("the unknown press answered", func(calls []fakeCall) bool {
+		for _, c := range filterCalls(calls, "answerCallbackQuery") {
+			if c.Fields["callback_query_id"] == "cbq-future" {
+				return true
+			}
+		}
+		return false
+	})
 
 	forum := groupChat(-100800, true)
 	tid := api.MsgID(forum.ID)
@@ -231,5 +252,125 @@ func TestPrivacyMode(t *testing.T) {
 	}
 	if strings.Contains(st.logs.String()[before:], "privacy mode is on") {
 		t.Error("privacy warning with privacy off")
+	}
+}
+
+// photo is a photo from user in chat, in album (when not "").
+func photo(api *fakeAPI, chat models.Chat, user int64, album, caption string) *models.Message {
+	return &models.Message{ID: api.MsgID(chat.ID), Date: int(time.Now().Unix()), Chat: chat, MediaGroupID: album,
+		From: &models.User{ID: user, FirstName: "U"}, Photo: []models.PhotoSize{{FileID: "p"}}, Caption: caption}
+}
+
+// notices counts the text-only notices delivered to chat.
+func notices(api *fakeAPI, chat int64) int {
+	n := 0
+	for _, c := range api.Sent(chat) {
+		if c.Fields["text"] == TextOnlyReply {
+			n++
+		}
+	}
+	return n
+}
+
+// An album whose one item has a caption is answered once, with no
+// text-only notice; an album without caption gets one notice, not one per
+// photo; and a burst of media in a chat gets one notice every few minutes.
+func TestAlbumsAndMediaBurstsGetOneNotice(t *testing.T) {
+	api := newFakeAPI(t)
+	newStack(t, api, stackOptions{})
+	ada, bob := privateChat(111), privateChat(222)
+
+	api.Push(models.Update{Message: photo(api, ada, 111, "alb-1", "")})
+	captioned := photo(api, ada, 111, "alb-1", "what are these?")
+	api.Push(models.Update{Message: captioned})
+	api.Push(models.Update{Message: photo(api, ada, 111, "alb-1", "")})
+	if r := api.WaitSent(111, 1)[0]; r.Fields["text"] != "echo: what are these?" || r.ReplyTo() != captioned.ID {
+		t.Fatalf("answer to the album = %v", r.Fields)
+	}
+
+	// Bob's album without caption, sent after Ada's: its notice comes after
+	// Ada's album was decided.
+	first := photo(api, bob, 222, "alb-2", "")
+	api.Push(models.Update{Message: first})
+	api.Push(models.Update{Message: photo(api, bob, 222, "alb-2", "")})
+	api.Push(models.Update{Message: photo(api, bob, 222, "alb-2", "")})
+	if r := api.WaitSent(222, 1)[0]; r.Fields["text"] != TextOnlyReply {
+		t.Fatalf("answer to an album without caption = %v", r.Fields)
+	}
+	// More media from Bob right after, then a question: the media get no
+	// second notice.
+	sticker := &models.Message{ID: api.MsgID(222), Date: int(time.Now().Unix()), Chat: bob,
+		From: &models.User{ID: 222, FirstName: "Bob"}, Sticker: &models.Sticker{FileID: "stk"}}
+	api.Push(models.Update{Message: sticker})
+	api.SendText(bob, 222, "hello?")
+	api.Wait("the answer to Bob's question", func(calls []fakeCall) bool {
+		for _, c := range filterCalls(calls, "sendMessage") {
+			if c.Fields["text"] == "echo: hello?" {
+				return true
+			}
+		}
+		return false
+	})
+	if n := notices(api, 111); n != 0 {
+		t.Errorf("Ada's captioned album got %d notices", n)
+	}
+	if n := notices(api, 222); n != 1 {
+		t.Errorf("Bob's album and sticker got %d notices, want 1", n)
+	}
+}
+
+// When a group becomes a supergroup (a new chat id), the reply in flight
+// reaches the new chat, and the group's memory moves with it: history and
+// notes are under the new id, nothing is left under the old one.
+func TestGroupUpgradedToSupergroup(t *testing.T) {
+	api := newFakeAPI(t)
+	release := make(chan struct{})
+	echo := llmtest.Echo("echo: ")
+	st := newStack(t, api, stackOptions{llm: func(r llmtest.Request) llmtest.Response {
+		if last := r.Messages[len(r.Messages)-1]; strings.Contains(last.Content, "slow") {
+			<-release
+		}
+		return echo(r)
+	}})
+	old := models.Chat{ID: -500, Type: models.ChatTypeGroup, Title: "Group"}
+	const newID = -1001234500
+	say := func(chat models.Chat, text string) *models.Message {
+		m := api.TextMessage(chat, 111, "@"+fakeBotName+" "+text)
+		m.Entities = []models.MessageEntity{mention()}
+		api.Push(models.Update{Message: m})
+		return m
+	}
+	say(old, "the plan is to meet at noon")
+	api.WaitSent(old.ID, 1)
+	api.SendText(old, 111, "/remember@"+fakeBotName+" place the old mill")
+	api.WaitSent(old.ID, 2)
+
+	say(old, "slow question")
+	api.Wait("the slow question asked", func([]fakeCall) bool {
+		return promptHas(st.lastPrompt(), "slow question")
+	})
+	api.Migrate(old.ID, newID)
+	api.Wait("the memory moved", func([]fakeCall) bool {
+		stored, _ := st.lookup(key(newID, ""), 1)
+		return stored
+	})
+	close(release)
+	if r := api.WaitSent(newID, 1)[0]; r.Fields["text"] != "echo: slow question" {
+		t.Fatalf("the reply in flight = %v", r.Fields)
+	}
+
+	sup := models.Chat{ID: newID, Type: models.ChatTypeSupergroup, Title: "Group"}
+	say(sup, "when do we meet?")
+	api.WaitSent(newID, 2)
+	prompt := st.lastPrompt()
+	if !promptHas(prompt, "the plan is to meet at noon") || !promptHas(prompt, "the old mill") {
+		t.Errorf("the supergroup's prompt lacks the group's history or notes: %v", prompt)
+	}
+	if stored, _ := st.lookup(key(old.ID, ""), 1); stored {
+		t.Error("the group's messages are still under the old id")
+	}
+	mems, err := st.store.Memories(t.Context(), key(newID, "").Owner())
+	if err != nil || len(mems) != 1 {
+		t.Errorf("notes under the new id = %v, %v", mems, err)
 	}
 }

@@ -333,3 +333,22 @@ func FuzzNormalize(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeUpdate: any body Telegram (or someone with the webhook secret)
+// sends decodes, fully, minimally or not at all, without panicking, and
+// what decodes normalizes without panicking.
+func FuzzDecodeUpdate(f *testing.F) {
+	f.Add([]byte(`{"update_id":1,"message":{"message_id":2,"date":1,"chat":{"id":5,"type":"private"},"from":{"id":5,"first_name":"A"},"text":"hi"}}`))
+	f.Add([]byte(`{"update_id":1,"message":{"message_id":2,"chat":{"id":-5,"type":"supergroup","is_forum":true},"is_topic_message":true,"message_thread_id":3,"forward_origin":{"type":"new"},"text":"@RecallBot x","entities":[{"type":"mention","offset":0,"length":10}],"reply_to_message":{"message_id":3,"forum_topic_created":{"name":"t"}}}}`))
+	f.Add([]byte(`{"update_id":1,"callback_query":{"id":"q","from":{"id":5},"data":"d","message":{"message_id":2,"chat":{"id":5,"type":"private"},"forward_origin":{"type":"x"}}}}`))
+	f.Add([]byte(`{"update_id":1,"message":{"message_id":"x"}}`))
+	me := Me{ID: 123456, Username: "RecallBot", Name: "Recall"}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		u, _ := decodeUpdate(raw)
+		if u == nil {
+			return
+		}
+		toInbound(u, me, GroupsReplyMention)
+		textOnly(u, me)
+	})
+}

@@ -1,9 +1,12 @@
 package telegram
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/recallbot/recall/pipeline"
 )
 
 // DefaultAPIURL is Telegram's Bot API server.
@@ -56,6 +59,11 @@ type Options struct {
 	// get nothing from the adapter itself. Text messages always go to the
 	// pipeline, whose access stage answers strangers.
 	Allowed func(userID string) bool
+	// OnMigrate, when set, moves what is stored for a group to the
+	// supergroup it was upgraded to (memory.Store.MoveChat); it is called
+	// when the upgrade's service message arrives, before the messages after
+	// it are handled. Replies are sent to the new chat either way.
+	OnMigrate func(ctx context.Context, from, to pipeline.Key) error
 	// OnReconnect, when set, is called each time receiving updates works
 	// again after failing (metrics).
 	OnReconnect func()

@@ -30,6 +30,9 @@ type pacer struct {
 	groupLimit int           // calls per groupWindow in a group
 	window     time.Duration
 
+	// granted, when set (tests), is told every slot a call went out in.
+	granted func(chat int64, at time.Time, edit bool)
+
 	mu    sync.Mutex
 	chats map[int64]*chatPace
 }
@@ -50,10 +53,34 @@ func newPacer() *pacer {
 // have negative ids).
 func isGroup(chat int64) bool { return chat < 0 }
 
+// booking is a reserved slot, and what the chat's schedule was before it
+// (to give the slot back).
+type booking struct {
+	chat               int64
+	at                 time.Time
+	prevNext, prevEdit time.Time
+}
+
 // reserve books the chat's next slot for a call (an edit when edit is set)
 // and returns when it may go. Slots are handed out in order, so concurrent
 // callers queue.
-func (p *pacer) reserve(chat int64, edit bool) time.Time {
+func (p *pacer) reserve(chat int64, edit bool) time.Time { return p.book(chat, edit).at }
+
+// cancel gives an unused slot back when no later slot was booked since.
+func (p *pacer) cancel(b booking) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := p.chats[b.chat]
+	if c == nil || !c.next.Equal(b.at.Add(p.every)) {
+		return
+	}
+	c.next, c.nextEdit = b.prevNext, b.prevEdit
+	if n := len(c.slots); n > 0 && c.slots[n-1].Equal(b.at) {
+		c.slots = c.slots[:n-1]
+	}
+}
+
+func (p *pacer) book(chat int64, edit bool) booking {
 	now := time.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -65,6 +92,7 @@ func (p *pacer) reserve(chat int64, edit bool) time.Time {
 		c = &chatPace{}
 		p.chats[chat] = c
 	}
+	b := booking{chat: chat, prevNext: c.next, prevEdit: c.nextEdit}
 	t := latest(now, c.next, c.blocked)
 	if isGroup(chat) {
 		if edit {
@@ -86,7 +114,8 @@ func (p *pacer) reserve(chat int64, edit bool) time.Time {
 		}
 	}
 	c.next = t.Add(p.every)
-	return t
+	b.at = t
+	return b
 }
 
 // block holds every call of the chat for d (a 429's retry_after).
@@ -113,12 +142,15 @@ func (p *pacer) blockedUntil(chat int64) time.Time {
 }
 
 // wait books a slot and waits for it, and for a 429 met meanwhile; false
-// when ctx ended or stop was closed first.
+// when ctx ended or stop was closed first (the slot is then given back).
 func (p *pacer) wait(ctx context.Context, stop <-chan struct{}, chat int64, edit bool) bool {
-	at := p.reserve(chat, edit)
+	b := p.book(chat, edit)
 	for {
-		d := time.Until(latest(at, p.blockedUntil(chat)))
+		d := time.Until(latest(b.at, p.blockedUntil(chat)))
 		if d <= 0 {
+			if p.granted != nil {
+				p.granted(chat, b.at, edit)
+			}
 			return true
 		}
 		t := time.NewTimer(d)
@@ -126,9 +158,11 @@ func (p *pacer) wait(ctx context.Context, stop <-chan struct{}, chat int64, edit
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
+			p.cancel(b)
 			return false
 		case <-stop:
 			t.Stop()
+			p.cancel(b)
 			return false
 		}
 	}

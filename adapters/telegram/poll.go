@@ -129,6 +129,7 @@ func (a *Adapter) handleBatch(ctx context.Context, me Me, updates []*models.Upda
 	a.setHealth(nil)
 	a.lastPoll.Store(a.now().UnixNano()) // the time spent storing was not a stall of polling
 	for _, it := range items {
+		a.migrate(ctx, it)
 		if err := a.dispatch(ctx, it); err != nil {
 			a.log.Warn("the pipeline stopped; leaving updates unconfirmed for the next start", "err", err)
 			return false
@@ -296,14 +297,33 @@ type minimalMessage struct {
 
 // minimalUpdate decodes the message of an update the models refused: the
 // chat, the sender, the text or caption with their entities, the message
-// replied to and the topic. ok is false when the update holds no message
-// that decodes so.
+// replied to and the topic; or the button press (id, presser, data, chat).
+// ok is false when the update holds neither in a form that decodes so.
 func minimalUpdate(raw []byte) (*models.Update, bool) {
 	var v struct {
-		ID      int64           `json:"update_id"`
-		Message *minimalMessage `json:"message"`
+		ID       int64           `json:"update_id"`
+		Message  *minimalMessage `json:"message"`
+		Callback *struct {
+			ID      string          `json:"id"`
+			From    models.User     `json:"from"`
+			Data    string          `json:"data"`
+			Message *minimalMessage `json:"message"`
+		} `json:"callback_query"`
 	}
-	if err := json.Unmarshal(raw, &v); err != nil || v.Message == nil || v.Message.Chat.ID == 0 {
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, false
+	}
+	if q := v.Callback; q != nil && q.ID != "" {
+		// A button press: answered in any case (the spinner), handled when
+		// its chat is known.
+		cq := &models.CallbackQuery{ID: q.ID, From: q.From, Data: q.Data}
+		if m := q.Message; m != nil && m.Chat.ID != 0 {
+			cq.Message = models.MaybeInaccessibleMessage{Type: models.MaybeInaccessibleMessageTypeMessage,
+				Message: &models.Message{ID: m.ID, Date: m.Date, Chat: m.Chat, MessageThreadID: m.ThreadID, IsTopicMessage: m.IsTopicMessage}}
+		}
+		return &models.Update{ID: v.ID, CallbackQuery: cq}, true
+	}
+	if v.Message == nil || v.Message.Chat.ID == 0 {
 		return nil, false
 	}
 	mm := v.Message

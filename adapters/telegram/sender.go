@@ -44,6 +44,8 @@ type sender struct {
 	fileTimeout time.Duration              // bound on each upload
 	preview     *models.LinkPreviewOptions // on every message and edit; nil shows link previews
 
+	moved sync.Map // int64 → int64: groups upgraded to supergroups, old id → new
+
 	// Streaming (streamSender).
 	streamEvery time.Duration // least time between two updates of a streamed reply
 	drafts      atomic.Bool   // try sendMessageDraft in private chats
@@ -60,6 +62,36 @@ var (
 
 // captionLimit is Telegram's limit on a document caption.
 const captionLimit = 1024
+
+// migrated records that group old became supergroup new: what is sent to
+// old goes to new from now on.
+func (s *sender) migrated(old, new int64) { s.moved.Store(old, new) }
+
+// chatNow is where a message for chat goes: the supergroup it became, or
+// chat itself.
+func (s *sender) chatNow(chat int64) int64 {
+	for range 4 { // a group upgrades once; the bound guards against a loop
+		next, ok := s.moved.Load(chat)
+		if !ok {
+			return chat
+		}
+		chat = next.(int64)
+	}
+	return chat
+}
+
+// movedTo reports the supergroup a 400 says the group became (and records
+// it); 0 when err is not that.
+func (s *sender) movedTo(chat int64, err error) int64 {
+	var me *bot.MigrateError
+	if !errors.As(err, &me) || me.MigrateToChatID == 0 || int64(me.MigrateToChatID) == chat {
+		return 0
+	}
+	to := int64(me.MigrateToChatID)
+	s.migrated(chat, to)
+	s.log.Info("the group became a supergroup; sending there", "from", chat, "to", to)
+	return to
+}
 
 // target is the chat and topic of a key.
 func target(key pipeline.Key) (chat int64, thread int, err error) {
@@ -107,9 +139,9 @@ func (s *sender) prepare(out pipeline.Outbound) (*outgoing, pipeline.Outbound, [
 	if err != nil {
 		return nil, out, nil, err
 	}
-	o := &outgoing{chat: chat, thread: thread}
-	if n, err := strconv.Atoi(out.ReplyTo); err == nil && n > 0 {
-		o.replyTo = n
+	o := &outgoing{chat: s.chatNow(chat), thread: thread}
+	if n, err := strconv.Atoi(out.ReplyTo); err == nil && n > 0 && o.chat == chat {
+		o.replyTo = n // (a message of a group that became a supergroup stayed behind)
 	}
 	if len(out.Choices) > 0 {
 		o.markup = s.keyboard(out.Choices)
@@ -183,11 +215,18 @@ func (s *sender) sendPart(ctx context.Context, o *outgoing, text string, rich, f
 		p.ReplyMarkup = o.markup
 	}
 	var msg *models.Message
-	err := s.call(ctx, o.chat, false, s.sendTimeout, func(ctx context.Context) error {
+	send := func(ctx context.Context) error {
 		var err error
 		msg, err = s.api.SendMessage(ctx, p)
 		return err
-	})
+	}
+	err := s.call(ctx, o.chat, false, s.sendTimeout, send)
+	if to := s.movedTo(o.chat, err); to != 0 {
+		// The group became a supergroup: the message goes there (the
+		// message replied to stayed in the old chat).
+		o.chat, p.ChatID, p.ReplyParameters = to, to, nil
+		err = s.call(ctx, o.chat, false, s.sendTimeout, send)
+	}
 	if err != nil {
 		return "", err
 	}
@@ -303,6 +342,7 @@ func (s *sender) Typing(ctx context.Context, key pipeline.Key) error {
 	if err != nil {
 		return err
 	}
+	chat = s.chatNow(chat)
 	ctx, cancel := context.WithTimeout(ctx, s.sendTimeout)
 	defer cancel()
 	_, err = s.api.SendChatAction(ctx, &bot.SendChatActionParams{ChatID: chat, MessageThreadID: thread, Action: models.ChatActionTyping})
@@ -358,6 +398,7 @@ func (s *sender) SendFile(ctx context.Context, key pipeline.Key, f pipeline.File
 	if err != nil {
 		return err
 	}
+	chat = s.chatNow(chat)
 	name := f.Name
 	if name == "" {
 		name = "file"

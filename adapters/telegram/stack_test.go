@@ -123,6 +123,10 @@ func (s *stack) start() {
 	}
 	opts := Options{
 		Token: fakeToken, APIURL: s.api.URL, GroupsReply: s.opts.groupsReply, Log: log,
+		OnMigrate: func(ctx context.Context, from, to pipeline.Key) error {
+			_, err := store.MoveChat(ctx, from, to)
+			return err
+		},
 		Commands: menu, KnownCommands: cmds.Names(), PollTimeout: 2 * time.Second, Allowed: access.Allowed, Stream: s.opts.stream,
 	}
 	if s.opts.webhook != nil {
@@ -134,6 +138,7 @@ func (s *stack) start() {
 	}
 	ad.retryBase, ad.retryMax = 10*time.Millisecond, 200*time.Millisecond
 	ad.out.pace = unpaced()
+	ad.notices.albumWait = 30 * time.Millisecond
 	if s.opts.pace != nil {
 		ad.out.pace = s.opts.pace
 	}

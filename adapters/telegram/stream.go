@@ -41,8 +41,9 @@ func (s streamSender) Stream(ctx context.Context, key pipeline.Key, replyTo stri
 		s: s.sender, key: key, every: s.streamEvery,
 		kick: make(chan struct{}, 1), finish: make(chan struct{}), exited: make(chan struct{}),
 	}
-	st.chat, st.thread, st.bad = target(key)
-	if n, err := strconv.Atoi(replyTo); err == nil && n > 0 {
+	chat, thread, bad := target(key)
+	st.chat, st.thread, st.bad = s.chatNow(chat), thread, bad
+	if n, err := strconv.Atoi(replyTo); err == nil && n > 0 && st.chat == chat {
 		st.replyTo = n
 	}
 	if st.bad != nil {

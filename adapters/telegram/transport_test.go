@@ -446,6 +446,7 @@ func TestLinkPreviewsOffByDefault(t *testing.T) {
 	for _, on := range []bool{false, true} {
 		api := newFakeAPI(t)
 		b := newBare(t, api, Options{LinkPreviews: on})
+		b.ad.out.streamEvery = time.Millisecond
 		ctx := context.Background()
 		k := key(-100500, "")
 		id, err := b.ad.out.Send(ctx, pipeline.Outbound{Key: k, Text: "see https://example.com"})

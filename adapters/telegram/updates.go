@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -19,15 +20,28 @@ type item struct {
 	in     pipeline.Inbound
 	handle bool // in goes to accept and the pipeline
 
-	notice        bool // answer TextOnlyReply directly
+	notice        bool // answer TextOnlyReply directly (if the gate allows)
 	noticeKey     pipeline.Key
 	noticeReplyTo string
+	album         string // media_group_id of the message, "" when none
+
+	migrateFrom, migrateTo int64 // a group became a supergroup (0: not this)
 }
 
 // prepare decides what to do with an update.
 func (a *Adapter) prepare(u *models.Update, me Me) item {
 	it := item{u: u}
+	if m := u.Message; m != nil {
+		it.album = m.MediaGroupID
+		switch {
+		case m.MigrateFromChatID != 0:
+			it.migrateFrom, it.migrateTo = m.MigrateFromChatID, m.Chat.ID
+		case m.MigrateToChatID != 0:
+			it.migrateFrom, it.migrateTo = m.Chat.ID, m.MigrateToChatID
+		}
+	}
 	if in, ok := toInbound(u, me, a.opts.GroupsReply); ok {
+		a.notices.covered(it.album) // an album with a caption is answered: no notice
 		if in.IsGroup && a.unknownCommand(u.Message) {
 			return it // most likely another bot's: not ours to answer
 		}
@@ -46,6 +60,28 @@ func (a *Adapter) prepare(u *models.Update, me Me) item {
 		}
 	}
 	return it
+}
+
+// migrate handles a group's upgrade to a supergroup: replies meant for
+// the group go to the supergroup from now on, and what is stored for the
+// group moves to it (Options.OnMigrate; a failure is logged, the bot goes
+// on). Telegram sends the upgrade twice (once in each chat); the second
+// finds nothing left to move.
+func (a *Adapter) migrate(ctx context.Context, it item) {
+	if it.migrateFrom == 0 || it.migrateTo == 0 || it.migrateFrom == it.migrateTo {
+		return
+	}
+	a.out.migrated(it.migrateFrom, it.migrateTo)
+	from := pipeline.Key{Channel: Channel, Chat: strconv.FormatInt(it.migrateFrom, 10)}
+	to := pipeline.Key{Channel: Channel, Chat: strconv.FormatInt(it.migrateTo, 10)}
+	if a.opts.OnMigrate == nil {
+		return
+	}
+	if err := a.opts.OnMigrate(ctx, from, to); err != nil {
+		a.log.Error("moving a group's memory to the supergroup it became failed", "from", from, "to", to, "err", err)
+		return
+	}
+	a.log.Info("the group became a supergroup; its memory moved with it", "from", from, "to", to)
 }
 
 // unknownCommand reports whether m is a command the bot does not know,
@@ -138,7 +174,7 @@ func (a *Adapter) dispatch(bg context.Context, it item) error {
 		a.bg.Go(func() { a.answerCallback(bg, q, it.handle) })
 	}
 	if it.notice {
-		a.bg.Go(func() { a.sendNotice(bg, it.noticeKey, it.noticeReplyTo) })
+		a.bg.Go(func() { a.sendNotice(bg, it) })
 		return nil
 	}
 	if !it.handle {
@@ -171,10 +207,9 @@ func (a *Adapter) answerCallback(ctx context.Context, q *models.CallbackQuery, h
 	if !handled || !pressedOwnQuestion(q) {
 		return
 	}
+	// Not paced: taking the buttons off is cosmetic and must not hold up
+	// the answer to the press; a refusal is only logged.
 	m := q.Message.Message
-	if !a.out.pace.wait(ctx, nil, m.Chat.ID, true) {
-		return
-	}
 	if _, err := a.api.EditMessageReplyMarkup(ctx, &bot.EditMessageReplyMarkupParams{ChatID: m.Chat.ID, MessageID: m.ID}); err != nil && ctx.Err() == nil {
 		a.log.Debug("removing the buttons of an answered question failed", "err", err)
 	}
@@ -196,8 +231,15 @@ func pressedOwnQuestion(q *models.CallbackQuery) bool {
 	return r != nil && r.From != nil && r.From.ID == q.From.ID
 }
 
-// sendNotice tells a private chat that the bot reads text only.
-func (a *Adapter) sendNotice(ctx context.Context, key pipeline.Key, replyTo string) {
+// sendNotice tells a private chat that the bot reads text only, when the
+// gate allows: once per album, none for an album with a caption, once per
+// chat every few minutes.
+func (a *Adapter) sendNotice(ctx context.Context, it item) {
+	key, replyTo := it.noticeKey, it.noticeReplyTo
+	if !a.notices.wait(ctx, it.album) || !a.notices.allow(key, it.album) {
+		a.log.Debug("no text-only notice: one was sent lately, or the album is answered", "key", key, "msg_id", replyTo)
+		return
+	}
 	ctx, cancel := context.WithTimeout(ctx, a.callTimeout)
 	defer cancel()
 	if _, err := a.out.Send(ctx, pipeline.Outbound{Key: key, Text: TextOnlyReply, Plain: true, ReplyTo: replyTo}); err != nil && !errors.Is(err, ErrBlocked) {

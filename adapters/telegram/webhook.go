@@ -165,5 +165,6 @@ func (a *Adapter) handleOne(ctx, bg context.Context, me Me, u *models.Update) er
 	if err := a.acceptPending(ctx, items, make([]bool, 1)); err != nil {
 		return fmt.Errorf("%w: %w", errAccept, err)
 	}
+	a.migrate(ctx, items[0])
 	return a.dispatch(bg, items[0])
 }

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"github.com/recallbot/recall/adapters/telegram"
 	"github.com/recallbot/recall/adapters/whatsapp"
 	"github.com/recallbot/recall/app"
 	"github.com/recallbot/recall/config"
 	"github.com/recallbot/recall/ops"
+	"github.com/recallbot/recall/pipeline"
 )
 
 // telegramChannel builds the Telegram adapter from telegram.*.
@@ -21,6 +23,10 @@ func telegramChannel(cfg config.Config) app.ChannelFunc {
 			GroupsReply: cfg.Telegram.Groups.Reply, Stream: cfg.Telegram.Stream, LinkPreviews: cfg.Telegram.LinkPreviews,
 			Log: w.Log.With("channel", telegram.Channel), Commands: menu, KnownCommands: w.Known, Allowed: w.Allowed,
 			OnReconnect: func() { w.Metrics.ChannelReconnected(telegram.Channel) },
+			OnMigrate: func(ctx context.Context, from, to pipeline.Key) error {
+				_, err := w.Store.MoveChat(ctx, from, to)
+				return err
+			},
 		}, w.Submit, w.Accept)
 		if err != nil {
 			return app.Channel{}, err

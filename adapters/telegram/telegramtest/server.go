@@ -58,6 +58,7 @@ type Err struct {
 	Code        int
 	Description string
 	RetryAfter  int
+	MigrateTo   int64 // parameters.migrate_to_chat_id
 }
 
 // File is an uploaded file.
@@ -147,10 +148,11 @@ type Server struct {
 	webhook   string
 	secret    string
 	pollGen   int
-	privacy   bool  // group privacy mode (see SetPrivacy)
-	confirmed int64 // highest update id confirmed
-	delivered int   // successful sendMessage calls
-	files     files // hosted media (AddFile)
+	privacy   bool            // group privacy mode (see SetPrivacy)
+	migrated  map[int64]int64 // group → the supergroup it became (see Migrate)
+	confirmed int64           // highest update id confirmed
+	delivered int             // successful sendMessage calls
+	files     files           // hosted media (AddFile)
 }
 
 // NewServer starts a fake Bot API on 127.0.0.1 accepting Token, closed when
@@ -227,6 +229,24 @@ func (f *Server) hiddenLocked(u models.Update) bool {
 	}
 	r := m.ReplyToMessage
 	return r == nil || r.From == nil || r.From.ID != BotID
+}
+
+// Migrate upgrades group chat old to supergroup chat new, as Telegram does
+// it: from now on every call into old is refused with 400 and
+// migrate_to_chat_id; and it queues the two service messages Telegram sends
+// (migrate_to_chat_id in old, migrate_from_chat_id in new).
+func (f *Server) Migrate(old, new int64) {
+	f.mu.Lock()
+	if f.migrated == nil {
+		f.migrated = map[int64]int64{}
+	}
+	f.migrated[old] = new
+	f.mu.Unlock()
+	from := &models.User{ID: 1, FirstName: "Admin"}
+	f.Push(models.Update{Message: &models.Message{ID: f.MsgID(old), Date: int(time.Now().Unix()), From: from,
+		Chat: models.Chat{ID: old, Type: models.ChatTypeGroup, Title: "Group"}, MigrateToChatID: new}})
+	f.Push(models.Update{Message: &models.Message{ID: f.MsgID(new), Date: int(time.Now().Unix()), From: from,
+		Chat: models.Chat{ID: new, Type: models.ChatTypeSupergroup, Title: "Group"}, MigrateFromChatID: old}})
 }
 
 // Push queues an update (its id is assigned) and returns the id; 0 when
@@ -537,6 +557,11 @@ func (f *Server) meLocked() models.User {
 }
 
 func (f *Server) handleLocked(c *Call) (any, *Err) {
+	if chat, err := strconv.ParseInt(c.Fields["chat_id"], 10, 64); err == nil {
+		if to, ok := f.migrated[chat]; ok {
+			return nil, &Err{Code: 400, Description: "Bad Request: group chat was upgraded to a supergroup chat", MigrateTo: to}
+		}
+	}
 	switch c.Method {
 	case "getMe":
 		return f.meLocked(), nil
@@ -721,8 +746,15 @@ func writeAPI(w http.ResponseWriter, result any, e *Err) {
 	w.Header().Set("Content-Type", "application/json")
 	if e != nil {
 		body := map[string]any{"ok": false, "error_code": e.Code, "description": e.Description}
+		params := map[string]any{}
 		if e.RetryAfter > 0 {
-			body["parameters"] = map[string]any{"retry_after": e.RetryAfter}
+			params["retry_after"] = e.RetryAfter
+		}
+		if e.MigrateTo != 0 {
+			params["migrate_to_chat_id"] = e.MigrateTo
+		}
+		if len(params) > 0 {
+			body["parameters"] = params
 		}
 		w.WriteHeader(e.Code)
 		_ = json.NewEncoder(w).Encode(body)
