@@ -311,6 +311,9 @@ func (a *app) runChannels(ctx context.Context) error {
 	disp := pipeline.NewDispatcher(a.handler, cfg.Pipeline.MaxConcurrent, a.log, pipeline.WithGrace(cfg.Shutdown.Timeout))
 	intake := &chat.Intake{Store: a.store, Allowed: a.access.Allowed, Counter: a.counter}
 	g, gctx := errgroup.WithContext(ctx)
+	// The tokenizer's tables are built now, beside the channels' start,
+	// not on the first user's turn.
+	g.Go(func() error { llm.Preload(a.counter); return nil })
 	if cfg.TelegramEnabled() {
 		var menu []telegram.Command
 		for _, c := range a.commands.List() {
