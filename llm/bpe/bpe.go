@@ -54,7 +54,8 @@ type Encoding struct {
 	slots []uint32 // hash table: 0 empty, else rank+1 in the low rankBits, a hash tag above
 	mask  uint64
 	seed  maphash.Seed
-	pat   *regexp2.Regexp
+	pat   *regexp2.Regexp // splits text into pieces
+	split splitter        // splits ASCII text as pat does, faster
 }
 
 const (
@@ -79,15 +80,16 @@ func Get(name string) (*Encoding, error) {
 		return e, nil
 	}
 	var data, pattern string
+	var split splitter
 	switch name {
 	case "o200k_base":
-		data, pattern = o200kData, o200kPattern
+		data, pattern, split = o200kData, o200kPattern, splitO200k
 	case "cl100k_base":
-		data, pattern = cl100kData, cl100kPattern
+		data, pattern, split = cl100kData, cl100kPattern, splitCl100k
 	default:
 		return nil, fmt.Errorf("bpe: no encoding %q", name)
 	}
-	e, err := build(name, data, pattern)
+	e, err := build(name, data, pattern, split)
 	if err != nil {
 		return nil, fmt.Errorf("bpe: loading %s: %w", name, err)
 	}
@@ -96,7 +98,7 @@ func Get(name string) (*Encoding, error) {
 }
 
 // build indexes the embedded table data and compiles the pattern.
-func build(name, data, pattern string) (*Encoding, error) {
+func build(name, data, pattern string, split splitter) (*Encoding, error) {
 	if len(data) < 8 || data[:4] != "BPE1" {
 		return nil, errors.New("not a BPE1 table")
 	}
@@ -120,6 +122,7 @@ func build(name, data, pattern string) (*Encoding, error) {
 		mask:  uint64(size - 1),
 		seed:  maphash.MakeSeed(),
 		pat:   pat,
+		split: split,
 	}
 	p := 8
 	for r := range n {
@@ -188,6 +191,20 @@ func (e *Encoding) Count(text string) int {
 	if text == "" {
 		return 0
 	}
+	if isASCII(text) {
+		n := 0
+		for i := 0; i < len(text); {
+			j := e.split(text, i)
+			n += e.countPiece(text[i:j])
+			i = j
+		}
+		return n
+	}
+	return e.countPattern(text)
+}
+
+// countPattern is Count with the pieces found by the pattern.
+func (e *Encoding) countPattern(text string) int {
 	if !utf8.ValidString(text) {
 		// The pattern sees runes, and tiktoken encodes each piece after a
 		// round trip through []rune: every invalid byte becomes U+FFFD.

@@ -2,6 +2,7 @@ package bpe
 
 import (
 	"encoding/base64"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -92,7 +93,7 @@ func corpus() []string {
 }
 
 func TestCountMatchesTiktoken(t *testing.T) {
-	texts := corpus()
+	texts := append(corpus(), asciiCorpus()...)
 	for _, name := range Names() {
 		e, ref := get(t, name), reference(t, name)
 		total := 0
@@ -110,6 +111,60 @@ func TestCountMatchesTiktoken(t *testing.T) {
 // TestTablesMatchTiktokenFiles checks every token of the embedded tables
 // against the .tiktoken files the reference loads: same bytes, same rank,
 // and each found by its bytes.
+// asciiCorpus is ASCII text meant to find where the hand-written splitter
+// and the pattern part: contractions in any case, runs of spaces and line
+// breaks, slashes, control characters.
+func asciiCorpus() []string {
+	return []string{
+		"'S'T'RE'Ve'm'LL'd 's 't 're 've 'm 'll 'd 'x 'r 'l 'v '",
+		"don't I'M we'RE they'Ve YOU'LL he'D it'S o'clock rock'n'roll 'tis", "a'", "'", "''s", "x''ll",
+		"  \n\n  x", "\t\vx\f y", "a \n b \r\n c \n\r d", "end with spaces   ", "end with break \n", " \n \n ",
+		"a/b//c\r\n/ d/ /e ./\n/", "http://x.y/z?a=1&b=2", "path/to/file.go:12:3",
+		"ABCdef GHI jkl MNOp QRStu VWxyZ aBC ABc X Y Z", "HTTPServer getHTTPResponse iOS macOS",
+		"123456 1 12 1234 12345678 3.14 -5 +7 1e10 0x1F", "v1.2.3-rc4+build.5",
+		"\x00\x01 \x1f\x7f x\x00y", "!!! ?? ... --- *** ### @@@ $$$ %%% ^^^ &&& ((( )))",
+		" !x !\n \t. .\t", "[2025-03-01 10:40, Maria] hello there", "(so-called) \"quoted\" `code` {braces} <angle>",
+	}
+}
+
+// pieces returns how the pattern splits text, and how the ASCII splitter does.
+func pieces(e *Encoding, text string) (pattern, ascii []string) {
+	runes := []rune(text)
+	m, _ := e.pat.FindStringMatch(text)
+	for m != nil {
+		pattern = append(pattern, string(runes[m.Index:m.Index+m.Length]))
+		m, _ = e.pat.FindNextMatch(m)
+	}
+	for i := 0; i < len(text); {
+		j := e.split(text, i)
+		ascii = append(ascii, text[i:j])
+		i = j
+	}
+	return pattern, ascii
+}
+
+// TestSplitterMatchesPattern: on ASCII text the hand-written splitter
+// gives the pattern's pieces, one for one.
+func TestSplitterMatchesPattern(t *testing.T) {
+	texts := append(asciiCorpus(), corpus()...)
+	for _, name := range Names() {
+		e := get(t, name)
+		checked := 0
+		for _, text := range texts {
+			if !isASCII(text) {
+				continue
+			}
+			checked++
+			if p, a := pieces(e, text); !slices.Equal(p, a) {
+				t.Errorf("%s: %.60q splits into\n%q, the pattern gives\n%q", name, text, a, p)
+			}
+		}
+		if checked < 300 {
+			t.Fatalf("only %d ASCII texts", checked)
+		}
+	}
+}
+
 func TestTablesMatchTiktokenFiles(t *testing.T) {
 	for _, name := range Names() {
 		e := get(t, name)
@@ -171,7 +226,7 @@ func TestCountConcurrent(t *testing.T) {
 }
 
 func FuzzCountMatchesTiktoken(f *testing.F) {
-	for _, s := range corpus()[:80] {
+	for _, s := range append(corpus()[:80], asciiCorpus()...) {
 		f.Add(s)
 	}
 	o200k, cl100k := get(f, "o200k_base"), get(f, "cl100k_base")
@@ -182,6 +237,13 @@ func FuzzCountMatchesTiktoken(f *testing.F) {
 		}
 		if got, want := cl100k.Count(text), len(rc.EncodeOrdinary(text)); got != want {
 			t.Errorf("cl100k_base: Count(%q) = %d, tiktoken-go says %d", text, got, want)
+		}
+		if isASCII(text) {
+			for _, e := range []*Encoding{o200k, cl100k} {
+				if p, a := pieces(e, text); !slices.Equal(p, a) {
+					t.Errorf("%s: %q splits into %q, the pattern gives %q", e.Name(), text, a, p)
+				}
+			}
 		}
 	})
 }
@@ -224,14 +286,17 @@ func BenchmarkCount(b *testing.B) {
 // BenchmarkLoad builds an encoding's indexes from the embedded table, as
 // the first Get does; heap_bytes is what they keep.
 func BenchmarkLoad(b *testing.B) {
-	for _, tc := range []struct{ name, data, pat string }{
-		{"o200k_base", o200kData, o200kPattern}, {"cl100k_base", cl100kData, cl100kPattern},
+	for _, tc := range []struct {
+		name, data, pat string
+		split           splitter
+	}{
+		{"o200k_base", o200kData, o200kPattern, splitO200k}, {"cl100k_base", cl100kData, cl100kPattern, splitCl100k},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			var e *Encoding
 			for b.Loop() {
 				var err error
-				if e, err = build(tc.name, tc.data, tc.pat); err != nil {
+				if e, err = build(tc.name, tc.data, tc.pat, tc.split); err != nil {
 					b.Fatal(err)
 				}
 			}
