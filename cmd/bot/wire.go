@@ -228,6 +228,11 @@ func runBot(ctx context.Context, cfg config.Config, stdin io.Reader, stdout, std
 	if err != nil {
 		return err
 	}
+	// The tokenizer's tables are built beside the rest of start-up, not on
+	// the first user's turn.
+	preloaded := make(chan struct{})
+	go func() { defer close(preloaded); llm.Preload(a.counter) }()
+	defer func() { <-preloaded }()
 	if logFile != nil {
 		a.closeLog = func() { logFile.Close() }
 	}
@@ -311,9 +316,6 @@ func (a *app) runChannels(ctx context.Context) error {
 	disp := pipeline.NewDispatcher(a.handler, cfg.Pipeline.MaxConcurrent, a.log, pipeline.WithGrace(cfg.Shutdown.Timeout))
 	intake := &chat.Intake{Store: a.store, Allowed: a.access.Allowed, Counter: a.counter}
 	g, gctx := errgroup.WithContext(ctx)
-	// The tokenizer's tables are built now, beside the channels' start,
-	// not on the first user's turn.
-	g.Go(func() error { llm.Preload(a.counter); return nil })
 	if cfg.TelegramEnabled() {
 		var menu []telegram.Command
 		for _, c := range a.commands.List() {
