@@ -7,6 +7,8 @@ package main
 //	go test -run='^$' -bench=. ./bench/                         # ~6 min on 2 cores
 //	go test -run='^$' -bench=TurnOverhead ./bench/              # ~1 min; builds $TMPDIR/recall-bench-turn-v2 once (~1 min)
 //	go test -run='^$' -bench=ConcurrentConversations ./bench/   # ~4 min: 4 × 10,000 turns at 200 ms each
+//	go test -run='^$' -bench='ConcurrentConversations/C=100/idle=100' ./bench/ -heapprofile=/tmp/heap.pprof
+//	                                                             # what stays on the heap after the load
 //	go test -run='^$' -bench=PromptTokensPerTurn ./bench/       # ~20 s
 //
 // Each benchmark's op is a whole run (300 turn pairs, 10,000 turns, 1,000
@@ -14,7 +16,9 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
+	"io"
 	"os"
 	"testing"
 	"time"
@@ -89,6 +93,8 @@ func BenchmarkConcurrentConversations(b *testing.B) {
 	}
 }
 
+var heapProfile = flag.String("heapprofile", "", "write a heap profile taken after the last load of ConcurrentConversations to this file (in-use space: what the load left behind)")
+
 func benchConcurrent(b *testing.B, conc, idle int) {
 	const convs, turns = 1000, 10
 	var runs int
@@ -96,8 +102,18 @@ func benchConcurrent(b *testing.B, conc, idle int) {
 	var last figures.ConcurrentResult
 	notices, warns := 0, 0
 	for b.Loop() {
+		var heap io.Writer
+		if *heapProfile != "" {
+			f, err := os.Create(*heapProfile)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
+			heap = f
+		}
 		res, err := figures.Concurrent(context.Background(), figures.ConcurrentOptions{
 			Convs: convs, Turns: turns, Concurrency: conc, Idle: idle, Delay: 200 * time.Millisecond, TempDir: b.TempDir(),
+			HeapProfile: heap,
 		})
 		if err != nil {
 			b.Fatal(err)

@@ -13,8 +13,9 @@
 // big archive vs a fresh one; 1,000 conversations × 10 turns with a 200 ms
 // fake LLM, throughput vs the ideal C / 0.2 s; prompt tokens at turns
 // 10/100/1,000 vs the full history; the real bot's resident memory idle and
-// after a load; its start-up time to ready with a 1 GB database vs an empty
-// one.
+// after a load; its peak resident memory under a small load with exact token
+// counts vs the chars/4 estimate; its first reply after start-up vs the
+// tenth; its start-up time to ready with a 1 GB database vs an empty one.
 package main
 
 import (

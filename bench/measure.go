@@ -36,6 +36,10 @@ type scale struct {
 
 	startup   figures.ArchiveLayout
 	startRuns int
+
+	smallConvs, smallTurns int // the small load of the "peak resident memory" pair
+
+	firstTurns, firstRuns int
 }
 
 var fullScale = scale{
@@ -47,6 +51,8 @@ var fullScale = scale{
 	tokenTurns: []int{10, 100, 1000},
 	rssConvs:   1000, rssTurns: 10, rssC: 100, rssSettle: 2 * time.Second,
 	startup: figures.Archive1G, startRuns: 3,
+	smallConvs: 20, smallTurns: 10,
+	firstTurns: 10, firstRuns: 5,
 }
 
 var quickScale = scale{
@@ -58,6 +64,8 @@ var quickScale = scale{
 	tokenTurns: []int{10, 100},
 	rssConvs:   100, rssTurns: 5, rssC: 50, rssSettle: time.Second,
 	startup: figures.Archive100k, startRuns: 3,
+	smallConvs: 20, smallTurns: 10,
+	firstTurns: 10, firstRuns: 3,
 }
 
 // runEnv is what the figures of one run share: the scale, the progress
@@ -102,6 +110,8 @@ var figureList = []figure{
 	{"concurrency", measureConcurrency},
 	{"tokens", measureTokens},
 	{"memory", measureMemory},
+	{"smallload", measureSmallLoad},
+	{"firstreply", measureFirstReply},
 	{"startup", measureStartup},
 }
 
@@ -245,6 +255,56 @@ func measureMemory(ctx context.Context, e *runEnv) ([]row, error) {
 		{Figure: "peak resident memory during the load (VmHWM) vs idle", Ours: fmtMiB(res.Loaded.Peak), Baseline: fmtMiB(res.Idle.RSS), Ratio: fmtRatio(float64(res.Loaded.Peak), float64(res.Idle.RSS)),
 			Scale: load, Values: map[string]float64{"hwm_mib": mib(res.Loaded.Peak)}},
 	}, nil
+}
+
+// measureSmallLoad runs the same small load twice on the real bot: with an
+// OpenAI model (exact token counts with the BPE tables) and, the baseline,
+// with a model counted by the chars/4 estimate, which loads no tables.
+func measureSmallLoad(ctx context.Context, e *runEnv) ([]row, error) {
+	sc := e.scale
+	bin, err := e.botBinary(ctx)
+	if err != nil {
+		return nil, err
+	}
+	o := figures.ResidentOptions{Convs: sc.smallConvs, Turns: sc.smallTurns, Delay: sc.delay, Settle: sc.rssSettle}
+	exact, err := figures.ResidentMemory(ctx, bin, o)
+	if err != nil {
+		return nil, err
+	}
+	o.Model = "llama3"
+	estimate, err := figures.ResidentMemory(ctx, bin, o)
+	if err != nil {
+		return nil, err
+	}
+	return []row{{
+		Figure: "peak resident memory (VmHWM), gpt-4o-mini (exact tokens) vs llama3 (estimate)",
+		Ours:   fmtMiB(exact.Loaded.Peak), Baseline: fmtMiB(estimate.Loaded.Peak), Ratio: fmtRatio(float64(exact.Loaded.Peak), float64(estimate.Loaded.Peak)),
+		Scale: fmt.Sprintf("real bot; %d users × %d msgs, %s LLM", sc.smallConvs, sc.smallTurns, sc.delay),
+		Values: map[string]float64{"hwm_mib": mib(exact.Loaded.Peak), "estimate_hwm_mib": mib(estimate.Loaded.Peak),
+			"rss_mib": mib(exact.Loaded.RSS), "estimate_rss_mib": mib(estimate.Loaded.RSS), "idle_mib": mib(exact.Idle.RSS)},
+	}}, nil
+}
+
+// measureFirstReply compares the first reply of a fresh bot with the last
+// of the same conversation.
+func measureFirstReply(ctx context.Context, e *runEnv) ([]row, error) {
+	sc := e.scale
+	bin, err := e.botBinary(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := figures.FirstReply(ctx, bin, sc.firstTurns, sc.firstRuns)
+	if err != nil {
+		return nil, err
+	}
+	f, l := figures.MS(figures.Pct(res.First, 0.5)), figures.MS(figures.Pct(res.Last, 0.5))
+	return []row{{
+		Figure: fmt.Sprintf("first reply after start-up vs reply %d, median", sc.firstTurns),
+		Ours:   fmtMS(f), Baseline: fmtMS(l), Ratio: fmtRatio(f, l),
+		Scale: fmt.Sprintf("real bot, gpt-4o-mini, LLM at 0 ms; %d starts, 1 user × %d msgs", sc.firstRuns, sc.firstTurns),
+		Values: map[string]float64{"first_ms": f, "last_ms": l, "added_ms": f - l,
+			"first_max_ms": figures.MS(figures.Pct(res.First, 1)), "last_max_ms": figures.MS(figures.Pct(res.Last, 1))},
+	}}, nil
 }
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }

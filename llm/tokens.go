@@ -6,8 +6,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	tiktoken "github.com/pkoukk/tiktoken-go"
-	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
+	"github.com/recallbot/recall/llm/bpe"
 )
 
 // Counter counts tokens in text for one model. Implementations are safe for
@@ -34,8 +33,17 @@ func NewCounter(model string) Counter {
 	return &lazyCounter{encoding: name}
 }
 
-// lazyCounter builds the tokenizer on first use: loading its tables takes
-// about a second, which start-up (and a bot that never counts) should not pay.
+// Preload builds c's tables now if c builds them on first use, so that the
+// first user's turn does not wait for them. It returns when they are built;
+// start-up calls it from a goroutine it owns. Other counters need nothing.
+func Preload(c Counter) {
+	if l, ok := c.(*lazyCounter); ok {
+		l.load()
+	}
+}
+
+// lazyCounter builds the tokenizer on first use (or Preload): a bot that
+// never counts with it, or a test, does not pay for the indexes.
 type lazyCounter struct {
 	encoding string
 	once     sync.Once
@@ -43,6 +51,11 @@ type lazyCounter struct {
 }
 
 func (l *lazyCounter) Count(text string) int {
+	l.load()
+	return l.c.Count(text)
+}
+
+func (l *lazyCounter) load() {
 	l.once.Do(func() {
 		c, err := sharedCounter(l.encoding)
 		if err != nil { // cannot happen with the embedded tables; stay usable
@@ -51,7 +64,6 @@ func (l *lazyCounter) Count(text string) int {
 		}
 		l.c = c
 	})
-	return l.c.Count(text)
 }
 
 // CountMessages estimates the prompt tokens of msgs the way OpenAI's
@@ -65,7 +77,7 @@ func CountMessages(c Counter, msgs []Message) int {
 	return n
 }
 
-// encodingFor returns the tiktoken encoding for an OpenAI model name, or ""
+// encodingFor returns the tiktoken (bpe) encoding for an OpenAI model name, or ""
 // for other models.
 func encodingFor(model string) string {
 	m := strings.ToLower(strings.TrimSpace(model))
@@ -87,24 +99,20 @@ func encodingFor(model string) string {
 }
 
 var (
-	loaderOnce sync.Once
 	countersMu sync.Mutex
 	counters   = map[string]*tiktokenCounter{}
 )
 
-// sharedCounter builds (once per process) the counter for an encoding,
-// using the offline loader so nothing is ever downloaded. Counters for the
-// same encoding share the encoder and the count cache.
+// sharedCounter builds (once per process) the counter for an encoding from
+// the tables embedded in package bpe: nothing is ever downloaded. Counters
+// for the same encoding share the encoding and the count cache.
 func sharedCounter(encoding string) (*tiktokenCounter, error) {
-	loaderOnce.Do(func() {
-		tiktoken.SetBpeLoader(tiktoken_loader.NewOfflineLoader())
-	})
 	countersMu.Lock()
 	defer countersMu.Unlock()
 	if c, ok := counters[encoding]; ok {
 		return c, nil
 	}
-	enc, err := tiktoken.GetEncoding(encoding)
+	enc, err := bpe.Get(encoding)
 	if err != nil {
 		return nil, err
 	}
@@ -120,8 +128,9 @@ func (estimateCounter) Count(text string) int {
 	return (utf8.RuneCountInString(text) + 3) / 4
 }
 
+// tiktokenCounter counts exactly as tiktoken does, with a cache in front.
 type tiktokenCounter struct {
-	enc   *tiktoken.Tiktoken
+	enc   *bpe.Encoding
 	cache *countCache
 }
 
@@ -132,13 +141,13 @@ func (t *tiktokenCounter) Count(text string) int {
 	if n, ok := t.cache.get(text); ok {
 		return n
 	}
-	n := len(t.enc.EncodeOrdinary(text))
+	n := t.enc.Count(text)
 	t.cache.put(text, n)
 	return n
 }
 
 // countCache remembers token counts of recently counted texts, because the
-// same history messages are counted again on every turn. tiktoken-go's
+// same history messages are counted again on every turn. The
 // regexp2-based pre-tokenizer costs roughly 0.5µs per character, a cache
 // hit about 0.15µs per call whatever the length. Keys are 64-bit
 // hashes plus the length, so memory stays small; two generations give a

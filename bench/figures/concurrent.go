@@ -3,8 +3,11 @@ package figures
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,6 +29,7 @@ type ConcurrentOptions struct {
 	Idle         int           // the transport's MaxIdleConnsPerHost; 0: C
 	Delay        time.Duration // the fake LLM's answer time; 200 ms in the figure
 	TempDir      string        // where the store goes; os.TempDir() when ""
+	HeapProfile  io.Writer     // when set, gets a heap profile after the load, before the store closes
 }
 
 // LLMDefaultIdle is the MaxIdleConnsPerHost llm gives the transport it makes
@@ -158,6 +162,10 @@ func Concurrent(ctx context.Context, o ConcurrentOptions) (ConcurrentResult, err
 	err = d.Shutdown(sctx)
 	cancel()
 	res.Wall, res.CPU = time.Since(start), processCPU()-cpu0
+	if o.HeapProfile != nil && err == nil {
+		runtime.GC()
+		err = pprof.WriteHeapProfile(o.HeapProfile)
+	}
 	if cerr := r.close(); err == nil {
 		err = cerr
 	}

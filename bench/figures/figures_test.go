@@ -101,7 +101,7 @@ func TestCount(t *testing.T) {
 	}
 }
 
-// TestRealBot builds cmd/bot and runs the two figures of the real binary at
+// TestRealBot builds cmd/bot and runs the figures of the real binary at
 // tiny sizes: the fake Bot API must carry every message and reply, and
 // /proc and /healthz must be read. Not with -short: building the bot takes
 // a few seconds (a minute with a cold build cache).
@@ -123,6 +123,20 @@ func TestRealBot(t *testing.T) {
 	}
 	if res.Turns != 6 || res.Idle.RSS <= 0 || res.Loaded.RSS <= 0 || res.Loaded.Peak < res.Loaded.RSS {
 		t.Errorf("ResidentMemory = %+v: want 6 turns, resident sizes read, peak ≥ current", res)
+	}
+	est, err := ResidentMemory(ctx, bin, ResidentOptions{Convs: 2, Turns: 2, Model: "llama3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if est.Turns != 4 || est.Loaded.Peak <= 0 {
+		t.Errorf("ResidentMemory with llama3 = %+v", est)
+	}
+	first, err := FirstReply(ctx, bin, 3, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first.First) != 1 || len(first.Last) != 1 || first.First[0] <= 0 || first.Last[0] <= 0 {
+		t.Errorf("FirstReply = %+v: want one first and one last reply time", first)
 	}
 	data := t.TempDir()
 	took, mem, err := Startup(ctx, bin, data, 1)

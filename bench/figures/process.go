@@ -17,6 +17,7 @@ type ResidentOptions struct {
 	Delay        time.Duration // the fake LLM's answer time
 	Concurrency  int           // llm.concurrency of the bot; 0: the default
 	Settle       time.Duration // wait after ready before the idle reading
+	Model        string        // llm.model; "": gpt-4o-mini (exact token counts)
 }
 
 // ResidentResult is the bot's memory idle and after the load.
@@ -46,7 +47,11 @@ func ResidentMemory(ctx context.Context, bin string, o ResidentOptions) (Residen
 	defer srv.Close()
 	tg := StartFakeTelegram()
 	defer tg.Close()
-	bot, err := StartBot(bin, BotEnv{Data: data, Telegram: tg, LLM: srv.URL, Concurrency: o.Concurrency})
+	env := BotEnv{Data: data, Telegram: tg, LLM: srv.URL, Concurrency: o.Concurrency}
+	if o.Model != "" {
+		env.Extra = append(env.Extra, "RECALL_LLM_MODEL="+o.Model)
+	}
+	bot, err := StartBot(bin, env)
 	if err != nil {
 		return res, err
 	}

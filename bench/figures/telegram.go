@@ -2,6 +2,7 @@ package figures
 
 import (
 	"sync"
+	"time"
 
 	"github.com/recallbot/recall/adapters/telegram/telegramtest"
 )
@@ -26,6 +27,8 @@ type fakeUser struct {
 	sent    int // messages sent so far
 	lastMsg int // message id of the last one
 	replies int
+	sentAt  time.Time       // of the last message
+	waited  []time.Duration // per message: from sending it to the bot's reply
 }
 
 // StartFakeTelegram starts the server; Close stops it.
@@ -65,7 +68,19 @@ func (f *FakeTelegram) Others() int {
 	return f.others
 }
 
+// Latencies returns, for each message user id sent, the time from sending
+// it to the bot's reply, in the order sent.
+func (f *FakeTelegram) Latencies(id int64) []time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if u := f.users[id]; u != nil {
+		return append([]time.Duration(nil), u.waited...)
+	}
+	return nil
+}
+
 func (f *FakeTelegram) sendLocked(id int64, u *fakeUser) {
+	u.sentAt = time.Now()
 	u.lastMsg = f.SendText(telegramtest.PrivateChat(id), id, u.texts[u.sent])
 	u.sent++
 }
@@ -81,6 +96,7 @@ func (f *FakeTelegram) answered(s telegramtest.Sent) {
 		return
 	}
 	u.replies++
+	u.waited = append(u.waited, time.Since(u.sentAt))
 	u.lastMsg = -1 // one reply per message
 	if u.sent < len(u.texts) {
 		f.sendLocked(s.Chat, u)

@@ -47,6 +47,7 @@ func TestHealthcheckExitCodes(t *testing.T) {
 	env := telegramEnv(t, tg, "")
 	bot := env.startDaemon(t)
 	addr := bot.httpAddr()
+	bot.waitLog("running", 30*time.Second) // /healthz answers before the Telegram channel has started
 	_, port, _ := net.SplitHostPort(addr)
 	check := func(listen string) result {
 		t.Helper()

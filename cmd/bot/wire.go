@@ -12,6 +12,7 @@ import (
 	"github.com/recallbot/recall/adapters/console"
 	"github.com/recallbot/recall/app"
 	"github.com/recallbot/recall/config"
+	"github.com/recallbot/recall/llm"
 )
 
 // loadConfig reads --config, or config.yaml when it exists, plus the environment.
@@ -54,6 +55,11 @@ func runBot(ctx context.Context, cfg config.Config, stdin io.Reader, stdout, std
 	if err != nil {
 		return err
 	}
+	// The tokenizer's tables are built beside the rest of start-up, not on
+	// the first user's turn.
+	preloaded := make(chan struct{})
+	go func() { defer close(preloaded); llm.Preload(a.Counter) }()
+	defer func() { <-preloaded }()
 	stopHTTP, err := a.ServeHTTP(terminal)
 	if err != nil {
 		return errors.Join(err, a.Close())
