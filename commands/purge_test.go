@@ -323,7 +323,7 @@ func TestPurgeAllOffersTheGroups(t *testing.T) {
 			}
 			mustContain(t, "question", say("/purge all"), "ALL your data", "Also your 2 messages in 2 groups", "1. Yes, and in the groups too")
 			got := say(tc.answer)
-			mustContain(t, "done", got, "Deleted 1 messages")
+			mustContain(t, "done", got, "Deleted 1 message,")
 			count := func(k pipeline.Key) int64 {
 				st, err := h.store.Status(h.ctx, k)
 				must(err)

@@ -272,9 +272,9 @@ func notices(api *fakeAPI, chat int64) int {
 	return n
 }
 
-// An album whose one item has a caption is answered once, with no
-// text-only notice; an album without caption gets one notice, not one per
-// photo; and a burst of media in a chat gets one notice every few minutes.
+// An album whose one item has a caption is answered once, through that
+// item; an album without caption is answered once too (through its first
+// item), not once per photo; a sticker gets the text-only notice.
 func TestAlbumsAndMediaBurstsGetOneNotice(t *testing.T) {
 	api := newFakeAPI(t)
 	newStack(t, api, stackOptions{})
@@ -284,21 +284,21 @@ func TestAlbumsAndMediaBurstsGetOneNotice(t *testing.T) {
 	captioned := photo(api, ada, 111, "alb-1", "what are these?")
 	api.Push(models.Update{Message: captioned})
 	api.Push(models.Update{Message: photo(api, ada, 111, "alb-1", "")})
-	if r := api.WaitSent(111, 1)[0]; r.Fields["text"] != "echo: what are these?" || r.ReplyTo() != captioned.ID {
+	if r := api.WaitSent(111, 1)[0]; r.Fields["text"] != "echo: 📷 [the user sent a photo you cannot see]\nwhat are these?" || r.ReplyTo() != captioned.ID {
 		t.Fatalf("answer to the album = %v", r.Fields)
 	}
 
-	// Bob's album without caption, sent after Ada's: its notice comes after
-	// Ada's album was decided.
+	// Bob's album without caption: answered once, through its first item
+	// (the fake hosts no file: the photo cannot be downloaded, and Bob is
+	// told so once).
 	first := photo(api, bob, 222, "alb-2", "")
 	api.Push(models.Update{Message: first})
 	api.Push(models.Update{Message: photo(api, bob, 222, "alb-2", "")})
 	api.Push(models.Update{Message: photo(api, bob, 222, "alb-2", "")})
-	if r := api.WaitSent(222, 1)[0]; r.Fields["text"] != TextOnlyReply {
+	if r := api.WaitSent(222, 1)[0]; r.ReplyTo() != first.ID || !strings.Contains(r.Fields["text"], "photo") {
 		t.Fatalf("answer to an album without caption = %v", r.Fields)
 	}
-	// More media from Bob right after, then a question: the media get no
-	// second notice.
+	// A sticker from Bob, then a question: one notice for the sticker.
 	sticker := &models.Message{ID: api.MsgID(222), Date: int(time.Now().Unix()), Chat: bob,
 		From: &models.User{ID: 222, FirstName: "Bob"}, Sticker: &models.Sticker{FileID: "stk"}}
 	api.Push(models.Update{Message: sticker})
@@ -311,11 +311,14 @@ func TestAlbumsAndMediaBurstsGetOneNotice(t *testing.T) {
 		}
 		return false
 	})
-	if n := notices(api, 111); n != 0 {
-		t.Errorf("Ada's captioned album got %d notices", n)
+	if n := len(api.Sent(111)); n != 1 {
+		t.Errorf("Ada's captioned album got %d answers, want 1", n)
 	}
 	if n := notices(api, 222); n != 1 {
-		t.Errorf("Bob's album and sticker got %d notices, want 1", n)
+		t.Errorf("Bob's sticker got %d notices, want 1", n)
+	}
+	if n := len(api.Sent(222)); n != 3 {
+		t.Errorf("Bob got %d messages, want 3 (the album's answer, the notice, the answer to hello)", n)
 	}
 }
 

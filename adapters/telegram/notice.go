@@ -63,6 +63,18 @@ func (g *noticeGate) coverLocked(album string) {
 	}
 }
 
+// claim marks album as taken care of and reports whether it was not yet
+// (so exactly one of its items is answered).
+func (g *noticeGate) claim(album string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.albums[album] {
+		return false
+	}
+	g.coverLocked(album)
+	return true
+}
+
 // wait gives the other items of an album time to arrive; false when ctx
 // ended first.
 func (g *noticeGate) wait(ctx context.Context, album string) bool {

@@ -24,6 +24,7 @@ type item struct {
 	noticeKey     pipeline.Key
 	noticeReplyTo string
 	album         string // media_group_id of the message, "" when none
+	albumItem     bool   // in is an album's item without caption (see answerAlbum)
 
 	migrateFrom, migrateTo int64 // a group became a supergroup (0: not this)
 }
@@ -41,6 +42,14 @@ func (a *Adapter) prepare(u *models.Update, me Me) item {
 		}
 	}
 	if in, ok := toInbound(u, me, a.opts.GroupsReply); ok {
+		if in.Media != nil && it.album != "" && in.Text == "" {
+			// An album's item without caption: the album is answered
+			// once — through its captioned item, or else through its
+			// first item once the others had time to arrive.
+			in.Media.Fetch = fetcher(a.api, a.files, a.opts.Token, in.Media.Ref)
+			it.in, it.albumItem = in, true
+			return it
+		}
 		a.notices.covered(it.album) // an album with a caption is answered: no notice
 		if in.IsGroup && a.unknownCommand(u.Message) {
 			return it // most likely another bot's: not ours to answer
@@ -177,6 +186,10 @@ func (a *Adapter) dispatch(bg context.Context, it item) error {
 		a.bg.Go(func() { a.sendNotice(bg, it) })
 		return nil
 	}
+	if it.albumItem {
+		a.bg.Go(func() { a.answerAlbum(bg, it) })
+		return nil
+	}
 	if !it.handle {
 		return nil
 	}
@@ -229,6 +242,18 @@ func pressedOwnQuestion(q *models.CallbackQuery) bool {
 	}
 	r := m.ReplyToMessage
 	return r != nil && r.From != nil && r.From.ID == q.From.ID
+}
+
+// answerAlbum hands an album's item without caption to the pipeline when,
+// once the album's other items had time to arrive, none had a caption and
+// no other item was handed over: an album is answered once.
+func (a *Adapter) answerAlbum(ctx context.Context, it item) {
+	if !a.notices.wait(ctx, it.album) || !a.notices.claim(it.album) {
+		return
+	}
+	if err := a.submit(it.in, a.Sender()); err != nil && !errors.Is(err, pipeline.ErrStopped) {
+		a.log.Warn("the pipeline refused an album", "key", it.in.Key, "msg_id", it.in.MessageID, "err", err)
+	}
 }
 
 // sendNotice tells a private chat that the bot reads text only, when the
