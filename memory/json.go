@@ -2,6 +2,7 @@ package memory
 
 import (
 	"cmp"
+	"container/list"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -42,17 +43,32 @@ import (
 // only once renamed does the copy replace the state in memory, so a failed
 // write changes nothing. An owner left with no data at all has no file.
 //
-// Loaded owners stay cached; reads never touch the disk. The semantics are
-// those of the SQLite backend (the conformance suite runs both), including
-// search ranking (see json_search.go). One process owns the directory.
+// The owners used recently stay cached, bounded by the size of their files
+// and their number (JSONCacheBytes, JSONCacheOwners): past a bound the least
+// recently used go, never one in use, and are read again when next needed.
+// Reads of a cached owner never touch the disk. The semantics are those of
+// the SQLite backend (the conformance suite runs both), including search
+// ranking (see json_search.go). One process owns the directory.
 type JSON struct {
 	dir    string
 	closed atomic.Bool
 
 	mu     sync.Mutex
-	owners map[string]*jsonOwner
-	names  map[string]string // file name → owner, for Owners
+	owners map[string]*jsonOwner // cached owners, and those in use
+	lru    list.List             // the loaded owners, most recently used first
+	cached int64                 // bytes of the loaded owners' files
+	limit  int64                 // the bound on cached
+	most   int                   // the bound on the number of loaded owners
+	names  map[string]string     // file name → owner, for Owners
 }
+
+// The bounds of the JSON owners' cache: the size of the owner files kept
+// loaded (their decoded state takes a few times that in memory), and their
+// number (owners without a file count too).
+const (
+	JSONCacheBytes  = 64 << 20
+	JSONCacheOwners = 4096
+)
 
 var _ Backend = (*JSON)(nil)
 
@@ -73,8 +89,15 @@ type jsonFile struct {
 	Data          OwnerData        `json:"data"`
 }
 
-// jsonOwner is one cached owner.
+// jsonOwner is one cached owner. j.mu guards name, refs, elem and size; an
+// owner with refs > 0 is never dropped from the cache, so two jsonOwners of
+// one owner never exist while either is in use.
 type jsonOwner struct {
+	name string
+	refs int           // callers between entry and release
+	elem *list.Element // in JSON.lru; nil until loaded
+	size int64         // bytes of the file the state was read from or written to
+
 	mu     sync.RWMutex // writers hold it across the file write
 	loaded bool
 	f      *jsonFile
@@ -101,7 +124,7 @@ func OpenJSON(dir string) (*JSON, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("opening json directory: %s is not a directory", dir)
 	}
-	return &JSON{dir: dir, owners: map[string]*jsonOwner{}, names: map[string]string{}}, nil
+	return &JSON{dir: dir, owners: map[string]*jsonOwner{}, names: map[string]string{}, limit: JSONCacheBytes, most: JSONCacheOwners}, nil
 }
 
 // Dir is the directory of owner files.
@@ -134,16 +157,13 @@ func (j *JSON) Path(owner string) string { return filepath.Join(j.dir, JSONFileN
 
 // Has reports whether the owner has data in this backend.
 func (j *JSON) Has(owner string) bool {
-	j.mu.Lock()
-	o := j.owners[owner]
-	j.mu.Unlock()
-	if o != nil {
-		o.mu.RLock()
-		loaded, f := o.loaded, o.f
-		o.mu.RUnlock()
-		if loaded {
-			return !f.Data.Empty()
-		}
+	o := j.entry(owner)
+	o.mu.RLock()
+	loaded, f := o.loaded, o.f
+	o.mu.RUnlock()
+	j.release(o)
+	if loaded {
+		return !f.Data.Empty()
 	}
 	_, err := os.Stat(j.Path(owner))
 	return err == nil
@@ -162,15 +182,54 @@ func (j *JSON) check(ctx context.Context) error {
 	return ctx.Err()
 }
 
+// entry returns the owner's cache entry, in use until release.
 func (j *JSON) entry(owner string) *jsonOwner {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	o := j.owners[owner]
 	if o == nil {
-		o = &jsonOwner{}
+		o = &jsonOwner{name: owner}
 		j.owners[owner] = o
 	}
+	o.refs++
+	if o.elem != nil {
+		j.lru.MoveToFront(o.elem)
+	}
 	return o
+}
+
+// release ends a use of o and drops the least recently used owners not in
+// use while the cache is over its bound.
+func (j *JSON) release(o *jsonOwner) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	o.refs--
+	if o.refs == 0 && o.elem == nil {
+		delete(j.owners, o.name) // never loaded (the file could not be read)
+	}
+	for e := j.lru.Back(); e != nil && (j.cached > j.limit || j.lru.Len() > j.most); {
+		prev := e.Prev()
+		if old := e.Value.(*jsonOwner); old.refs == 0 {
+			j.lru.Remove(e)
+			old.elem = nil
+			j.cached -= old.size
+			delete(j.owners, old.name)
+		}
+		e = prev
+	}
+}
+
+// sized records that o's state now stands for a file of size bytes.
+func (j *JSON) sized(o *jsonOwner, size int64) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.cached += size - o.size
+	o.size = size
+	if o.elem == nil {
+		o.elem = j.lru.PushFront(o)
+	} else {
+		j.lru.MoveToFront(o.elem)
+	}
 }
 
 // loadLocked reads the owner's file once; o.mu must be held for writing.
@@ -178,11 +237,12 @@ func (j *JSON) loadLocked(owner string, o *jsonOwner) error {
 	if o.loaded {
 		return nil
 	}
-	f, err := j.readFile(owner)
+	f, size, err := j.readFile(owner)
 	if err != nil {
 		return err
 	}
 	o.f, o.loaded = f, true
+	j.sized(o, size)
 	return nil
 }
 
@@ -193,6 +253,7 @@ func (j *JSON) snapshot(ctx context.Context, owner string) (*jsonFile, *jsonOwne
 		return nil, nil, err
 	}
 	o := j.entry(owner)
+	defer j.release(o)
 	o.mu.RLock()
 	if o.loaded {
 		f := o.f
@@ -217,6 +278,7 @@ func (j *JSON) update(ctx context.Context, owner string, fn func(f *jsonFile) (c
 		return err
 	}
 	o := j.entry(owner)
+	defer j.release(o)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if err := j.loadLocked(owner, o); err != nil {
@@ -229,6 +291,7 @@ func (j *JSON) update(ctx context.Context, owner string, fn func(f *jsonFile) (c
 	}
 	next.Data.Owner = owner
 	var committed bool
+	var size int64
 	if next.Data.Empty() {
 		// No data left: no file. Ids start over, so cached tokens go.
 		committed, err = j.removeFile(owner)
@@ -237,12 +300,13 @@ func (j *JSON) update(ctx context.Context, owner string, fn func(f *jsonFile) (c
 			o.resetCache()
 		}
 	} else {
-		committed, err = j.writeFile(owner, next)
+		committed, size, err = j.writeFile(owner, next)
 	}
 	// Once the rename (or removal) is done the change is made, even if
 	// syncing the directory then fails: memory follows the file.
 	if committed {
 		o.f = next
+		j.sized(o, size)
 	}
 	return err
 }
@@ -253,24 +317,26 @@ func (o *jsonOwner) resetCache() {
 	o.cacheMu.Unlock()
 }
 
-func (j *JSON) readFile(owner string) (*jsonFile, error) {
+// readFile reads the owner's file and says its size (no file: an empty
+// owner, size 0).
+func (j *JSON) readFile(owner string) (*jsonFile, int64, error) {
 	path := j.Path(owner)
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return newJSONFile(owner), nil
+		return newJSONFile(owner), 0, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
+		return nil, 0, fmt.Errorf("reading %s: %w", path, err)
 	}
 	var f jsonFile
 	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
+		return nil, 0, fmt.Errorf("reading %s: %w", path, err)
 	}
 	if f.Format != jsonFileFormat || f.Version != jsonFileVersion {
-		return nil, fmt.Errorf("reading %s: format %q version %d, want %q version %d", path, f.Format, f.Version, jsonFileFormat, jsonFileVersion)
+		return nil, 0, fmt.Errorf("reading %s: format %q version %d, want %q version %d", path, f.Format, f.Version, jsonFileFormat, jsonFileVersion)
 	}
 	if f.Data.Owner != owner {
-		return nil, fmt.Errorf("reading %s: the file belongs to owner %q, not %q", path, f.Data.Owner, owner)
+		return nil, 0, fmt.Errorf("reading %s: the file belongs to owner %q, not %q", path, f.Data.Owner, owner)
 	}
 	// Keep the order the code relies on and the counters ahead of what is
 	// stored, whatever the file says.
@@ -288,7 +354,7 @@ func (j *JSON) readFile(owner string) (*jsonFile, error) {
 	}
 	for _, c := range f.Data.Conversations {
 		if _, err := pipeline.ParseKey(c.Key); err != nil {
-			return nil, fmt.Errorf("reading %s: %w", path, err)
+			return nil, 0, fmt.Errorf("reading %s: %w", path, err)
 		}
 		next := f.nextChunk(c.Key)
 		for _, m := range c.Messages {
@@ -305,7 +371,7 @@ func (j *JSON) readFile(owner string) (*jsonFile, error) {
 		}
 		f.setNextChunk(c.Key, next)
 	}
-	return &f, nil
+	return &f, int64(len(b)), nil
 }
 
 // tempPath is where the owner's next version is written before the rename.
@@ -315,17 +381,18 @@ func (j *JSON) tempPath(owner string) string {
 
 // writeFile replaces the owner's file: a temporary file in the same
 // directory, written, fsynced and renamed over the target, then the
-// directory fsynced. committed reports whether the rename happened.
-func (j *JSON) writeFile(owner string, f *jsonFile) (committed bool, err error) {
+// directory fsynced. committed reports whether the rename happened; size is
+// the file's.
+func (j *JSON) writeFile(owner string, f *jsonFile) (committed bool, size int64, err error) {
 	path, tmp := j.Path(owner), j.tempPath(owner)
 	b, err := json.MarshalIndent(f, "", " ")
 	if err != nil {
-		return false, fmt.Errorf("encoding %s: %w", path, err)
+		return false, 0, fmt.Errorf("encoding %s: %w", path, err)
 	}
 	b = append(b, '\n')
 	fh, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
-		return false, fmt.Errorf("writing %s: %w", path, err)
+		return false, 0, fmt.Errorf("writing %s: %w", path, err)
 	}
 	defer func() {
 		if err != nil && !committed {
@@ -334,22 +401,22 @@ func (j *JSON) writeFile(owner string, f *jsonFile) (committed bool, err error) 
 		}
 	}()
 	if err = fh.Chmod(0o600); err != nil {
-		return false, fmt.Errorf("writing %s: %w", path, err)
+		return false, 0, fmt.Errorf("writing %s: %w", path, err)
 	}
 	if _, err = fh.Write(b); err != nil {
-		return false, fmt.Errorf("writing %s: %w", path, err)
+		return false, 0, fmt.Errorf("writing %s: %w", path, err)
 	}
 	if err = fh.Sync(); err != nil {
-		return false, fmt.Errorf("writing %s: %w", path, err)
+		return false, 0, fmt.Errorf("writing %s: %w", path, err)
 	}
 	if err = fh.Close(); err != nil {
-		return false, fmt.Errorf("writing %s: %w", path, err)
+		return false, 0, fmt.Errorf("writing %s: %w", path, err)
 	}
 	if err = os.Rename(tmp, path); err != nil {
-		return false, fmt.Errorf("writing %s: %w", path, err)
+		return false, 0, fmt.Errorf("writing %s: %w", path, err)
 	}
 	j.rememberName(owner)
-	return true, j.syncDir()
+	return true, int64(len(b)), j.syncDir()
 }
 
 func (j *JSON) removeFile(owner string) (committed bool, err error) {
