@@ -26,7 +26,7 @@ const maxTold = 10000
 
 // Quota is the daily token quota: prompt and completion tokens per user per
 // UTC day. The responder records each answer's tokens with Add (set it as
-// chat.Responder.Usage); the stage reads the day's count at the start of a
+// chat.Options.Usage); the stage reads the day's count at the start of a
 // turn. A turn that starts under the quota is answered in full, so a user
 // can end a day somewhat over it. Usage is recorded for everyone, exempt
 // users and an unlimited quota included (it feeds /stats).
