@@ -48,8 +48,9 @@ type Parts struct {
 	Now func() time.Time
 	// Version is reported by /metrics.
 	Version string
-	// BotName is the bot's @username, for commands addressed "/cmd@name".
-	// (The production wiring knows none: every "/cmd@anybot" is answered.)
+	// BotName is the bot's @username: the commands stage then ignores
+	// "/cmd@OtherBot" itself. Empty in production, where the Telegram
+	// adapter strips its own @name and drops other bots' commands.
 	BotName string
 	// Store adjusts how the store is opened (a test's faulty disk, short
 	// retries); nil leaves the options from the configuration.

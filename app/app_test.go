@@ -57,7 +57,7 @@ func TestCloseStopsAHangingSummary(t *testing.T) {
 	})
 	cfg := testConfig(t, srv)
 	cfg.Shutdown.Timeout = 100 * time.Millisecond
-	a, err := New(t.Context(), cfg, Parts{LogWriter: &discard{}})
+	a, err := New(t.Context(), cfg, Parts{LogWriter: discard{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -195,7 +195,7 @@ func (a *Assembler) Build(ctx context.Context, req Request) (Prompt, error) {
 		found = nil
 		return r.hits, r.err
 	}
-	defer waitSearch()
+	defer func() { _, _ = waitSearch() }() // a search still running when Build returns early is only waited for
 	// 3. System prompt, capped at its budget.
 	system := a.fit(req.SystemPrompt, b.System)
 	// 4. Memories and facts.

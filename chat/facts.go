@@ -52,9 +52,7 @@ func ParseFacts(s string) []string {
 		raw = parseJSONFacts(s)
 	}
 	if raw == nil {
-		for _, line := range strings.Split(s, "\n") {
-			raw = append(raw, line)
-		}
+		raw = append(raw, strings.Split(s, "\n")...)
 	}
 	var out []string
 	for _, f := range raw {

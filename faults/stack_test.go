@@ -173,13 +173,6 @@ func (s *stack) stop() {
 	}
 }
 
-// restart stops the bot and starts it again on the same data.
-func (s *stack) restart() {
-	s.t.Helper()
-	s.stop()
-	s.start()
-}
-
 // llmCall is one request to the fake OpenAI server.
 type llmCall struct {
 	at    time.Time

@@ -31,7 +31,7 @@ const DefaultTurnEstimate = 9024
 
 // Quota is the daily token quota: prompt and completion tokens per user per
 // UTC day. The responder records each answer's tokens with Add (set it as
-// chat.Responder.Usage); the stage reads the day's count at the start of a
+// chat.Options.Usage); the stage reads the day's count at the start of a
 // turn. A turn that starts under the quota is answered in full, so a user
 // can end a day somewhat over it — by one turn, never by one turn per
 // conversation: a turn let through reserves an estimate of what it will

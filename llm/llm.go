@@ -312,6 +312,7 @@ func (c *Client) request(model string, temp float64, msgs []Message, stream bool
 		// (go-openai refuses to send such requests).
 		req.MaxCompletionTokens = c.maxTokens
 	} else {
+		//lint:ignore SA1019 max_tokens is what other OpenAI-compatible servers (Ollama, vLLM, llama.cpp) know
 		req.MaxTokens = c.maxTokens
 		req.Temperature = float32(temp)
 	}
@@ -375,7 +376,7 @@ func (c *Client) streamOnce(ctx context.Context, req openai.ChatCompletionReques
 	if err != nil {
 		return Reply{}, err
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }() // the answer is read; closing only releases the connection
 
 	var (
 		sb     strings.Builder

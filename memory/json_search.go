@@ -378,7 +378,7 @@ func fts5Fold(c uint32) uint32 {
 		}
 		if res >= 0 {
 			p := fts5FoldEntries[res]
-			if c < uint32(p.code)+uint32(p.n) && 0 == (0x01&uint32(p.flags)&(uint32(p.code)^c)) {
+			if c < uint32(p.code)+uint32(p.n) && (0x01&uint32(p.flags)&(uint32(p.code)^c)) == 0 {
 				ret = (c + uint32(fts5FoldOffsets[p.flags>>1])) & 0xFFFF
 			}
 		}

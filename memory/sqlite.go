@@ -109,8 +109,7 @@ func openSQLite(ctx context.Context, path, vfs string, log *slog.Logger) (*SQLit
 		return nil
 	})
 	if err != nil {
-		ckpt.close()
-		return nil, fmt.Errorf("opening database %s: %w", path, err)
+		return nil, errors.Join(fmt.Errorf("opening database %s: %w", path, err), ckpt.close())
 	}
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
@@ -118,9 +117,7 @@ func openSQLite(ctx context.Context, path, vfs string, log *slog.Logger) (*SQLit
 	w.SetConnMaxIdleTime(0)
 	s := &SQLite{path: path, w: w, ckpt: ckpt, mrg: mrg, search: newSearchCache()}
 	if err := s.migrate(ctx); err != nil {
-		w.Close()
-		ckpt.close()
-		return nil, err
+		return nil, errors.Join(err, w.Close(), ckpt.close())
 	}
 	for _, p := range []string{path + "-wal", path + "-shm"} {
 		_ = os.Chmod(p, 0o600)
@@ -129,9 +126,7 @@ func openSQLite(ctx context.Context, path, vfs string, log *slog.Logger) (*SQLit
 	// finalizes them before the driver closes the connection).
 	r, err := driver.Open(sqliteDSN(path, true, vfs), nil, closeSearchStmts)
 	if err != nil {
-		w.Close()
-		ckpt.close()
-		return nil, err
+		return nil, errors.Join(err, w.Close(), ckpt.close())
 	}
 	r.SetMaxOpenConns(4)
 	r.SetMaxIdleConns(4)
@@ -139,8 +134,7 @@ func openSQLite(ctx context.Context, path, vfs string, log *slog.Logger) (*SQLit
 	s.rd = cachedDB{s.rc}
 	s.wc = newStmtCache(w)
 	if err := s.wc.prepare(ctx, sqlConvID, sqlEnsureConv, sqlInsertBatch, sqlBumpTurns, sqlInsertMessage); err != nil {
-		s.Close()
-		return nil, err
+		return nil, errors.Join(err, s.Close())
 	}
 	mrg.start(w)
 	return s, nil

@@ -217,7 +217,7 @@ var searchConns sync.Map // *sqlite3.Conn -> *searchConn
 func closeSearchStmts(c *sqlite3.Conn) error {
 	if v, ok := searchConns.LoadAndDelete(c); ok {
 		for _, st := range v.(*searchConn).stmts {
-			st.Close()
+			_ = st.Close() // finalizing; the connection closes next
 		}
 	}
 	return nil

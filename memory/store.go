@@ -69,8 +69,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	js, err := OpenJSON(filepath.Join(opts.Dir, "json"))
 	if err != nil {
-		sq.Close()
-		return nil, err
+		return nil, errors.Join(err, sq.Close())
 	}
 	s := &Store{opts: opts, sqlite: sq, json: js, log: opts.Logger}
 	if err := sq.pruneHandled(ctx, time.Now()); err != nil {
@@ -79,9 +78,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, err
 	}
 	if err := s.recoverMoves(ctx); err != nil {
-		sq.Close()
-		js.Close()
-		return nil, err
+		return nil, errors.Join(err, sq.Close(), js.Close())
 	}
 	s.w = newWriter(writerOptions{maxMsgs: opts.QueueSize, base: opts.RetryBase, maxWait: opts.RetryMax, log: opts.Logger, routeFor: s.backendFor})
 	return s, nil

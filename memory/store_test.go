@@ -149,10 +149,8 @@ func TestWriterSurvivesStorageFailures(t *testing.T) {
 			_, err := s.sqlite.DB().ExecContext(ctx, tc.break_)
 			must(t, err)
 
-			var queued []Message
 			for i := 1; i <= 30; i++ {
 				msgs := exchange(k, i, strings.Repeat("while broken ", 40)+fmt.Sprint(i), "reply")
-				queued = append(queued, msgs...)
 				must(t, s.Enqueue(msgs...))
 			}
 			waitFor(t, func() bool { return s.WriteStats().Failing != nil })

@@ -10,10 +10,9 @@ import (
 
 // recorder is a stateful fake Sender that keeps what was sent.
 type recorder struct {
-	mu      sync.Mutex
-	sent    []Outbound
-	err     error // returned by Send when set
-	buttons bool
+	mu   sync.Mutex
+	sent []Outbound
+	err  error // returned by Send when set
 }
 
 func (r *recorder) Send(_ context.Context, out Outbound) (string, error) {

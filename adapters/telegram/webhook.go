@@ -72,9 +72,11 @@ func (a *Adapter) serveWebhook(ctx context.Context, me Me) error {
 		defer cancel()
 		if err := srv.Shutdown(sctx); err != nil {
 			a.log.Warn("webhook server shutdown", "err", err)
-			srv.Close()
+			_ = srv.Close() // the listener goes; the error says no more
 		}
-		<-served
+		if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.log.Warn("webhook server", "err", err)
+		}
 	}
 	a.log.Info("webhook server listening", "addr", ln.Addr().String(), "path", path)
 	if a.listening != nil {

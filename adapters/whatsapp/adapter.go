@@ -116,8 +116,7 @@ func New(opts Options, submit SubmitFunc, accept AcceptFunc) (*Adapter, error) {
 		}
 		cli, err := newWhatsmeow(ctx, c, log)
 		if err != nil {
-			c.Close()
-			return nil, err
+			return nil, errors.Join(err, c.Close())
 		}
 		cli.AutoReconnectHook = func(err error) bool {
 			// whatsmeow waits 2s × failures before the next attempt; cap it

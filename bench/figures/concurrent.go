@@ -2,6 +2,7 @@ package figures
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -153,8 +154,7 @@ func Concurrent(ctx context.Context, o ConcurrentOptions) (ConcurrentResult, err
 				MessageID: turnID(c, t), Text: texts[c][t], Time: time.Now(),
 			}
 			if err := d.Submit(in, rec); err != nil {
-				r.close()
-				return res, err
+				return res, errors.Join(err, r.close())
 			}
 		}
 	}

@@ -216,7 +216,7 @@ func TestKillNineKeepsEverySeenReply(t *testing.T) {
 				}
 			}
 		} else {
-			rest = b.kill()
+			b.kill()
 		}
 		msgs := checkStore(t, env.Data)
 		checkMessages(t, fmt.Sprintf("after the kill of round %d", round), msgs, sent, seenReplies)

@@ -249,11 +249,10 @@ type loadUsers struct {
 	api  *loadAPI
 	plan loadPlan
 
-	mu      sync.Mutex
-	sentAt  map[[2]int64]time.Time // (user, k) → sent
-	msgID   map[[2]int64]int       // (user, k) → Telegram message id
-	latency []time.Duration        // per answered message
-	waited  int                    // times a user waited in vain for a reply
+	mu     sync.Mutex
+	sentAt map[[2]int64]time.Time // (user, k) → sent
+	msgID  map[[2]int64]int       // (user, k) → Telegram message id
+	waited int                    // times a user waited in vain for a reply
 }
 
 func userID(i int) int64 { return int64(10_000 + i) }
@@ -472,6 +471,9 @@ func (u *loadUsers) checkDB(t *testing.T, msgs []storedMsg, replies map[int64][]
 	}
 	if len(dupUsers) > 0 {
 		t.Errorf("%d user messages stored twice, e.g. %v", len(dupUsers), dupUsers[:min(10, len(dupUsers))])
+	}
+	if len(badKeys) > 0 {
+		t.Errorf("%d messages stored with an unknown role, e.g. %v", len(badKeys), badKeys[:min(10, len(badKeys))])
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
