@@ -132,9 +132,57 @@ func (t *tiktokenCounter) Count(text string) int {
 	if n, ok := t.cache.get(text); ok {
 		return n
 	}
-	n := len(t.enc.EncodeOrdinary(text))
+	n := countSegments(text, func(seg string) int { return len(t.enc.EncodeOrdinary(seg)) })
 	t.cache.put(text, n)
 	return n
+}
+
+// countSegments counts text by encoding it one segment (cutSegment) at a
+// time.
+func countSegments(text string, encode func(string) int) int {
+	n := 0
+	for rest := text; rest != ""; {
+		var seg string
+		seg, rest = cutSegment(rest)
+		n += encode(seg)
+	}
+	return n
+}
+
+// maxSegment bounds the bytes tiktoken encodes at once. Its byte-pair merge
+// is quadratic in the length of one pre-tokenizer piece, and a piece is a run
+// without spaces: 65,536 letters took seconds, and assembling a prompt
+// counts such a message about twenty times. Segments of at most this size
+// keep counting linear.
+const maxSegment = 256
+
+// cutSegment splits text into a first segment of at most maxSegment bytes
+// and the rest. It cuts before a single space that starts a word, where the
+// pre-tokenizer starts a new piece anyway, so ordinary text counts exactly as
+// a whole; only a run of maxSegment bytes without such a space (a long
+// "word", a run of blanks) is cut inside, on a rune boundary, which may count
+// a token or two more than tiktoken would for it whole.
+func cutSegment(text string) (seg, rest string) {
+	if len(text) <= maxSegment {
+		return text, ""
+	}
+	for i := min(maxSegment, len(text)-2); i > 1; i-- {
+		if text[i] == ' ' && !isBlank(text[i-1]) && !isBlank(text[i+1]) {
+			return text[:i], text[i:]
+		}
+	}
+	i := maxSegment
+	for i > 0 && !utf8.RuneStart(text[i]) {
+		i--
+	}
+	if i == 0 { // cannot happen with valid UTF-8; keep going anyway
+		i = maxSegment
+	}
+	return text[:i], text[i:]
+}
+
+func isBlank(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
 }
 
 // countCache remembers token counts of recently counted texts, because the
