@@ -28,7 +28,16 @@ type Options struct {
 	// to open recall.db through; "" is the operating system's. Tests use it
 	// to inject storage faults.
 	VFS string
+	// Existing opens a store that must already exist, to read it, possibly
+	// beside the process that writes it (bot export, bot search): a
+	// directory without DatabaseFile is refused with ErrNoStore (nothing is
+	// created), and an interrupted move between backends is left to the
+	// writer to finish.
+	Existing bool
 }
+
+// DatabaseFile is the SQLite database's file name in the data directory.
+const DatabaseFile = "recall.db"
 
 // Store is what the rest of Recall uses: it routes each owner to its backend
 // (SQLite unless the owner chose JSON), writes through the write-behind queue,
@@ -59,11 +68,16 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.Defaults.Threshold == 0 {
 		opts.Defaults.Threshold = 10
 	}
+	if opts.Existing {
+		if err := StoreExists(opts.Dir); err != nil {
+			return nil, err
+		}
+	}
 	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating data directory %s: %w", opts.Dir, err)
 	}
 	privateDir(opts.Dir, opts.Logger)
-	sq, err := openSQLite(ctx, filepath.Join(opts.Dir, "recall.db"), opts.VFS, opts.Logger)
+	sq, err := openSQLite(ctx, filepath.Join(opts.Dir, DatabaseFile), opts.VFS, opts.Logger)
 	if err != nil {
 		return nil, err
 	}
@@ -73,13 +87,32 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{opts: opts, sqlite: sq, json: js, log: opts.Logger}
-	if err := s.recoverMoves(ctx); err != nil {
-		sq.Close()
-		js.Close()
-		return nil, err
+	// A reader leaves moves alone: it would take a move the writer is
+	// making for an interrupted one.
+	if !opts.Existing {
+		if err := s.recoverMoves(ctx); err != nil {
+			sq.Close()
+			js.Close()
+			return nil, err
+		}
 	}
 	s.w = newWriter(writerOptions{maxMsgs: opts.QueueSize, base: opts.RetryBase, maxWait: opts.RetryMax, log: opts.Logger, routeFor: s.backendFor})
 	return s, nil
+}
+
+// StoreExists returns nil when dir holds a store (its DatabaseFile), else an
+// error wrapping ErrNoStore that names the directory.
+func StoreExists(dir string) error {
+	fi, err := os.Stat(filepath.Join(dir, DatabaseFile))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("%w in %s (no %s there): check data.dir in the configuration, or RECALL_DATA_DIR", ErrNoStore, dir, DatabaseFile)
+	case err != nil:
+		return fmt.Errorf("opening the data in %s: %w", dir, err)
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("%w in %s (%s is not a file)", ErrNoStore, dir, DatabaseFile)
+	}
+	return nil
 }
 
 // backendFor routes an owner: JSON when it has a JSON file, else SQLite.
