@@ -573,18 +573,21 @@ func (s *Store) hasData(ctx context.Context, b Backend, owner string) (bool, err
 	return !d.Empty(), err
 }
 
-// ApplyRetention purges, for every owner, messages older than maxAge and what
-// was built from them.
-func (s *Store) ApplyRetention(ctx context.Context, maxAge time.Duration) (PurgeReport, error) {
+// ApplyRetention purges, for every owner, messages older than days (calendar
+// days back from now: no duration arithmetic that could wrap) and what was
+// built from them. days <= 0 purges nothing.
+func (s *Store) ApplyRetention(ctx context.Context, days int) (PurgeReport, error) {
 	var total PurgeReport
-	if maxAge <= 0 {
+	if days <= 0 {
 		return total, nil
 	}
 	owners, err := s.Owners(ctx)
 	if err != nil {
 		return total, err
 	}
-	cutoff := time.Now().Add(-maxAge)
+	// Past a million days (2,700 years) nothing more is kept anyway; the
+	// cap keeps AddDate's day arithmetic from wrapping.
+	cutoff := time.Now().AddDate(0, 0, -min(days, 1_000_000))
 	for _, o := range owners {
 		rep, err := s.Purge(ctx, PurgeScope{Owner: o, OlderThan: cutoff})
 		if err != nil {
@@ -595,10 +598,10 @@ func (s *Store) ApplyRetention(ctx context.Context, maxAge time.Duration) (Purge
 	return total, nil
 }
 
-// RunRetention applies retention every interval until ctx ends. maxAge 0
-// turns it off (it returns at once).
-func (s *Store) RunRetention(ctx context.Context, maxAge, interval time.Duration) error {
-	if maxAge <= 0 {
+// RunRetention applies retention (ApplyRetention) every interval until ctx
+// ends. days 0 turns it off (it returns at once).
+func (s *Store) RunRetention(ctx context.Context, days int, interval time.Duration) error {
+	if days <= 0 {
 		return nil
 	}
 	if interval <= 0 {
@@ -607,7 +610,7 @@ func (s *Store) RunRetention(ctx context.Context, maxAge, interval time.Duration
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		rep, err := s.ApplyRetention(ctx, maxAge)
+		rep, err := s.ApplyRetention(ctx, days)
 		if err != nil && ctx.Err() == nil {
 			s.log.Error("retention", "err", err)
 		} else if rep.Messages > 0 {

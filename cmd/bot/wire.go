@@ -238,7 +238,7 @@ func runBot(ctx context.Context, cfg config.Config, stdin io.Reader, stdout, std
 	retention := make(chan error, 1)
 	rctx, stopRetention := context.WithCancel(ctx)
 	go func() {
-		retention <- a.store.RunRetention(rctx, time.Duration(cfg.Memory.RetentionDays)*24*time.Hour, cfg.Memory.RetentionInterval)
+		retention <- a.store.RunRetention(rctx, cfg.Memory.RetentionDays, cfg.Memory.RetentionInterval)
 	}()
 	var runErr error
 	if terminal {
