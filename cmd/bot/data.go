@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/recallbot/recall/config"
+	"github.com/recallbot/recall/llm"
 	"github.com/recallbot/recall/memory"
 	"github.com/recallbot/recall/pipeline"
 )
@@ -44,6 +45,7 @@ func runImport(ctx context.Context, cfg config.Config, args []string, stdout io.
 	if err != nil {
 		return fmt.Errorf("%s: %w", args[0], err)
 	}
+	e.Recount(llm.NewCounter(cfg.LLM.Model).Count) // as the bot counts its own messages
 	s, err := openStore(ctx, cfg, false)
 	if err != nil {
 		return err
