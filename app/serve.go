@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"time"
 
 	"github.com/recallbot/recall/ops"
 )
@@ -51,7 +50,7 @@ func (a *App) StartRetention(ctx context.Context) (stop func()) {
 	rctx, cancel := context.WithCancel(ctx)
 	go func() {
 		defer close(done)
-		if err := a.Store.RunRetention(rctx, time.Duration(cfg.Memory.RetentionDays)*24*time.Hour, cfg.Memory.RetentionInterval); err != nil && rctx.Err() == nil {
+		if err := a.Store.RunRetention(rctx, cfg.Memory.RetentionDays, cfg.Memory.RetentionInterval); err != nil && rctx.Err() == nil {
 			a.Log.Error("the retention sweep stopped", "err", err)
 		}
 	}()

@@ -43,6 +43,11 @@ const (
 //
 //	shown    the id of the message showing the reply while it is written
 //
+// Once a reply is done, its reply record is overwritten with blanks in place:
+// the journal keeps no text of a finished reply, so what a user purges is
+// not left behind in it. A write that fails (a full disk) may leave part of
+// a record: the next one starts on a fresh line, so it is not swallowed.
+//
 // At the next start Redeliver sends every reply that has no sending record
 // and is in the store (stored, never handed over), and skips those with
 // sending but no done: the process died while the platform was being called,
@@ -54,12 +59,23 @@ type Outbox struct {
 	log  *slog.Logger
 
 	mu      sync.Mutex
-	f       *os.File
-	size    int64
+	f       journalFile
+	size    int64                     // where the next record goes
+	torn    bool                      // the last write failed: it may have left part of a line
+	texts   map[outboxID][]span       // the reply records of open replies, blanked when done
 	open    map[outboxID]*outboxEntry // replies not done, in the journal
 	left    []outboxEntry             // those the last run left (Redeliver's work)
 	compact int64                     // rewrite the journal past this size
 }
+
+// journalFile is the open journal (an *os.File; tests stand a full disk in).
+type journalFile interface {
+	io.WriterAt
+	io.Closer
+}
+
+// span is where a record lies in the journal, its newline excluded.
+type span struct{ off, n int64 }
 
 type outboxID struct {
 	Key     string `json:"key"`
@@ -85,7 +101,7 @@ func OpenOutbox(path string, log *slog.Logger) (*Outbox, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	o := &Outbox{path: path, log: log, open: map[outboxID]*outboxEntry{}, compact: 4 << 20}
+	o := &Outbox{path: path, log: log, open: map[outboxID]*outboxEntry{}, texts: map[outboxID][]span{}, compact: 4 << 20}
 	data, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("reading the outbox %s: %w", path, err)
@@ -124,12 +140,15 @@ func (o *Outbox) Close() error {
 // rewriteLocked writes the open entries to a new journal and switches to it.
 func (o *Outbox) rewriteLocked() error {
 	var buf bytes.Buffer
+	texts := map[outboxID][]span{}
 	for _, e := range o.open {
 		if !e.replied() {
 			writeRecord(&buf, outboxEntry{Op: "shown", outboxID: e.outboxID, Shown: e.Shown, At: e.At})
 			continue
 		}
+		off := int64(buf.Len())
 		writeRecord(&buf, outboxEntry{Op: "reply", outboxID: e.outboxID, Text: e.Text, Shown: e.Shown, At: e.At})
+		texts[e.outboxID] = []span{{off, int64(buf.Len()) - off - 1}}
 		if e.sending {
 			writeRecord(&buf, outboxEntry{Op: "sending", outboxID: e.outboxID})
 		}
@@ -141,14 +160,16 @@ func (o *Outbox) rewriteLocked() error {
 	if err := os.Rename(tmp, o.path); err != nil {
 		return fmt.Errorf("writing the outbox: %w", err)
 	}
-	f, err := os.OpenFile(o.path, os.O_WRONLY|os.O_APPEND, 0o600)
+	// Not O_APPEND: finished replies are blanked in place (WriteAt), and
+	// only this process writes the journal (the data directory is locked).
+	f, err := os.OpenFile(o.path, os.O_WRONLY, 0o600)
 	if err != nil {
 		return fmt.Errorf("opening the outbox: %w", err)
 	}
 	if o.f != nil {
 		o.f.Close()
 	}
-	o.f, o.size = f, int64(buf.Len())
+	o.f, o.size, o.texts, o.torn = f, int64(buf.Len()), texts, false
 	return nil
 }
 
@@ -180,26 +201,55 @@ func writeRecord(w io.Writer, e outboxEntry) {
 	_, _ = w.Write(append(b, '\n'))
 }
 
-// record appends one record in a single write.
+// record appends one record in a single write; done blanks the finished
+// reply's text.
 func (o *Outbox) record(e outboxEntry) error {
-	b, err := json.Marshal(e)
+	rec, err := json.Marshal(e)
 	if err != nil {
 		return err
 	}
-	b = append(b, '\n')
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.f == nil {
 		return errors.New("the outbox is closed")
 	}
 	o.applyLocked(e)
-	if _, err := o.f.Write(b); err != nil {
+	var b []byte
+	if o.torn {
+		b = append(b, '\n') // end the part of a line a failed write left
+	}
+	start := o.size + int64(len(b))
+	b = append(append(b, rec...), '\n')
+	n, err := o.f.WriteAt(b, o.size)
+	o.size += int64(n)
+	o.torn = err != nil
+	if err != nil {
 		return fmt.Errorf("writing the outbox: %w", err)
 	}
-	o.size += int64(len(b))
-	if e.Op == "done" && o.size > o.compact {
-		return o.rewriteLocked()
+	switch e.Op {
+	case "reply":
+		o.texts[e.outboxID] = append(o.texts[e.outboxID], span{start, int64(len(rec))})
+	case "done":
+		if err := o.blankLocked(e.outboxID); err != nil {
+			return err
+		}
+		if o.size > o.compact {
+			return o.rewriteLocked()
+		}
 	}
+	return nil
+}
+
+// blankLocked overwrites the reply records of a finished reply with spaces,
+// after its done record is written (a crash between the two leaves a
+// finished reply with its text, never an open one without).
+func (o *Outbox) blankLocked(id outboxID) error {
+	for _, sp := range o.texts[id] {
+		if _, err := o.f.WriteAt(bytes.Repeat([]byte{' '}, int(sp.n)), sp.off); err != nil {
+			return fmt.Errorf("erasing a delivered reply from the outbox: %w", err)
+		}
+	}
+	delete(o.texts, id)
 	return nil
 }
 

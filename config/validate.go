@@ -25,18 +25,19 @@ func (c Config) Validate() error {
 
 	v.httpURL("llm.base_url", c.LLM.BaseURL, false)
 	v.nonEmpty("llm.model", c.LLM.Model)
-	if c.LLM.Temperature < 0 || c.LLM.Temperature > 2 {
-		v.addf("llm.temperature", "must be between 0 and 2, got %v", c.LLM.Temperature)
+	// NaN fails every comparison: !(in range) catches it.
+	if t := c.LLM.Temperature; !(t >= 0 && t <= 2) {
+		v.addf("llm.temperature", "must be between 0 and 2, got %v", t)
 	}
-	v.atLeast("llm.max_tokens", c.LLM.MaxTokens, 1)
+	v.bounded("llm.max_tokens", c.LLM.MaxTokens, 1, maxTokens)
 	v.positiveDuration("llm.timeout", c.LLM.Timeout)
 	v.positiveDuration("llm.turn_timeout", c.LLM.TurnTimeout)
 	if c.LLM.StillThinkingAfter < 0 {
 		v.addf("llm.still_thinking_after", "must be 0 (no note) or a positive duration, got %s", c.LLM.StillThinkingAfter)
 	}
 	v.between("llm.max_retries", c.LLM.MaxRetries, 0, 10)
-	v.atLeast("llm.unhealthy_after", c.LLM.UnhealthyAfter, 1)
-	v.atLeast("llm.concurrency", c.LLM.Concurrency, 1)
+	v.bounded("llm.unhealthy_after", c.LLM.UnhealthyAfter, 1, 1000)
+	v.bounded("llm.concurrency", c.LLM.Concurrency, 1, maxWorkers)
 	if c.Media.Transcription.BaseURL != "" {
 		v.httpURL("media.transcription.base_url", c.Media.Transcription.BaseURL, false)
 	}
@@ -54,25 +55,27 @@ func (c Config) Validate() error {
 	m := c.Memory
 	v.oneOf("memory.storage", m.Storage, StorageSQLite, StorageJSON)
 	v.between("memory.threshold", m.Threshold, 1, 500)
-	v.atLeast("memory.keep_recent_turns", m.KeepRecentTurns, 1)
-	v.atLeast("memory.max_active_per_level", m.MaxActivePerLevel, 2)
+	v.bounded("memory.keep_recent_turns", m.KeepRecentTurns, 1, maxCount)
+	v.bounded("memory.max_active_per_level", m.MaxActivePerLevel, 2, maxCount)
 	if m.MaxActiveTotal < m.MaxActivePerLevel {
 		v.addf("memory.max_active_total", "must be at least memory.max_active_per_level (%d), got %d",
 			m.MaxActivePerLevel, m.MaxActiveTotal)
+	} else {
+		v.bounded("memory.max_active_total", m.MaxActiveTotal, 2, maxCount)
 	}
-	v.atLeast("memory.max_memories", m.MaxMemories, 1)
-	v.atLeast("memory.retention_days", m.RetentionDays, 0)
+	v.bounded("memory.max_memories", m.MaxMemories, 1, maxCount)
+	v.bounded("memory.retention_days", m.RetentionDays, 0, MaxRetentionDays)
 	v.positiveDuration("memory.retention_interval", m.RetentionInterval)
-	v.atLeast("memory.write_queue", m.WriteQueue, 1)
-	v.atLeast("memory.budget.total", m.Budget.Total, 1)
-	v.atLeast("memory.budget.system", m.Budget.System, 0)
-	v.atLeast("memory.budget.memories", m.Budget.Memories, 0)
-	v.atLeast("memory.budget.summaries", m.Budget.Summaries, 0)
-	v.atLeast("memory.budget.snippets", m.Budget.Snippets, 0)
-	v.atLeast("memory.budget.recent", m.Budget.Recent, 0)
-	v.atLeast("memory.facts.budget", m.Facts.Budget, 0)
+	v.bounded("memory.write_queue", m.WriteQueue, 1, maxQueue)
+	v.bounded("memory.budget.total", m.Budget.Total, 1, maxTokens)
+	v.bounded("memory.budget.system", m.Budget.System, 0, maxTokens)
+	v.bounded("memory.budget.memories", m.Budget.Memories, 0, maxTokens)
+	v.bounded("memory.budget.summaries", m.Budget.Summaries, 0, maxTokens)
+	v.bounded("memory.budget.snippets", m.Budget.Snippets, 0, maxTokens)
+	v.bounded("memory.budget.recent", m.Budget.Recent, 0, maxTokens)
+	v.bounded("memory.facts.budget", m.Facts.Budget, 0, maxTokens)
 
-	v.atLeast("pipeline.max_concurrent", c.Pipeline.MaxConcurrent, 1)
+	v.bounded("pipeline.max_concurrent", c.Pipeline.MaxConcurrent, 1, maxWorkers)
 
 	v.userList("access.allowed_users", c.Access.AllowedUsers)
 	v.userList("access.admins", c.Access.Admins)
@@ -98,17 +101,32 @@ func (c Config) Validate() error {
 	if w.BacklogWindow < 0 {
 		v.addf("whatsapp.backlog_window", "must be 0 or a positive duration, got %s", w.BacklogWindow)
 	}
-	v.atLeast("whatsapp.split_limit", w.SplitLimit, 100)
+	v.bounded("whatsapp.split_limit", w.SplitLimit, 100, 65536) // WhatsApp's own limit
 
 	v.listenAddr("http.listen", c.HTTP.Listen, true)
 
-	v.atLeast("limits.messages_per_minute", c.Limits.MessagesPerMinute, 0)
-	v.atLeast("limits.tokens_per_day", c.Limits.TokensPerDay, 0)
+	v.bounded("limits.messages_per_minute", c.Limits.MessagesPerMinute, 0, maxQueue)
+	v.bounded("limits.tokens_per_day", c.Limits.TokensPerDay, 0, maxTokensPerDay)
 
 	v.positiveDuration("shutdown.timeout", c.Shutdown.Timeout)
 
 	return errors.Join(v.errs...)
 }
+
+// Upper bounds of the number keys: far above any sensible setting, low
+// enough that no sum or product of them overflows and no buffer sized by
+// them exhausts memory.
+const (
+	// MaxRetentionDays is memory.retention_days at most: 100 years. (An
+	// unchecked 12,169,727 days once wrapped to minutes and purged a whole
+	// archive at start.)
+	MaxRetentionDays = 36500
+	maxTokens        = 10_000_000        // a prompt or reply budget, in tokens
+	maxTokensPerDay  = 1_000_000_000_000 // limits.tokens_per_day
+	maxWorkers       = 10_000            // goroutines and connections in flight
+	maxQueue         = 10_000_000        // queued messages; messages per minute
+	maxCount         = 10_000            // summaries, turns, memories kept
+)
 
 var (
 	// userRE matches access entries "channel:id": a lowercase channel name,
@@ -142,6 +160,17 @@ func (v *validator) oneOf(key, s string, allowed ...string) {
 func (v *validator) atLeast(key string, n, min int) {
 	if n < min {
 		v.addf(key, "must be at least %d, got %d", min, n)
+	}
+}
+
+// bounded is atLeast with an upper bound, named separately: "must be at
+// most 36500, got 12169727".
+func (v *validator) bounded(key string, n, min, max int) {
+	switch {
+	case n < min:
+		v.atLeast(key, n, min)
+	case n > max:
+		v.addf(key, "must be at most %d, got %d", max, n)
 	}
 }
 

@@ -158,3 +158,22 @@ func BenchmarkCountParallel(b *testing.B) {
 		_ = n
 	})
 }
+
+// BenchmarkCountLongRun counts runs without spaces of growing length; the
+// ns/char figure stays flat when counting is linear (it grew with the length
+// when tiktoken encoded the run whole: 32,000 letters took 0.5 s).
+func BenchmarkCountLongRun(b *testing.B) {
+	for _, n := range []int{1024, 4096, 16384, 65536} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			c := llm.NewCounter("gpt-4o")
+			c.Count("load the tables before the clock starts")
+			texts := []string{strings.Repeat("a", n), strings.Repeat("b", n)} // alternate: no cache hits
+			i := 0
+			for b.Loop() {
+				i++
+				sink = c.Count(texts[i%2] + "x")
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/char")
+		})
+	}
+}

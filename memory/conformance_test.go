@@ -980,7 +980,8 @@ func cfRichOwner(t *testing.T, b Backend) (owner string, keys []pipeline.Key) {
 	for i := range 6 {
 		at := cfT0.Add(time.Duration(i) * time.Hour)
 		cfAppend(t, b, cfUser(a, fmt.Sprint(i), fmt.Sprint("question ", i), at), cfBot(a, fmt.Sprint(i), fmt.Sprint("answer ", i), at.Add(time.Minute)),
-			Message{Key: a, Role: RoleSystem, Text: "a note without platform id", Time: at.Add(2 * time.Minute)})
+			// (assistant, not system: a file to import holds no system message)
+			Message{Key: a, Role: RoleAssistant, Text: "a note without platform id", Time: at.Add(2 * time.Minute)})
 		if i%2 == 1 {
 			cfArchive(t, b, a, cfIDs(cfActive(t, b, a)), fmt.Sprint("summary ", i), at.Add(time.Hour), 1)
 		}

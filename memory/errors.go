@@ -17,4 +17,6 @@ var (
 	ErrClosed = errors.New("store closed")
 	// ErrBadImport: an import document is not in the export format.
 	ErrBadImport = errors.New("invalid import")
+	// ErrNoStore: the data directory holds no Recall data (Options.Existing).
+	ErrNoStore = errors.New("no Recall data")
 )

@@ -122,7 +122,10 @@ func WriteExport(w io.Writer, e Export) error {
 }
 
 // ReadExport decodes and validates an export document. Unknown fields are
-// rejected so a wrong file is not half-imported.
+// rejected so a wrong file is not half-imported, and so is a message whose
+// role is not user or assistant: the bot stores no other, and a "system"
+// message from a file would speak with the system prompt's authority in
+// every later prompt. Token counts in the file are not trusted: see Recount.
 func ReadExport(r io.Reader) (Export, error) {
 	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
@@ -137,9 +140,43 @@ func ReadExport(r io.Reader) (Export, error) {
 		return Export{}, fmt.Errorf("%w: version %d, want %d", ErrBadImport, e.Version, ExportVersion)
 	}
 	for _, d := range e.Owners {
+		for _, c := range d.Conversations {
+			for i, m := range c.Messages {
+				if m.Role != RoleUser && m.Role != RoleAssistant {
+					return Export{}, fmt.Errorf("%w: conversation %q, message %d (%s, %q): role %q: a message in a file must be from the user or the assistant",
+						ErrBadImport, c.Key, i+1, m.Time.Format(time.RFC3339), preview(m.Text), m.Role)
+				}
+			}
+		}
 		if err := d.Validate(); err != nil {
 			return Export{}, err
 		}
 	}
 	return e, nil
+}
+
+// Recount sets the token count of every message and summary of e from its
+// text with count, the bot's own counter: a count from a file may be
+// anything (2^63-1 made /context report an absurd prompt).
+func (e *Export) Recount(count func(text string) int) {
+	for i := range e.Owners {
+		for j := range e.Owners[i].Conversations {
+			c := &e.Owners[i].Conversations[j]
+			for k := range c.Messages {
+				c.Messages[k].Tokens = count(c.Messages[k].Text)
+			}
+			for k := range c.Summaries {
+				c.Summaries[k].Tokens = count(c.Summaries[k].Text)
+			}
+		}
+	}
+}
+
+// preview is the start of a text, to name a message in an error.
+func preview(s string) string {
+	r := []rune(s)
+	if len(r) > 40 {
+		return string(r[:40]) + "…"
+	}
+	return s
 }

@@ -28,7 +28,16 @@ type Options struct {
 	// to open recall.db through; "" is the operating system's. Tests use it
 	// to inject storage faults.
 	VFS string
+	// Existing opens a store that must already exist, to read it, possibly
+	// beside the process that writes it (bot export, bot search): a
+	// directory without DatabaseFile is refused with ErrNoStore (nothing is
+	// created), and an interrupted move between backends is left to the
+	// writer to finish.
+	Existing bool
 }
+
+// DatabaseFile is the SQLite database's file name in the data directory.
+const DatabaseFile = "recall.db"
 
 // Store is what the rest of Recall uses: it routes each owner to its backend
 // (SQLite unless the owner chose JSON), writes through the write-behind queue,
@@ -59,11 +68,16 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.Defaults.Threshold == 0 {
 		opts.Defaults.Threshold = 10
 	}
+	if opts.Existing {
+		if err := StoreExists(opts.Dir); err != nil {
+			return nil, err
+		}
+	}
 	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating data directory %s: %w", opts.Dir, err)
 	}
 	privateDir(opts.Dir, opts.Logger)
-	sq, err := openSQLite(ctx, filepath.Join(opts.Dir, "recall.db"), opts.VFS, opts.Logger)
+	sq, err := openSQLite(ctx, filepath.Join(opts.Dir, DatabaseFile), opts.VFS, opts.Logger)
 	if err != nil {
 		return nil, err
 	}
@@ -72,16 +86,34 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, errors.Join(err, sq.Close())
 	}
 	s := &Store{opts: opts, sqlite: sq, json: js, log: opts.Logger}
-	if err := sq.pruneHandled(ctx, time.Now()); err != nil {
-		sq.Close()
-		js.Close()
-		return nil, err
-	}
-	if err := s.recoverMoves(ctx); err != nil {
-		return nil, errors.Join(err, sq.Close(), js.Close())
+	if !opts.Existing {
+		// A reader (Existing) changes nothing: it leaves the handled ids
+		// to the writer, and moves alone (it would take a move the
+		// writer is making for an interrupted one).
+		if err := sq.pruneHandled(ctx, time.Now()); err != nil {
+			return nil, errors.Join(err, sq.Close(), js.Close())
+		}
+		if err := s.recoverMoves(ctx); err != nil {
+			return nil, errors.Join(err, sq.Close(), js.Close())
+		}
 	}
 	s.w = newWriter(writerOptions{maxMsgs: opts.QueueSize, base: opts.RetryBase, maxWait: opts.RetryMax, log: opts.Logger, routeFor: s.backendFor})
 	return s, nil
+}
+
+// StoreExists returns nil when dir holds a store (its DatabaseFile), else an
+// error wrapping ErrNoStore that names the directory.
+func StoreExists(dir string) error {
+	fi, err := os.Stat(filepath.Join(dir, DatabaseFile))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("%w in %s (no %s there): check data.dir in the configuration, or RECALL_DATA_DIR", ErrNoStore, dir, DatabaseFile)
+	case err != nil:
+		return fmt.Errorf("opening the data in %s: %w", dir, err)
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("%w in %s (%s is not a file)", ErrNoStore, dir, DatabaseFile)
+	}
+	return nil
 }
 
 // backendFor routes an owner: JSON when it has a JSON file, else SQLite.
@@ -546,18 +578,21 @@ func (s *Store) hasData(ctx context.Context, b Backend, owner string) (bool, err
 	return !d.Empty(), err
 }
 
-// ApplyRetention purges, for every owner, messages older than maxAge and what
-// was built from them.
-func (s *Store) ApplyRetention(ctx context.Context, maxAge time.Duration) (PurgeReport, error) {
+// ApplyRetention purges, for every owner, messages older than days (calendar
+// days back from now: no duration arithmetic that could wrap) and what was
+// built from them. days <= 0 purges nothing.
+func (s *Store) ApplyRetention(ctx context.Context, days int) (PurgeReport, error) {
 	var total PurgeReport
-	if maxAge <= 0 {
+	if days <= 0 {
 		return total, nil
 	}
 	owners, err := s.Owners(ctx)
 	if err != nil {
 		return total, err
 	}
-	cutoff := time.Now().Add(-maxAge)
+	// Past a million days (2,700 years) nothing more is kept anyway; the
+	// cap keeps AddDate's day arithmetic from wrapping.
+	cutoff := time.Now().AddDate(0, 0, -min(days, 1_000_000))
 	for _, o := range owners {
 		rep, err := s.Purge(ctx, PurgeScope{Owner: o, OlderThan: cutoff})
 		if err != nil {
@@ -568,10 +603,10 @@ func (s *Store) ApplyRetention(ctx context.Context, maxAge time.Duration) (Purge
 	return total, nil
 }
 
-// RunRetention applies retention every interval until ctx ends. maxAge 0
-// turns it off (it returns at once).
-func (s *Store) RunRetention(ctx context.Context, maxAge, interval time.Duration) error {
-	if maxAge <= 0 {
+// RunRetention applies retention (ApplyRetention) every interval until ctx
+// ends. days 0 turns it off (it returns at once).
+func (s *Store) RunRetention(ctx context.Context, days int, interval time.Duration) error {
+	if days <= 0 {
 		return nil
 	}
 	if interval <= 0 {
@@ -580,7 +615,7 @@ func (s *Store) RunRetention(ctx context.Context, maxAge, interval time.Duration
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		rep, err := s.ApplyRetention(ctx, maxAge)
+		rep, err := s.ApplyRetention(ctx, days)
 		if err != nil && ctx.Err() == nil {
 			s.log.Error("retention", "err", err)
 		} else if rep.Messages > 0 {

@@ -18,7 +18,7 @@ const accessRefresh = app.AccessRefresh
 
 // openAccess opens the store and the access list as the bot sees them.
 func openAccess(ctx context.Context, cfg config.Config) (*pipeline.Access, func(*error), error) {
-	s, err := openStore(ctx, cfg)
+	s, err := openStore(ctx, cfg, true)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -28,9 +28,9 @@ func runBackup(ctx context.Context, cfg config.Config, args []string, stdout io.
 	if err != nil {
 		return err
 	}
-	src := filepath.Join(cfg.Data.Dir, "recall.db")
-	if _, err := os.Stat(src); err != nil {
-		return fmt.Errorf("no database to back up in data.dir %s: %w", cfg.Data.Dir, err)
+	src := filepath.Join(cfg.Data.Dir, memory.DatabaseFile)
+	if err := memory.StoreExists(cfg.Data.Dir); err != nil {
+		return fmt.Errorf("no database to back up: %w", err)
 	}
 	jsonDst := dst + ".json.d"
 	for _, p := range []string{dst, jsonDst} {

@@ -11,14 +11,17 @@ import (
 	"strings"
 
 	"github.com/recallbot/recall/config"
+	"github.com/recallbot/recall/llm"
 	"github.com/recallbot/recall/memory"
 	"github.com/recallbot/recall/pipeline"
 )
 
-// openStore opens the store alone, for the data subcommands.
-func openStore(ctx context.Context, cfg config.Config) (*memory.Store, error) {
+// openStore opens the store alone, for the data subcommands: existing for
+// those that only read (they refuse a directory without data instead of
+// creating an empty store there).
+func openStore(ctx context.Context, cfg config.Config, existing bool) (*memory.Store, error) {
 	return memory.Open(ctx, memory.Options{
-		Dir: cfg.Data.Dir, MaxMemories: cfg.Memory.MaxMemories,
+		Dir: cfg.Data.Dir, MaxMemories: cfg.Memory.MaxMemories, Existing: existing,
 		Defaults: memory.Settings{MemoryEnabled: cfg.Memory.EnabledByDefault, Storage: memory.Storage(cfg.Memory.Storage), Threshold: cfg.Memory.Threshold},
 	})
 }
@@ -45,7 +48,8 @@ func runImport(ctx context.Context, cfg config.Config, args []string, stdout io.
 	if err != nil {
 		return fmt.Errorf("%s: %w", args[0], err)
 	}
-	s, err := openStore(ctx, cfg)
+	e.Recount(llm.NewCounter(cfg.LLM.Model).Count) // as the bot counts its own messages
+	s, err := openStore(ctx, cfg, false)
 	if err != nil {
 		return err
 	}
@@ -69,7 +73,7 @@ func runExport(ctx context.Context, cfg config.Config, args []string, stdout io.
 	if fl.NArg() > 0 {
 		return usageError(fmt.Sprintf("unexpected argument %q\n%s", fl.Arg(0), usage))
 	}
-	s, err := openStore(ctx, cfg)
+	s, err := openStore(ctx, cfg, true)
 	if err != nil {
 		return err
 	}
@@ -132,7 +136,7 @@ func runSearch(ctx context.Context, cfg config.Config, args []string, stdout io.
 	if err != nil {
 		return err
 	}
-	s, err := openStore(ctx, cfg)
+	s, err := openStore(ctx, cfg, true)
 	if err != nil {
 		return err
 	}
@@ -167,6 +171,9 @@ func runSearch(ctx context.Context, cfg config.Config, args []string, stdout io.
 func runContext(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) (err error) {
 	k, text, err := keyAndText("context", args)
 	if err != nil {
+		return err
+	}
+	if err := memory.StoreExists(cfg.Data.Dir); err != nil {
 		return err
 	}
 	a, err := newApp(ctx, cfg, io.Discard)

@@ -57,7 +57,7 @@ func runImportChat(ctx context.Context, cfg config.Config, args []string, stdout
 	if len(chat.Messages) == 0 {
 		return fmt.Errorf("%s: no messages to import (%d service lines or media without text)", path, chat.Skipped)
 	}
-	s, err := openStore(ctx, cfg)
+	s, err := openStore(ctx, cfg, false)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/recallbot/recall/datadir"
 	"github.com/recallbot/recall/logs"
 )
 
@@ -83,6 +84,16 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "configuration error:", err)
 		return 2
 	}
+	if writesData(cmd) {
+		// One writer per data directory; a second one stops here, before
+		// it touches anything. The kernel releases the lock on any exit.
+		lock, err := datadir.Acquire(cfg.Data.Dir)
+		if err != nil {
+			fmt.Fprintln(stderr, "error:", err)
+			return 1
+		}
+		defer lock.Release()
+	}
 	ctx, stop := shutdownContext(stderr, os.Exit)
 	defer stop()
 	switch cmd {
@@ -120,6 +131,17 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// writesData reports whether subcommand cmd writes the data directory and
+// so must hold its lock. export, search, context and backup only read, and
+// run beside a running bot; healthcheck asks the bot over HTTP.
+func writesData(cmd string) bool {
+	switch cmd {
+	case "", "import", "whatsapp":
+		return true
+	}
+	return false
 }
 
 type usageError string

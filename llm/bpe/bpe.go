@@ -244,6 +244,15 @@ func (e *Encoding) countPiece(piece string) int {
 	if e.rank(piece) >= 0 || len(piece) == 1 {
 		return 1
 	}
+	if len(piece) >= longPiece {
+		return e.countLongPiece(piece)
+	}
+	return e.countScan(piece)
+}
+
+// countScan is tiktoken's merge as written: scan for the lowest rank,
+// merge, repeat (quadratic in the piece's length).
+func (e *Encoding) countScan(piece string) int {
 	var buf [64]part
 	var parts []part
 	if len(piece)+1 <= len(buf) {

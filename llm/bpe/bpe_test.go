@@ -304,3 +304,24 @@ func BenchmarkLoad(b *testing.B) {
 		})
 	}
 }
+
+// TestLongPiecesMergeLikeTheScan: the heap merge of long pieces gives the
+// scan's count, on long runs of many kinds (the scan is quadratic, so it is
+// only run here).
+func TestLongPiecesMergeLikeTheScan(t *testing.T) {
+	for _, name := range Names() {
+		e, err := Get(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, piece := range []string{
+			strings.Repeat("a", 3000), strings.Repeat("ab", 700), strings.Repeat("xyz123", 300),
+			strings.Repeat("😀", 400), strings.Repeat("é", 900), strings.Repeat("!?", 500),
+			strings.Repeat("supercalifragilistic", 60), strings.Repeat("Привет", 120), strings.Repeat("日本語", 200),
+		} {
+			if got, want := e.countLongPiece(piece), e.countScan(piece); got != want {
+				t.Errorf("%s %q…: heap %d, scan %d", name, piece[:12], got, want)
+			}
+		}
+	}
+}
