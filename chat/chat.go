@@ -57,6 +57,7 @@ type Journal interface {
 	Reply(key pipeline.Key, replyTo, text string) error
 	Shown(key pipeline.Key, replyTo, id string) error // a streamed reply is showing in message id
 	Sending(key pipeline.Key, replyTo string) error
+	Failed(key pipeline.Key, replyTo string) error // not taken yet (pipeline.ErrNotDelivered): stays pending
 	Done(key pipeline.Key, replyTo string) error
 }
 
@@ -199,9 +200,17 @@ func (r *Responder) Handle(ctx context.Context, t *pipeline.Turn) error {
 		r.journal(log, r.Journal.Sending(in.Key, answer.ReplyTo))
 	}
 	_, serr := send(ctx, pipeline.Outbound{Key: in.Key, Text: reply.Text, ReplyTo: in.MessageID})
-	if journal && (serr == nil || ctx.Err() == nil) {
-		// Answered by the platform. (Cut short by a stop, it stays open:
-		// the next start cannot know whether it was delivered.)
+	switch {
+	case !journal:
+	case serr != nil && ctx.Err() != nil:
+		// Cut short by a stop, it stays open: the next start cannot know
+		// whether it was delivered.
+	case serr != nil && errors.Is(serr, pipeline.ErrNotDelivered):
+		// Not taken by the platform (not connected, rate limited): it
+		// stays pending and is sent again once the channel is back.
+		r.journal(log, r.Journal.Failed(in.Key, answer.ReplyTo))
+	default:
+		// Answered by the platform: delivered, or refused for good.
 		r.journal(log, r.Journal.Done(in.Key, answer.ReplyTo))
 	}
 	if serr != nil {

@@ -349,6 +349,8 @@ func (a *app) runChannels(ctx context.Context) error {
 		}
 		a.health.Add(ops.Channel(telegram.Channel, tg))
 		g.Go(func() error { return tg.Run(gctx) })
+		// Replies whose send failed (pipeline.ErrNotDelivered) go out again.
+		g.Go(func() error { return outbox.RunRetries(gctx, telegram.Channel, tg.Sender()) })
 	}
 	var wa *whatsapp.Adapter
 	if cfg.WhatsApp.Enabled {
@@ -381,6 +383,7 @@ func (a *app) runChannels(ctx context.Context) error {
 			}
 			return nil
 		})
+		g.Go(func() error { return outbox.RunRetries(gctx, whatsapp.Channel, wa.Sender()) })
 		// A WhatsApp failure (not linked, logged out) stops only this
 		// channel: it is logged, the others keep running.
 		g.Go(func() error {
