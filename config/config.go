@@ -181,6 +181,9 @@ type WhatsApp struct {
 	Groups        Groups        `mapstructure:"groups"`
 	BacklogWindow time.Duration `mapstructure:"backlog_window"`
 	SplitLimit    int           `mapstructure:"split_limit"`
+	// ClientVersion forces the WhatsApp Web version presented at login
+	// ("2.3000.1031234567"); "" fetches the current one.
+	ClientVersion string `mapstructure:"client_version"`
 }
 
 // HTTP owns the local HTTP server (health, metrics). An empty Listen turns

@@ -3,7 +3,7 @@ package whatsapp
 import (
 	"context"
 	"errors"
-	"strconv"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -17,25 +17,30 @@ import (
 // fakeClient is a Client that records what the adapter sends and lets a
 // test deliver hand-built events the way whatsmeow does: to every handler,
 // one event at a time, reporting whether all of them succeeded (false: the
-// message would not be acknowledged). It stands for one linked account:
-// reuse it across restarts with detach.
+// message would not be acknowledged). Its connection behaves as
+// whatsmeow's: a keepalive reconnect (keepaliveDrop, then reconnected)
+// and a ban send no Disconnected event; only Connected follows a login.
+// It stands for one linked account: reuse it across restarts with detach.
 type fakeClient struct {
 	t testing.TB
 
 	deliverMu sync.Mutex // one event at a time, like whatsmeow's handler queue
 
-	mu         sync.Mutex
-	changed    chan struct{} // closed and replaced on every recorded change
-	me         Me
-	session    bool
-	connected  bool
-	connects   int
-	connectErr []error // returned by the next Connect calls, in order
-	onConnect  []any   // events delivered by the next Connect calls (default: Connected)
-	handlers   []func(evt any) bool
-	lids       map[string]types.JID // LID user → phone JID
-	sendErr    func(to types.JID, msg *waE2E.Message) error
-	nextID     int
+	mu          sync.Mutex
+	changed     chan struct{} // closed and replaced on every recorded change
+	me          Me
+	session     bool
+	connected   bool // the websocket is up and logged in
+	connects    int
+	disconnects int
+	connectErr  []error // returned by the next Connect calls, in order
+	onConnect   []any   // events delivered by the next Connect calls (default: Connected)
+	handlers    []func(evt any) bool
+	lids        map[string]types.JID // LID user → phone JID
+	sendErr     func(to types.JID, msg *waE2E.Message) error
+	// dropAfterSend: the next sends reach WhatsApp, then the socket drops
+	// before the answer (the send fails; the recipient has the message).
+	dropAfterSend int
 
 	sent      []sentMsg
 	presences []presence
@@ -131,6 +136,7 @@ func (f *fakeClient) Disconnect() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.connected = false
+	f.disconnects++
 	f.notifyLocked()
 }
 
@@ -138,6 +144,43 @@ func (f *fakeClient) IsConnected() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.connected
+}
+
+func (f *fakeClient) IsLoggedIn() bool { return f.IsConnected() }
+
+// keepaliveDrop is whatsmeow's keepalive reconnect beginning: the socket
+// is closed, and no event says so.
+func (f *fakeClient) keepaliveDrop() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.connected = false
+	f.notifyLocked()
+}
+
+// reconnected is whatsmeow's auto-reconnect succeeding: logged in again,
+// then Connected.
+func (f *fakeClient) reconnected() {
+	f.mu.Lock()
+	f.connected = true
+	f.notifyLocked()
+	f.mu.Unlock()
+	f.deliver(&events.Connected{})
+}
+
+// delivered is what the recipients see: one message per id (a message sent
+// again with the same id is shown once).
+func (f *fakeClient) delivered() []sentMsg {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	seen := map[string]bool{}
+	var out []sentMsg
+	for _, s := range f.sent {
+		if !seen[s.ID] {
+			seen[s.ID] = true
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func (f *fakeClient) HasSession() bool {
@@ -164,25 +207,32 @@ func (f *fakeClient) AddEventHandler(h func(evt any) bool) {
 	f.handlers = append(f.handlers, h)
 }
 
-func (f *fakeClient) SendMessage(ctx context.Context, to types.JID, msg *waE2E.Message) (types.MessageID, error) {
+func (f *fakeClient) SendMessage(ctx context.Context, to types.JID, msg *waE2E.Message, id types.MessageID) error {
 	if err := ctx.Err(); err != nil {
-		return "", err
+		return err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !f.connected {
-		return "", whatsmeow.ErrNotConnected
+		return whatsmeow.ErrNotConnected
 	}
 	if f.sendErr != nil {
 		if err := f.sendErr(to, msg); err != nil {
-			return "", err
+			return err
 		}
 	}
-	f.nextID++
-	id := "BOT" + strconv.Itoa(f.nextID)
-	f.sent = append(f.sent, sentMsg{To: to, Msg: msg, ID: id, At: time.Now()})
+	if id == "" {
+		f.t.Error("a message was sent without an id")
+	}
+	f.sent = append(f.sent, sentMsg{To: to, Msg: msg, ID: string(id), At: time.Now()})
+	if f.dropAfterSend > 0 {
+		f.dropAfterSend--
+		f.connected = false // no event, as whatsmeow's keepalive reconnect
+		f.notifyLocked()
+		return fmt.Errorf("failed to send message node: %w", whatsmeow.ErrNotConnected)
+	}
 	f.notifyLocked()
-	return types.MessageID(id), nil
+	return nil
 }
 
 func (f *fakeClient) SendChatPresence(_ context.Context, chat types.JID, state types.ChatPresence) error {

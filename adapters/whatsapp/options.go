@@ -51,6 +51,14 @@ type Options struct {
 	// are split (whatsapp.split_limit). 0 means DefaultSplitLimit; at least
 	// 100.
 	SplitLimit int
+	// ClientVersion forces the WhatsApp Web version the client presents
+	// ("2.3000.1031234567", whatsapp.client_version); "" fetches the
+	// current one at start (and after a 405), falling back to the last one
+	// WhatsApp accepted (VersionFile in DataDir).
+	ClientVersion string
+	// LatestVersion returns WhatsApp Web's current version. nil: fetched
+	// from web.whatsapp.com with the real client, not at all with Client.
+	LatestVersion LatestVersionFunc
 	// Log receives the adapter's logs; nil discards.
 	Log *slog.Logger
 	// Client replaces the whatsmeow client (tests). When nil, New opens the

@@ -356,8 +356,8 @@ func (a *app) runChannels(ctx context.Context) error {
 	if cfg.WhatsApp.Enabled {
 		var err error
 		wa, err = whatsapp.New(whatsapp.Options{DataDir: cfg.Data.Dir, GroupsReply: cfg.WhatsApp.Groups.Reply,
-			BacklogWindow: cfg.WhatsApp.BacklogWindow, SplitLimit: cfg.WhatsApp.SplitLimit,
-			Log: a.log.With("channel", whatsapp.Channel)}, disp.Submit, intake.Accept)
+			BacklogWindow: cfg.WhatsApp.BacklogWindow, SplitLimit: cfg.WhatsApp.SplitLimit, ClientVersion: cfg.WhatsApp.ClientVersion,
+			Log: a.log.With("channel", whatsapp.Channel)}, disp.Submit, intake.AcceptStored)
 		if err != nil {
 			return err
 		}
