@@ -47,6 +47,7 @@ type Adapter struct {
 	downAfter           time.Duration // down this long with no fatal state: the watchdog reconnects
 	silentAfter         time.Duration // keepalives unanswered this long: reconnect
 	banRetry            time.Duration // a ban without an expiry: try again after this
+	after               func(time.Duration) <-chan time.Time // the waits for a ban's expiry and after a refusal
 
 	versions  versions
 	running   atomic.Bool
@@ -118,6 +119,7 @@ func New(opts Options, submit SubmitFunc, accept AcceptFunc) (*Adapter, error) {
 		retryBase: time.Second, retryMax: 2 * time.Minute,
 		callTimeout: 30 * time.Second, acceptTimeout: 15 * time.Second, sendWait: 2 * time.Minute,
 		watchEvery: 30 * time.Second, downAfter: 5 * time.Minute, silentAfter: 90 * time.Second, banRetry: time.Hour,
+		after:    time.After,
 		versions: versions{forced: forced, latest: opts.LatestVersion, dir: opts.DataDir, log: log},
 		conn:     newConnState(),
 		seen:     newLRU[msgRef, struct{}](recentMax),
@@ -227,31 +229,35 @@ func (a *Adapter) Run(ctx context.Context) (err error) {
 				return a.quiet(ctx, err)
 			}
 		case b := <-a.banned:
-			a.client.Disconnect()
-			a.conn.poke()
+			// whatsmeow does not reconnect after a ban: Run waits for
+			// its expiry.
 			wait := b.Expire
 			if wait <= 0 {
 				wait = a.banRetry
 			}
 			until := a.now().Add(wait)
-			a.setState(fmt.Errorf("WhatsApp temporarily banned this account (%s); reconnecting at %s",
+			a.setState(fmt.Errorf("WhatsApp temporarily banned this account (%s); the channel is stopped until %s, then reconnects",
 				b.Code.String(), until.UTC().Format(time.RFC3339)))
 			a.log.Error("WhatsApp temporarily banned this account; the channel stops until the ban expires, then reconnects",
 				"reason", b.Code.String(), "code", int(b.Code), "expires", until.UTC().Format(time.RFC3339), "in", wait)
-			if !sleep(ctx, wait) {
+			a.client.Disconnect()
+			a.conn.poke()
+			if !a.wait(ctx, wait) {
 				return nil
 			}
 			if err := a.reconnect(ctx, "the ban expired"); err != nil {
 				return a.quiet(ctx, err)
 			}
 		case f := <-a.refused:
-			a.client.Disconnect()
-			a.conn.poke()
+			// whatsmeow does not reconnect after an unknown refusal
+			// either: Run tries again after downAfter.
 			a.setState(fmt.Errorf("WhatsApp refused the connection (%d %s%s); retrying in %s",
 				int(f.Reason), f.Reason.String(), suffix(f.Message), a.downAfter))
 			a.log.Error("WhatsApp refused the connection; retrying later", "reason", f.Reason.String(),
 				"code", int(f.Reason), "message", f.Message, "retry_in", a.downAfter)
-			if !sleep(ctx, a.downAfter) {
+			a.client.Disconnect()
+			a.conn.poke()
+			if !a.wait(ctx, a.downAfter) {
 				return nil
 			}
 			if err := a.reconnect(ctx, "retrying after WhatsApp refused the connection"); err != nil {
@@ -281,6 +287,16 @@ func (a *Adapter) Run(ctx context.Context) (err error) {
 				return a.quiet(ctx, err)
 			}
 		}
+	}
+}
+
+// wait waits d (a.after) or until ctx ends; false when ctx ended.
+func (a *Adapter) wait(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-a.after(d):
+		return true
 	}
 }
 

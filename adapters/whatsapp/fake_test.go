@@ -33,6 +33,7 @@ type fakeClient struct {
 	connected   bool // the websocket is up and logged in
 	connects    int
 	disconnects int
+	logins      int // Connected events handled
 	connectErr  []error // returned by the next Connect calls, in order
 	onConnect   []any   // events delivered by the next Connect calls (default: Connected)
 	handlers    []func(evt any) bool
@@ -41,6 +42,10 @@ type fakeClient struct {
 	// dropAfterSend: the next sends reach WhatsApp, then the socket drops
 	// before the answer (the send fails; the recipient has the message).
 	dropAfterSend int
+	// silent: the socket is up but WhatsApp answers nothing; a send hangs
+	// until the connection is closed (whatsmeow then fails it).
+	silent  bool
+	blocked int // sends hanging on the silent socket
 
 	sent      []sentMsg
 	presences []presence
@@ -124,11 +129,17 @@ func (f *fakeClient) Connect() error {
 		f.onConnect = f.onConnect[1:]
 	}
 	if _, ok := evt.(*events.Connected); ok {
-		f.connected = true
+		f.connected, f.silent = true, false
 	}
 	f.notifyLocked()
 	f.mu.Unlock()
 	f.deliver(evt)
+	if _, ok := evt.(*events.Connected); ok {
+		f.mu.Lock()
+		f.logins++
+		f.notifyLocked()
+		f.mu.Unlock()
+	}
 	return nil
 }
 
@@ -223,6 +234,24 @@ func (f *fakeClient) SendMessage(ctx context.Context, to types.JID, msg *waE2E.M
 	}
 	if id == "" {
 		f.t.Error("a message was sent without an id")
+	}
+	if f.silent {
+		f.blocked++
+		f.notifyLocked()
+		for f.connected && f.silent {
+			ch := f.changed
+			f.mu.Unlock()
+			select {
+			case <-ch:
+			case <-ctx.Done():
+			}
+			f.mu.Lock()
+			if ctx.Err() != nil {
+				break
+			}
+		}
+		f.blocked--
+		return fmt.Errorf("failed to get response: %w", whatsmeow.ErrNotConnected)
 	}
 	f.sent = append(f.sent, sentMsg{To: to, Msg: msg, ID: string(id), At: time.Now()})
 	if f.dropAfterSend > 0 {

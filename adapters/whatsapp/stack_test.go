@@ -36,6 +36,8 @@ type stackOptions struct {
 	llm         llmtest.Handler // default: Echo("echo: ")
 	// accept wraps the intake's Accept.
 	accept func(ctx context.Context, in pipeline.Inbound, next AcceptFunc) error
+	// tune adjusts the adapter before it runs.
+	tune func(a *Adapter)
 }
 
 // stack is a running bot on the fake client.
@@ -104,6 +106,9 @@ func (s *stack) start() {
 		t.Fatalf("New: %v", err)
 	}
 	ad.retryBase, ad.retryMax = time.Millisecond, 10*time.Millisecond
+	if s.opts.tune != nil {
+		s.opts.tune(ad)
+	}
 
 	// What cmd/bot does at start: answer what was accepted but not answered,
 	// within the same backlog window.

@@ -1,0 +1,171 @@
+package whatsapp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"go.mau.fi/whatsmeow/types"
+	"go.mau.fi/whatsmeow/types/events"
+
+	"github.com/recallbot/recall/pipeline"
+)
+
+// A temporary ban (after which whatsmeow does not reconnect) stops the
+// channel until the ban's expiry, says so with the reason and the expiry
+// in /healthz, then reconnects.
+func TestTemporaryBanWaitsForTheExpiry(t *testing.T) {
+	s := newStack(t, stackOptions{})
+	waits := make(chan time.Duration, 1)
+	fire := make(chan time.Time)
+	s.ad.after = func(d time.Duration) <-chan time.Time { waits <- d; return fire }
+	// As whatsmeow: the connection is closed, no Disconnected event.
+	s.wa.keepaliveDrop()
+	s.wa.deliver(&events.TemporaryBan{Code: events.TempBanSentToTooManyPeople, Expire: 90 * time.Minute})
+	if d := <-waits; d != 90*time.Minute {
+		t.Errorf("waits %s before reconnecting, want the ban's 1h30m", d)
+	}
+	h := fmt.Sprint(s.ad.Health())
+	if !strings.Contains(h, "temporarily banned") || !strings.Contains(h, "too many messages") || !strings.Contains(h, "until") || strings.Contains(h, "reconnecting;") {
+		t.Errorf("/healthz says %q, want the ban, its reason and its expiry", h)
+	}
+	if !strings.Contains(s.logs.String(), "expires=") {
+		t.Error("the log does not give the ban's expiry")
+	}
+	fire <- time.Now()
+	s.wa.waitFor("the login at the expiry", func() bool { return s.wa.logins == 2 })
+	if err := s.ad.Health(); err != nil {
+		t.Errorf("after the ban: Health = %v", err)
+	}
+}
+
+// A refused connection (whatsmeow gives up on it) is reported and retried
+// later.
+func TestRefusedConnectionIsRetried(t *testing.T) {
+	s := newStack(t, stackOptions{})
+	waits := make(chan time.Duration, 1)
+	fire := make(chan time.Time)
+	s.ad.after = func(d time.Duration) <-chan time.Time { waits <- d; return fire }
+	s.wa.keepaliveDrop()
+	s.wa.deliver(&events.ConnectFailure{Reason: events.ConnectFailureBadUserAgent, Message: "bad ua"})
+	<-waits
+	if h := fmt.Sprint(s.ad.Health()); !strings.Contains(h, "refused the connection (409") {
+		t.Errorf("/healthz says %q, want the refusal and its code", h)
+	}
+	fire <- time.Now()
+	s.wa.waitFor("the reconnect", func() bool { return s.wa.connects == 2 && s.wa.connected })
+}
+
+// The watchdog reconnects a connection that has been down too long while
+// whatsmeow's own reconnecting got nowhere (and said nothing).
+func TestWatchdogReconnects(t *testing.T) {
+	s := newStack(t, stackOptions{tune: func(a *Adapter) { a.watchEvery, a.downAfter = time.Millisecond, 0 }})
+	s.wa.keepaliveDrop()
+	s.wa.waitFor("the watchdog's reconnect", func() bool { return s.wa.connects >= 2 && s.wa.connected })
+	if !strings.Contains(s.logs.String(), "not connected for") {
+		t.Error("the watchdog's reconnect is not logged")
+	}
+}
+
+// A websocket that goes silent (keepalives unanswered) is detected and
+// reconnected; the message received before the drop is answered once, its
+// reply sent after the reconnect, and WhatsApp's redelivery of it (its ack
+// was lost with the socket) is not answered again.
+func TestSilentSocketIsReconnected(t *testing.T) {
+	s := newStack(t, stackOptions{})
+	s.wa.mu.Lock()
+	s.wa.silent = true
+	s.wa.mu.Unlock()
+	id := s.id()
+	if !s.dm(pnJID, id, "are you there?") {
+		t.Fatal("message not taken")
+	}
+	s.wa.waitFor("the reply to hang on the silent socket", func() bool { return s.wa.blocked == 1 })
+	s.wa.deliver(&events.KeepAliveTimeout{ErrorCount: 4, LastSuccess: time.Now().Add(-2 * time.Minute)})
+	s.waitText(pnJID, "echo: are you there?")
+	if s.wa.connects < 2 {
+		t.Error("no reconnect")
+	}
+	s.dm(pnJID, id, "are you there?") // redelivered after the reconnect
+	s.dm(pnJID, s.id(), "barrier")
+	s.waitText(pnJID, "echo: barrier")
+	if n := len(s.wa.delivered()); n != 2 {
+		t.Errorf("the user sees %d messages, want 2: %q", n, s.wa.texts())
+	}
+}
+
+// A message that could not be stored is not acknowledged, and the adapter
+// reconnects (after a backoff) so WhatsApp delivers it again soon — not
+// only at the next natural reconnect.
+func TestAcceptFailureForcesAReconnect(t *testing.T) {
+	failing := make(chan bool, 1)
+	failing <- true
+	s := newStack(t, stackOptions{accept: func(ctx context.Context, in pipeline.Inbound, next AcceptFunc) error {
+		f := <-failing
+		failing <- false
+		if f {
+			return errors.New("disk full")
+		}
+		return next(ctx, in)
+	}})
+	id := s.id()
+	if s.dm(pnJID, id, "keep this") {
+		t.Fatal("acknowledged a message that was not stored")
+	}
+	s.wa.waitFor("a reconnect for the redelivery", func() bool { return s.wa.connects == 2 && s.wa.connected })
+	if !s.dm(pnJID, id, "keep this") {
+		t.Fatal("the redelivery was not taken")
+	}
+	s.waitText(pnJID, "echo: keep this")
+}
+
+// A handler that panics does not take the process down: the message is
+// not acknowledged (WhatsApp delivers it again).
+func TestHandlerPanicIsNotAcknowledged(t *testing.T) {
+	fc := newFakeClient(t)
+	panics := true
+	a, err := New(Options{Client: fc}, func(pipeline.Inbound, pipeline.Sender) error {
+		if panics {
+			panics = false
+			panic("boom")
+		}
+		return nil
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- a.Run(ctx) }()
+	fc.waitFor("connected", func() bool { return fc.connected })
+	ev := msgEvent(pnJID, pnJID, "P1", "hello")
+	ev.Info.Timestamp = time.Now()
+	if fc.deliver(ev) {
+		t.Error("a message whose handler panicked was acknowledged")
+	}
+	if !fc.deliver(ev) {
+		t.Error("the redelivery was not taken")
+	}
+	cancel()
+	<-errc
+	a.Close()
+}
+
+// A retry receipt (a recipient's device could not decrypt a reply) is
+// answered with the reply as sent, by its id.
+func TestMessageForRetry(t *testing.T) {
+	s := newStack(t, stackOptions{})
+	id, err := s.ad.Send(context.Background(), pipeline.Outbound{Key: dmKey(pnJID), Text: "decrypt me", ReplyTo: "M9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := s.ad.messageForRetry(types.MessageID(id)); m.GetConversation() != "decrypt me" {
+		t.Errorf("message for retry = %v, want the reply", m)
+	}
+	if m := s.ad.messageForRetry("3EB0UNKNOWN"); m != nil {
+		t.Errorf("an unknown id gave %v", m)
+	}
+}
