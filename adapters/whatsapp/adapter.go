@@ -40,13 +40,13 @@ type Adapter struct {
 
 	// Timing, replaceable in tests.
 	retryBase, retryMax time.Duration
-	callTimeout         time.Duration // one send, one lookup, one receipt
-	acceptTimeout       time.Duration // making one message durable
-	sendWait            time.Duration // how long a send waits for the connection
-	watchEvery          time.Duration // how often the watchdog looks at the connection
-	downAfter           time.Duration // down this long with no fatal state: the watchdog reconnects
-	silentAfter         time.Duration // keepalives unanswered this long: reconnect
-	banRetry            time.Duration // a ban without an expiry: try again after this
+	callTimeout         time.Duration                        // one send, one lookup, one receipt
+	acceptTimeout       time.Duration                        // making one message durable
+	sendWait            time.Duration                        // how long a send waits for the connection
+	watchEvery          time.Duration                        // how often the watchdog looks at the connection
+	downAfter           time.Duration                        // down this long with no fatal state: the watchdog reconnects
+	silentAfter         time.Duration                        // keepalives unanswered this long: reconnect
+	banRetry            time.Duration                        // a ban without an expiry: try again after this
 	after               func(time.Duration) <-chan time.Time // the waits for a ban's expiry and after a refusal
 
 	versions  versions

@@ -33,7 +33,7 @@ type fakeClient struct {
 	connected   bool // the websocket is up and logged in
 	connects    int
 	disconnects int
-	logins      int // Connected events handled
+	logins      int     // Connected events handled
 	connectErr  []error // returned by the next Connect calls, in order
 	onConnect   []any   // events delivered by the next Connect calls (default: Connected)
 	handlers    []func(evt any) bool
