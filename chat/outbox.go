@@ -387,6 +387,14 @@ func (r *Redelivery) Send(ctx context.Context, out pipeline.Sender) (sent, unsur
 	return sent, unsure, nil
 }
 
+// SetRetryBackoff sets RunRetries' first pause and its longest (5 s and
+// 2 minutes by default); for tests.
+func (o *Outbox) SetRetryBackoff(first, longest time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.retryBase, o.retryMax = first, longest
+}
+
 // RunRetries sends again, until ctx ends, the replies of channel that out
 // did not deliver in this run (Failed): a while after each failure, then
 // with a growing pause (5 s up to 2 minutes) while they keep failing, so a
@@ -407,7 +415,9 @@ func (o *Outbox) RunRetries(ctx context.Context, channel string, out pipeline.Se
 			case <-wake:
 			}
 		}
+		o.mu.Lock()
 		wait := min(o.retryBase<<min(attempt, 10), o.retryMax)
+		o.mu.Unlock()
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():

@@ -169,3 +169,25 @@ func TestMessageForRetry(t *testing.T) {
 		t.Errorf("an unknown id gave %v", m)
 	}
 }
+
+// A reply whose send failed while the connection was down is kept in the
+// outbox and sent once the connection is back, once; a restart after that
+// does not send it again.
+func TestReplyFailedWhileDownIsSentAfterReconnect(t *testing.T) {
+	s := newStack(t, stackOptions{tune: func(a *Adapter) { a.sendWait = 20 * time.Millisecond }})
+	s.outbox.SetRetryBackoff(time.Millisecond, 5*time.Millisecond)
+	s.wa.keepaliveDrop()
+	id := s.id()
+	if !s.dm(pnJID, id, "answer me later") {
+		t.Fatal("message not taken")
+	}
+	s.wa.waitFor("a retry while down", func() bool { return s.wa.retries >= 1 })
+	s.wa.reconnected()
+	s.waitText(pnJID, "echo: answer me later")
+	s.restart()
+	s.dm(pnJID, s.id(), "barrier")
+	s.waitText(pnJID, "echo: barrier")
+	if n := s.count(pnJID, "echo: answer me later"); n != 1 {
+		t.Errorf("the reply was sent %d times, want 1", n)
+	}
+}

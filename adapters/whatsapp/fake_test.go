@@ -34,6 +34,7 @@ type fakeClient struct {
 	connects    int
 	disconnects int
 	logins      int     // Connected events handled
+	retries     int     // sends by the outbox's retries (see retrySender)
 	connectErr  []error // returned by the next Connect calls, in order
 	onConnect   []any   // events delivered by the next Connect calls (default: Connected)
 	handlers    []func(evt any) bool

@@ -128,7 +128,7 @@ const sendAttempts = 3
 func (a *Adapter) send(ctx context.Context, chat types.JID, msg *waE2E.Message, id types.MessageID) error {
 	for attempt := 0; ; attempt++ {
 		if err := a.waitConnected(ctx); err != nil {
-			if errors.Is(err, ErrNotConnected) {
+			if errors.Is(err, ErrNotConnected) || errors.Is(err, ErrClosed) {
 				return fmt.Errorf("%w: %w", err, pipeline.ErrNotDelivered)
 			}
 			return err
