@@ -67,6 +67,9 @@ type Adapter struct {
 	refused  chan *events.ConnectFailure
 	kick     chan string // Run reconnects (after a backoff); the reason
 
+	phone       *phoneWatch
+	phoneWarned time.Time // when the phone warning was last logged (Run's goroutine)
+
 	stateMu sync.Mutex
 	state   error // why the channel is not working, for /healthz; nil when it is
 
@@ -132,6 +135,7 @@ func New(opts Options, submit SubmitFunc, accept AcceptFunc) (*Adapter, error) {
 		refused:  make(chan *events.ConnectFailure, 1),
 		kick:     make(chan string, 1),
 	}
+	a.phone = newPhoneWatch(opts.DataDir, a.now())
 	a.client = opts.Client
 	if a.client == nil {
 		if a.versions.latest == nil {
@@ -271,6 +275,10 @@ func (a *Adapter) Run(ctx context.Context) (err error) {
 				return a.quiet(ctx, err)
 			}
 		case <-watch.C:
+			if err := a.phone.problem(a.now()); err != nil && a.now().Sub(a.phoneWarned) >= 24*time.Hour {
+				a.phoneWarned = a.now()
+				a.log.Warn(err.Error())
+			}
 			if a.ready() {
 				downSince = time.Time{}
 				continue
@@ -473,7 +481,14 @@ func (a *Adapter) handle(ctx context.Context, evt any) (ok bool) {
 	defer a.conn.poke() // a sender waiting for the connection looks again
 	switch e := evt.(type) {
 	case *events.Message:
+		if e.Info.IsFromMe && isPhone(a.client.Me(), e.Info.Sender) {
+			a.phone.saw(a.now())
+		}
 		return a.onMessage(ctx, e)
+	case *events.Receipt:
+		if isPhone(a.client.Me(), e.Sender) {
+			a.phone.saw(a.now())
+		}
 	case *events.Connected:
 		me := a.client.Me()
 		v := currentClientVersion()
@@ -647,5 +662,5 @@ func (a *Adapter) Health() error {
 	if !a.ready() {
 		return errors.New("not connected to WhatsApp; reconnecting")
 	}
-	return nil
+	return a.phone.problem(a.now())
 }

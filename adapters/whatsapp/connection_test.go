@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -189,5 +190,34 @@ func TestReplyFailedWhileDownIsSentAfterReconnect(t *testing.T) {
 	s.waitText(pnJID, "echo: barrier")
 	if n := s.count(pnJID, "echo: answer me later"); n != 1 {
 		t.Errorf("the reply was sent %d times, want 1", n)
+	}
+}
+
+// When the linked phone has not been seen for 12 days (WhatsApp unlinks
+// companions after about 14), /healthz and the log say so; a receipt from
+// the phone clears it. The sighting survives a restart.
+func TestPhoneNotSeenWarns(t *testing.T) {
+	var clock atomic.Int64
+	now := func() time.Time { return time.Unix(clock.Load(), 0) }
+	s := newStack(t, stackOptions{tune: func(a *Adapter) { a.now, a.watchEvery = now, time.Millisecond }})
+	clock.Store(time.Now().Unix() + 1) // after the phone's first sighting
+	if err := s.ad.Health(); err != nil {
+		t.Fatalf("Health = %v", err)
+	}
+	clock.Add(int64(13 * 24 * time.Hour / time.Second))
+	h := fmt.Sprint(s.ad.Health())
+	if !strings.Contains(h, "phone has not been online for 13 days") || !strings.Contains(h, "open WhatsApp on the phone") {
+		t.Errorf("/healthz says %q, want the phone warning", h)
+	}
+	phone := s.wa.Me().PN // device 0: the phone
+	s.wa.deliver(&events.Receipt{MessageSource: types.MessageSource{Chat: pnJID, Sender: phone, IsFromMe: true}, Type: types.ReceiptTypeRead})
+	if err := s.ad.Health(); err != nil {
+		t.Errorf("after the phone was seen: Health = %v", err)
+	}
+	clock.Add(int64(2 * time.Hour / time.Second))
+	s.wa.deliver(&events.Receipt{MessageSource: types.MessageSource{Chat: pnJID, Sender: phone, IsFromMe: true}, Type: types.ReceiptTypeRead})
+	s.restart()
+	if err := s.ad.Health(); err != nil {
+		t.Errorf("after a restart: Health = %v (the sighting was not kept)", err)
 	}
 }
