@@ -67,6 +67,10 @@ type Adapter struct {
 	refused  chan *events.ConnectFailure
 	kick     chan string // Run reconnects (after a backoff); the reason
 
+	unread        unreadable
+	undecryptWait time.Duration
+	afterFunc     func(time.Duration, func()) (stop func() bool)
+
 	phone       *phoneWatch
 	phoneWarned time.Time // when the phone warning was last logged (Run's goroutine)
 
@@ -122,18 +126,20 @@ func New(opts Options, submit SubmitFunc, accept AcceptFunc) (*Adapter, error) {
 		retryBase: time.Second, retryMax: 2 * time.Minute,
 		callTimeout: 30 * time.Second, acceptTimeout: 15 * time.Second, sendWait: 2 * time.Minute,
 		watchEvery: 30 * time.Second, downAfter: 5 * time.Minute, silentAfter: 90 * time.Second, banRetry: time.Hour,
-		after:    time.After,
-		versions: versions{forced: forced, latest: opts.LatestVersion, dir: opts.DataDir, log: log},
-		conn:     newConnState(),
-		seen:     newLRU[msgRef, struct{}](recentMax),
-		quotes:   newLRU[msgRef, quote](recentMax),
-		sentMsgs: newLRU[string, *waE2E.Message](recentMax),
-		typing:   map[pipeline.Key]bool{},
-		fatal:    make(chan error, 1),
-		outdated: make(chan struct{}, 1),
-		banned:   make(chan *events.TemporaryBan, 1),
-		refused:  make(chan *events.ConnectFailure, 1),
-		kick:     make(chan string, 1),
+		after:         time.After,
+		undecryptWait: undecryptableWait,
+		afterFunc:     func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop },
+		versions:      versions{forced: forced, latest: opts.LatestVersion, dir: opts.DataDir, log: log},
+		conn:          newConnState(),
+		seen:          newLRU[msgRef, struct{}](recentMax),
+		quotes:        newLRU[msgRef, quote](recentMax),
+		sentMsgs:      newLRU[string, *waE2E.Message](recentMax),
+		typing:        map[pipeline.Key]bool{},
+		fatal:         make(chan error, 1),
+		outdated:      make(chan struct{}, 1),
+		banned:        make(chan *events.TemporaryBan, 1),
+		refused:       make(chan *events.ConnectFailure, 1),
+		kick:          make(chan string, 1),
 	}
 	a.phone = newPhoneWatch(opts.DataDir, a.now())
 	a.client = opts.Client
@@ -351,6 +357,7 @@ func (a *Adapter) endRun() {
 	a.mu.Lock()
 	a.stopping = true
 	a.mu.Unlock()
+	a.stopUnreadable()
 	a.bg.Wait()
 }
 
@@ -484,6 +491,7 @@ func (a *Adapter) handle(ctx context.Context, evt any) (ok bool) {
 		if e.Info.IsFromMe && isPhone(a.client.Me(), e.Info.Sender) {
 			a.phone.saw(a.now())
 		}
+		a.readable(e.Info)
 		return a.onMessage(ctx, e)
 	case *events.Receipt:
 		if isPhone(a.client.Me(), e.Sender) {
@@ -529,8 +537,7 @@ func (a *Adapter) handle(ctx context.Context, evt any) (ok bool) {
 		default:
 		}
 	case *events.UndecryptableMessage:
-		a.log.Warn("a message could not be decrypted; WhatsApp asks the sender's phone to send it again",
-			"chat", e.Info.Chat.String(), "msg_id", e.Info.ID)
+		a.onUndecryptable(ctx, e)
 	case *events.HistorySync, *events.OfflineSyncPreview, *events.OfflineSyncCompleted:
 		// History is not imported; offline messages arrive as messages.
 	}

@@ -221,3 +221,49 @@ func TestPhoneNotSeenWarns(t *testing.T) {
 		t.Errorf("after a restart: Health = %v (the sighting was not kept)", err)
 	}
 }
+
+// A direct message that could not be decrypted and of which no readable
+// copy came in time: the sender is asked to send it again. When the copy
+// comes, nobody is asked.
+func TestUndecryptableMessage(t *testing.T) {
+	fires := make(chan func(), 2)
+	s := newStack(t, stackOptions{tune: func(a *Adapter) {
+		a.afterFunc = func(d time.Duration, f func()) func() bool {
+			if d != 2*time.Minute {
+				t.Errorf("waits %s for a readable copy, want 2m", d)
+			}
+			fires <- f
+			return func() bool { return true }
+		}
+	}})
+	undecryptable := func(id string) *events.UndecryptableMessage {
+		return &events.UndecryptableMessage{Info: types.MessageInfo{
+			MessageSource: types.MessageSource{Chat: pnJID, Sender: pnJID}, ID: id, Timestamp: time.Now()}}
+	}
+	// No copy comes: asked again, in reply to the lost message.
+	s.wa.deliver(undecryptable("U1"))
+	(<-fires)()
+	m := s.waitText(pnJID, UnreadableReply)
+	if m.Quoted() != "" && m.Quoted() != "U1" {
+		t.Errorf("quotes %q", m.Quoted())
+	}
+	// The copy comes: the timer's end finds nothing to ask.
+	s.wa.deliver(undecryptable("U2"))
+	fire := <-fires
+	s.dm(pnJID, "U2", "here it is")
+	s.waitText(pnJID, "echo: here it is")
+	fire()
+	s.dm(pnJID, s.id(), "barrier")
+	s.waitText(pnJID, "echo: barrier")
+	if n := s.count(pnJID, UnreadableReply); n != 1 {
+		t.Errorf("asked %d times, want once (not for the message that came readable)", n)
+	}
+	// Groups: not asked (the message may not have been for the bot).
+	s.wa.deliver(&events.UndecryptableMessage{Info: types.MessageInfo{
+		MessageSource: types.MessageSource{Chat: groupJID, Sender: pnJID, IsGroup: true}, ID: "U3"}})
+	select {
+	case <-fires:
+		t.Error("waits for a group message")
+	default:
+	}
+}

@@ -59,6 +59,11 @@ type Options struct {
 	// LatestVersion returns WhatsApp Web's current version. nil: fetched
 	// from web.whatsapp.com with the real client, not at all with Client.
 	LatestVersion LatestVersionFunc
+	// Allowed reports whether a user ("whatsapp:4915112345678") may talk to
+	// the bot; nil allows everyone. Only the adapter's own messages (a
+	// request to send an unreadable message again) ask it: access to the
+	// chat is the pipeline's.
+	Allowed func(userID string) bool
 	// Log receives the adapter's logs; nil discards.
 	Log *slog.Logger
 	// Client replaces the whatsmeow client (tests). When nil, New opens the
