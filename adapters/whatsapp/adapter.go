@@ -56,6 +56,7 @@ type Adapter struct {
 	seen      *lru[msgRef, struct{}]       // messages handed to the pipeline or stored as backlog
 	quotes    *lru[msgRef, quote]          // group messages, for quoting the reply
 	sentMsgs  *lru[string, *waE2E.Message] // the bot's messages by id, for retry receipts
+	timers    *lru[string, uint32]         // chat JID → disappearing-messages timer (seconds)
 	acceptErr atomic.Int32                 // accept failures in a row
 
 	typingMu sync.Mutex
@@ -134,6 +135,7 @@ func New(opts Options, submit SubmitFunc, accept AcceptFunc) (*Adapter, error) {
 		seen:          newLRU[msgRef, struct{}](recentMax),
 		quotes:        newLRU[msgRef, quote](recentMax),
 		sentMsgs:      newLRU[string, *waE2E.Message](recentMax),
+		timers:        newLRU[string, uint32](recentMax),
 		typing:        map[pipeline.Key]bool{},
 		fatal:         make(chan error, 1),
 		outdated:      make(chan struct{}, 1),
@@ -566,6 +568,13 @@ func (a *Adapter) onMessage(ctx context.Context, ev *events.Message) bool {
 	}
 	ref := msgRef{chat: in.Key.Chat, id: in.MessageID}
 	log := a.log.With("key", in.Key, "msg_id", in.MessageID)
+	// The chat's disappearing-messages timer, for the replies.
+	if _, ci := textOf(ev.Message); ci != nil || a.expirationOf(ev.Info.Chat.ToNonAD()) != 0 {
+		for _, c := range []string{ev.Info.Chat.ToNonAD().String(), in.Key.Chat} { // a @lid chat is answered on the phone number
+			a.timers.remove(c)
+			a.timers.add(c, ci.GetExpiration())
+		}
+	}
 	if _, dup := a.seen.get(ref); dup {
 		log.Debug("dropped a redelivered message (seen in this process)")
 		return true

@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"go.mau.fi/whatsmeow/proto/waE2E"
 	"go.mau.fi/whatsmeow/types"
 	"go.mau.fi/whatsmeow/types/events"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/recallbot/recall/pipeline"
 )
@@ -265,5 +267,25 @@ func TestUndecryptableMessage(t *testing.T) {
 	case <-fires:
 		t.Error("waits for a group message")
 	default:
+	}
+}
+
+// In a chat with disappearing messages the reply carries the chat's timer
+// (the phone warns about a message without it); once the timer is off,
+// replies carry none.
+func TestDisappearingMessagesTimer(t *testing.T) {
+	s := newStack(t, stackOptions{})
+	const week = 7 * 24 * 3600
+	ev := extEvent(pnJID, pnJID, s.id(), "secret plans", &waE2E.ContextInfo{Expiration: proto.Uint32(week)})
+	ev.Info.Timestamp = time.Now()
+	s.wa.deliver(ev)
+	m := s.waitText(pnJID, "echo: secret plans")
+	if got := m.Msg.GetExtendedTextMessage().GetContextInfo().GetExpiration(); got != week {
+		t.Errorf("the reply's timer is %d s, want the chat's %d", got, week)
+	}
+	s.dm(pnJID, s.id(), "timer off now")
+	m = s.waitText(pnJID, "echo: timer off now")
+	if got := m.Msg.GetExtendedTextMessage().GetContextInfo().GetExpiration(); got != 0 {
+		t.Errorf("after the timer was turned off the reply carries %d s", got)
 	}
 }

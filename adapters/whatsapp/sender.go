@@ -84,7 +84,7 @@ func (a *Adapter) Send(ctx context.Context, out pipeline.Outbound) (string, erro
 			}
 		}
 		mid := partID(chat, out.ReplyTo, i, p)
-		msg := textMessage(p, out.ReplyTo, q)
+		msg := textMessage(p, out.ReplyTo, q, a.expirationOf(chat))
 		if err := a.send(ctx, chat, msg, mid); err != nil {
 			return id, fmt.Errorf("whatsapp: sending part %d of %d to %s: %w", i+1, len(parts), out.Key, err)
 		}
@@ -160,19 +160,30 @@ func (a *Adapter) connectionFault(err error) bool {
 		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, whatsmeow.ErrNotLoggedIn)
 }
 
-// textMessage builds a text message; with q it quotes the message replyTo.
-func textMessage(text, replyTo string, q *quote) *waE2E.Message {
-	if q == nil {
+// textMessage builds a text message; with q it quotes the message
+// replyTo; with a disappearing-messages timer (expiration, seconds) it
+// carries it, as the phone's own messages in that chat do.
+func textMessage(text, replyTo string, q *quote, expiration uint32) *waE2E.Message {
+	if q == nil && expiration == 0 {
 		return &waE2E.Message{Conversation: proto.String(text)}
 	}
-	return &waE2E.Message{ExtendedTextMessage: &waE2E.ExtendedTextMessage{
-		Text: proto.String(text),
-		ContextInfo: &waE2E.ContextInfo{
-			StanzaID:      proto.String(replyTo),
-			Participant:   proto.String(q.sender),
-			QuotedMessage: &waE2E.Message{Conversation: proto.String(q.text)},
-		},
-	}}
+	ci := &waE2E.ContextInfo{}
+	if q != nil {
+		ci.StanzaID = proto.String(replyTo)
+		ci.Participant = proto.String(q.sender)
+		ci.QuotedMessage = &waE2E.Message{Conversation: proto.String(q.text)}
+	}
+	if expiration > 0 {
+		ci.Expiration = proto.Uint32(expiration)
+	}
+	return &waE2E.Message{ExtendedTextMessage: &waE2E.ExtendedTextMessage{Text: proto.String(text), ContextInfo: ci}}
+}
+
+// expirationOf is the disappearing-messages timer of a chat (seconds; 0
+// when off or not known), as the last message from it carried.
+func (a *Adapter) expirationOf(chat types.JID) uint32 {
+	v, _ := a.timers.get(chat.String())
+	return v
 }
 
 // Typing shows "typing…" in the conversation (WhatsApp shows it for about
@@ -256,11 +267,14 @@ func (a *Adapter) SendFile(ctx context.Context, key pipeline.Key, f pipeline.Fil
 		doc.Caption = proto.String(parts[0])
 		parts = parts[1:]
 	}
+	if exp := a.expirationOf(chat); exp > 0 {
+		doc.ContextInfo = &waE2E.ContextInfo{Expiration: proto.Uint32(exp)}
+	}
 	if err := a.send(ctx, chat, &waE2E.Message{DocumentMessage: doc}, whatsmeow.GenerateMessageID()); err != nil {
 		return fmt.Errorf("whatsapp: sending %s to %s: %w", name, key, err)
 	}
 	for _, p := range parts {
-		if err := a.send(ctx, chat, textMessage(p, "", nil), whatsmeow.GenerateMessageID()); err != nil {
+		if err := a.send(ctx, chat, textMessage(p, "", nil, a.expirationOf(chat)), whatsmeow.GenerateMessageID()); err != nil {
 			return fmt.Errorf("whatsapp: sending the caption of %s to %s: %w", name, key, err)
 		}
 	}
