@@ -256,7 +256,7 @@ func Default() Config {
 		WhatsApp: WhatsApp{
 			Groups:        Groups{Reply: GroupReplyMention},
 			BacklogWindow: 10 * time.Minute,
-			SplitLimit:    4000,
+			SplitLimit:    16000,
 		},
 		HTTP:     HTTP{Listen: "127.0.0.1:9090"},
 		Shutdown: Shutdown{Timeout: 30 * time.Second},

@@ -60,13 +60,18 @@ type Adapter struct {
 	acceptErr atomic.Int32                 // accept failures in a row
 
 	typingMu sync.Mutex
-	typing   map[pipeline.Key]bool
+	typing   map[pipeline.Key]time.Time // conversations typing, and when "typing…" was last sent
+	online   bool                       // the account's presence is "available" (typing somewhere)
 
 	fatal    chan error                // LoggedOut, StreamReplaced: Run stops with it
 	outdated chan struct{}             // ClientOutdated: Run updates the version and reconnects
 	banned   chan *events.TemporaryBan // Run waits for the expiry, then reconnects
 	refused  chan *events.ConnectFailure
 	kick     chan string // Run reconnects (after a backoff); the reason
+
+	pace    *pacer        // the global sending budget; nil: none
+	partGap time.Duration // the pause between the parts of a reply (plus jitter)
+	pause   func(ctx context.Context, d time.Duration) bool
 
 	unread        unreadable
 	undecryptWait time.Duration
@@ -129,6 +134,9 @@ func New(opts Options, submit SubmitFunc, accept AcceptFunc) (*Adapter, error) {
 		watchEvery: 30 * time.Second, downAfter: 5 * time.Minute, silentAfter: 90 * time.Second, banRetry: time.Hour,
 		after:         time.After,
 		undecryptWait: undecryptableWait,
+		pace:          newPacer(sendPerMinute, sendBurst),
+		partGap:       partGap,
+		pause:         backoff.Sleep,
 		afterFunc:     func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop },
 		versions:      versions{forced: forced, latest: opts.LatestVersion, dir: opts.DataDir, log: log},
 		conn:          newConnState(),
@@ -136,7 +144,7 @@ func New(opts Options, submit SubmitFunc, accept AcceptFunc) (*Adapter, error) {
 		quotes:        newLRU[msgRef, quote](recentMax),
 		sentMsgs:      newLRU[string, *waE2E.Message](recentMax),
 		timers:        newLRU[string, uint32](recentMax),
-		typing:        map[pipeline.Key]bool{},
+		typing:        map[pipeline.Key]time.Time{},
 		fatal:         make(chan error, 1),
 		outdated:      make(chan struct{}, 1),
 		banned:        make(chan *events.TemporaryBan, 1),
@@ -514,6 +522,8 @@ func (a *Adapter) handle(ctx context.Context, evt any) (ok bool) {
 		if !e.LastSuccess.IsZero() && a.now().Sub(e.LastSuccess) >= a.silentAfter {
 			a.kickReconnect(fmt.Sprintf("keepalives unanswered for %s", a.now().Sub(e.LastSuccess).Round(time.Second)))
 		}
+	case *events.PushNameSetting, *events.AppStateSyncComplete:
+		a.goBG(a.announce) // the push name may be known now
 	case *events.KeepAliveRestored:
 		a.log.Info("WhatsApp answers keep-alives again")
 	case *events.LoggedOut:
@@ -546,13 +556,22 @@ func (a *Adapter) handle(ctx context.Context, evt any) (ok bool) {
 	return true
 }
 
-// announce marks the account online, which WhatsApp needs to show the
-// typing indicator.
+// announce sets the account's presence to "unavailable" (the phone keeps
+// its notifications; Typing makes it "available" while it types). WhatsApp
+// takes a presence only once the push name is known, so it is tried again
+// a few times, and again when the name arrives (PushNameSetting).
 func (a *Adapter) announce() {
-	ctx, cancel := context.WithTimeout(context.Background(), a.callTimeout)
-	defer cancel()
-	if err := a.client.SendPresence(ctx, types.PresenceAvailable); err != nil {
-		a.log.Debug("marking the account online failed (typing may not show)", "err", err)
+	for attempt := range 3 {
+		ctx, cancel := context.WithTimeout(context.Background(), a.callTimeout)
+		err := a.client.SendPresence(ctx, types.PresenceUnavailable)
+		cancel()
+		if err == nil {
+			return
+		}
+		a.log.Debug("setting the account's presence failed", "err", err, "attempt", attempt+1)
+		if a.isStopping() || !sleep(context.Background(), a.backoff(attempt)) {
+			return
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -287,5 +288,77 @@ func TestDisappearingMessagesTimer(t *testing.T) {
 	m = s.waitText(pnJID, "echo: timer off now")
 	if got := m.Msg.GetExtendedTextMessage().GetContextInfo().GetExpiration(); got != 0 {
 		t.Errorf("after the timer was turned off the reply carries %d s", got)
+	}
+}
+
+// The account is "unavailable" (the phone keeps its notifications) except
+// while it types: available, composing… paused, unavailable. "typing…" is
+// not sent again within 10 seconds.
+func TestPresenceOnlyWhileTyping(t *testing.T) {
+	s := newStack(t, stackOptions{})
+	s.wa.waitFor("unavailable at connect", func() bool { return s.wa.offline >= 1 })
+	ctx := context.Background()
+	for range 3 {
+		if err := s.ad.Typing(ctx, dmKey(pnJID)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.ad.Send(ctx, pipeline.Outbound{Key: dmKey(pnJID), Text: "done"}); err != nil {
+		t.Fatal(err)
+	}
+	s.wa.mu.Lock()
+	defer s.wa.mu.Unlock()
+	got := strings.Join(s.wa.presenceLog, " ")
+	if want := "unavailable available composing paused unavailable"; got != want {
+		t.Errorf("presences %q, want %q", got, want)
+	}
+}
+
+// Replies are paced: the parts of one reply a second or so apart (with
+// jitter), and all chats together within a budget of messages a minute.
+func TestSendingIsPaced(t *testing.T) {
+	var mu sync.Mutex
+	var waits []time.Duration
+	at := time.Now()
+	s := newStack(t, stackOptions{splitLimit: 100, tune: func(a *Adapter) {
+		a.now = func() time.Time { return at } // the clock stands still: the budget does not refill
+		a.pace, a.partGap = newPacer(2, 2), time.Second
+		a.pause = func(_ context.Context, d time.Duration) bool {
+			mu.Lock()
+			waits = append(waits, d)
+			mu.Unlock()
+			return true
+		}
+	}})
+	text := strings.Repeat("word ", 50) // three parts of at most 100 characters
+	if _, err := s.ad.Send(context.Background(), pipeline.Outbound{Key: dmKey(pnJID), Text: text, Plain: true}); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(waits) != 2 {
+		t.Fatalf("waits %v, want 2 (before parts 2 and 3)", waits)
+	}
+	if waits[0] < time.Second || waits[0] > 1500*time.Millisecond {
+		t.Errorf("gap before part 2 = %s, want 1–1.5 s", waits[0])
+	}
+	if waits[1] != 30*time.Second {
+		t.Errorf("wait before part 3 = %s, want 30 s (a budget of 2 a minute, 2 spent)", waits[1])
+	}
+}
+
+func TestPacer(t *testing.T) {
+	p := newPacer(60, 2) // one a second, bursts of 2
+	t0 := time.Unix(1000, 0)
+	for i, tt := range []struct {
+		at   time.Duration
+		want time.Duration
+	}{{0, 0}, {0, 0}, {0, time.Second}, {0, 2 * time.Second}, {10 * time.Second, 0}, {10 * time.Second, 0}, {10 * time.Second, time.Second}} {
+		if got := p.reserve(t0.Add(tt.at)); got != tt.want {
+			t.Errorf("message %d at +%s: wait %s, want %s", i+1, tt.at, got, tt.want)
+		}
+	}
+	if (*pacer)(nil).reserve(t0) != 0 {
+		t.Error("no pacer waits")
 	}
 }

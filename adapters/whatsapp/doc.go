@@ -75,7 +75,7 @@
 //     in invisible word joiners (U+2060); inside words ("snake_case") it is
 //     left alone. Spans do not cross lines (WhatsApp does not format across
 //     them): they are closed at a line end and reopened.
-//   - Splitting: replies longer than whatsapp.split_limit (default 4000
+//   - Splitting: replies longer than whatsapp.split_limit (default 16000
 //     characters) are split at a paragraph break, else a line break, else
 //     between words; a span open at a cut is closed and reopened in the next
 //     message.

@@ -48,11 +48,13 @@ type fakeClient struct {
 	silent  bool
 	blocked int // sends hanging on the silent socket
 
-	sent      []sentMsg
-	presences []presence
-	reads     []read
-	uploads   [][]byte
-	online    int // SendPresence(available) calls
+	sent        []sentMsg
+	presences   []presence
+	reads       []read
+	uploads     [][]byte
+	online      int      // SendPresence(available) calls
+	offline     int      // SendPresence(unavailable) calls
+	presenceLog []string // account presences and chat states, in order
 }
 
 type sentMsg struct {
@@ -272,6 +274,7 @@ func (f *fakeClient) SendChatPresence(_ context.Context, chat types.JID, state t
 		return whatsmeow.ErrNotConnected
 	}
 	f.presences = append(f.presences, presence{Chat: chat, State: state})
+	f.presenceLog = append(f.presenceLog, string(state))
 	f.notifyLocked()
 	return nil
 }
@@ -281,7 +284,10 @@ func (f *fakeClient) SendPresence(_ context.Context, state types.Presence) error
 	defer f.mu.Unlock()
 	if state == types.PresenceAvailable {
 		f.online++
+	} else {
+		f.offline++
 	}
+	f.presenceLog = append(f.presenceLog, string(state))
 	f.notifyLocked()
 	return nil
 }

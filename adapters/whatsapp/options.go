@@ -20,7 +20,7 @@ const (
 // Defaults for Options.
 const (
 	DefaultBacklogWindow = 10 * time.Minute
-	DefaultSplitLimit    = 4000
+	DefaultSplitLimit    = 16000
 	// minSplitLimit keeps room for the markers closed and reopened at a split.
 	minSplitLimit = 100
 )

@@ -83,6 +83,9 @@ func (a *Adapter) Send(ctx context.Context, out pipeline.Outbound) (string, erro
 				q = &v
 			}
 		}
+		if err := a.waitPace(ctx, i); err != nil {
+			return id, err
+		}
 		mid := partID(chat, out.ReplyTo, i, p)
 		msg := textMessage(p, out.ReplyTo, q, a.expirationOf(chat))
 		if err := a.send(ctx, chat, msg, mid); err != nil {
@@ -92,6 +95,16 @@ func (a *Adapter) Send(ctx context.Context, out pipeline.Outbound) (string, erro
 		id = string(mid)
 	}
 	return id, nil
+}
+
+// waitPace waits before part i of a message: the gap between parts and
+// the global budget.
+func (a *Adapter) waitPace(ctx context.Context, i int) error {
+	d := max(a.gap(i), a.pace.reserve(a.now()))
+	if d > 0 && !a.pause(ctx, d) {
+		return ctx.Err()
+	}
+	return nil
 }
 
 // partID is the message id of part i of a reply to replyTo: derived from
@@ -186,9 +199,16 @@ func (a *Adapter) expirationOf(chat types.JID) uint32 {
 	return v
 }
 
+// typingEvery is how often "typing…" is sent again in one conversation:
+// WhatsApp shows it for about 25 seconds, so more often is only noise.
+const typingEvery = 10 * time.Second
+
 // Typing shows "typing…" in the conversation (WhatsApp shows it for about
-// 25 seconds, or until a message arrives); Send clears it. It does not wait
-// for a connection: while disconnected it fails at once.
+// 25 seconds, or until a message arrives); Send clears it. Calls closer
+// than typingEvery send nothing again. The account is "available" only
+// while it types (WhatsApp shows typing only then), "unavailable"
+// otherwise, so the phone keeps getting its notifications. It does not
+// wait for a connection: while disconnected it fails at once.
 func (a *Adapter) Typing(ctx context.Context, key pipeline.Key) error {
 	chat, err := chatJID(key)
 	if err != nil {
@@ -197,20 +217,38 @@ func (a *Adapter) Typing(ctx context.Context, key pipeline.Key) error {
 	if a.isClosed() || !a.ready() {
 		return ErrNotConnected
 	}
+	now := a.now()
 	a.typingMu.Lock()
-	a.typing[key] = true
+	last, was := a.typing[key]
+	if was && now.Sub(last) < typingEvery {
+		a.typingMu.Unlock()
+		return nil
+	}
+	a.typing[key] = now
+	goOnline := !a.online
+	a.online = true
 	a.typingMu.Unlock()
+	if goOnline {
+		if err := a.client.SendPresence(ctx, types.PresenceAvailable); err != nil {
+			a.log.Debug("marking the account available for typing failed", "err", err)
+		}
+	}
 	if err := a.client.SendChatPresence(ctx, chat, types.ChatPresenceComposing); err != nil {
 		return fmt.Errorf("whatsapp: typing in %s: %w", key, err)
 	}
 	return nil
 }
 
-// stopTyping sends "paused" when typing was shown in the conversation.
+// stopTyping sends "paused" when typing was shown in the conversation,
+// and "unavailable" when no conversation is typing any more.
 func (a *Adapter) stopTyping(key pipeline.Key, chat types.JID) {
 	a.typingMu.Lock()
-	was := a.typing[key]
+	_, was := a.typing[key]
 	delete(a.typing, key)
+	goOffline := was && a.online && len(a.typing) == 0
+	if goOffline {
+		a.online = false
+	}
 	a.typingMu.Unlock()
 	if !was || !a.ready() {
 		return
@@ -219,6 +257,11 @@ func (a *Adapter) stopTyping(key pipeline.Key, chat types.JID) {
 	defer cancel()
 	if err := a.client.SendChatPresence(ctx, chat, types.ChatPresencePaused); err != nil {
 		a.log.Debug("clearing the typing indicator failed", "key", key, "err", err)
+	}
+	if goOffline {
+		if err := a.client.SendPresence(ctx, types.PresenceUnavailable); err != nil {
+			a.log.Debug("marking the account unavailable failed", "err", err)
+		}
 	}
 }
 
@@ -270,10 +313,16 @@ func (a *Adapter) SendFile(ctx context.Context, key pipeline.Key, f pipeline.Fil
 	if exp := a.expirationOf(chat); exp > 0 {
 		doc.ContextInfo = &waE2E.ContextInfo{Expiration: proto.Uint32(exp)}
 	}
+	if err := a.waitPace(ctx, 0); err != nil {
+		return err
+	}
 	if err := a.send(ctx, chat, &waE2E.Message{DocumentMessage: doc}, whatsmeow.GenerateMessageID()); err != nil {
 		return fmt.Errorf("whatsapp: sending %s to %s: %w", name, key, err)
 	}
-	for _, p := range parts {
+	for i, p := range parts {
+		if err := a.waitPace(ctx, i+1); err != nil {
+			return err
+		}
 		if err := a.send(ctx, chat, textMessage(p, "", nil, a.expirationOf(chat)), whatsmeow.GenerateMessageID()); err != nil {
 			return fmt.Errorf("whatsapp: sending the caption of %s to %s: %w", name, key, err)
 		}

@@ -110,6 +110,7 @@ func (s *stack) start() {
 		t.Fatalf("New: %v", err)
 	}
 	ad.retryBase, ad.retryMax = time.Millisecond, 10*time.Millisecond
+	ad.pace, ad.partGap = nil, 0 // the pace has its own test
 	if s.opts.tune != nil {
 		s.opts.tune(ad)
 	}
