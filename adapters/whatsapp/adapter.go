@@ -492,6 +492,7 @@ func (a *Adapter) handle(ctx context.Context, evt any) (ok bool) {
 			a.log.Error("handling a WhatsApp event panicked; it is left for WhatsApp to deliver again",
 				"event", fmt.Sprintf("%T", evt), "panic", p, "stack", string(debug.Stack()))
 			ok = false
+			a.acceptErr.Add(1) // a message that keeps failing backs the reconnects off
 			a.kickReconnect("an event handler panicked")
 		}
 	}()
