@@ -24,9 +24,9 @@
 // returned true (SynchronousAck), and to keep its decrypted text until then
 // (EnableDecryptedEventBuffer). The handler normalizes the message, makes
 // it durable with accept (chat.Intake.AcceptStored), submits it to the dispatcher
-// and returns; the LLM never runs inside it. When accept fails (with
-// chat.Intake.AcceptStored, also while storage is failing: a message is
-// acknowledged only once it is on disk), when the handler panics, or when
+// and returns; the LLM never runs inside it. When accept fails (also
+// while storage is failing: a message is acknowledged only once it is on
+// disk), when the handler panics, or when
 // the pipeline is shutting down, the handler returns false: the message is
 // not acknowledged and WhatsApp delivers it again after the next connect,
 // which the adapter forces after a backoff. A
