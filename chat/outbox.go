@@ -377,6 +377,12 @@ func (r *Redelivery) Send(ctx context.Context, out pipeline.Sender) (sent, unsur
 		if serr != nil && ctx.Err() != nil {
 			return sent, unsure, ctx.Err()
 		}
+		if errors.Is(serr, pipeline.ErrNotDelivered) {
+			// The channel is not up yet: RunRetries sends it later.
+			_ = o.Failed(key, e.ReplyTo)
+			o.log.Warn("a reply left unsent by the last run could not be sent yet; it stays pending", "key", e.Key, "reply_to", e.ReplyTo, "err", serr)
+			continue
+		}
 		_ = o.Done(key, e.ReplyTo)
 		if serr != nil {
 			o.log.Warn("sending a reply left unsent by the last run failed", "key", e.Key, "reply_to", e.ReplyTo, "err", serr)

@@ -362,3 +362,31 @@ func TestFailedSendIsSentAtTheNextStart(t *testing.T) {
 		t.Fatalf("next start: sent %d, unsure %d: %+v; want only the reply to m1", sent, unsure, out.sent)
 	}
 }
+
+// A reply the last run left unsent, whose resend at start fails because
+// the channel is not up yet, stays pending and goes out with the retries.
+func TestRedeliveryWaitsForTheChannel(t *testing.T) {
+	f := newFixture(t, llmtest.Echo("echo: "), Options{})
+	path := filepath.Join(f.dir, "outbox.jsonl")
+	f.resp.Journal = crashJournal{o: openOutbox(t, path), before: "sending"}
+	if err := f.turn(t, inbound("m1", "hello"), &recorder{}); err != nil {
+		t.Fatal(err)
+	}
+	o := openOutbox(t, path)
+	o.SetRetryBackoff(time.Millisecond, time.Millisecond)
+	out := &flakySender{down: true, got: make(chan pipeline.Outbound, 1)}
+	if sent, _, err := o.Redeliver(context.Background(), f.store, "telegram", out, time.Hour); err != nil || sent != 0 {
+		t.Fatalf("Redeliver while down: %d, %v", sent, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- o.RunRetries(ctx, "telegram", out) }()
+	out.setDown(false)
+	if got := <-out.got; got.Text != "echo: hello" || got.ReplyTo != "m1" {
+		t.Errorf("sent %+v, want the reply to m1", got)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
