@@ -1,6 +1,9 @@
 package memory
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // purgePlan decides what happens to summaries when messages are purged. A
 // summary whose time range reaches into the purged period carries purged text,
@@ -31,6 +34,29 @@ func planPurge(sums []Summary, all bool, cutoff time.Time) purgePlan {
 			doomed[s.ID] = true
 		}
 	}
+	return planDoomed(sums, doomed)
+}
+
+// planChunks is the plan when messages of chunks (0: not summarized) are
+// purged: the level-1 summaries built from those chunks carry their text.
+func planChunks(sums []Summary, chunks []int64) purgePlan {
+	doomed := map[int64]bool{}
+	for _, s := range sums {
+		if s.Level != 1 {
+			continue
+		}
+		for _, c := range chunks {
+			if c != 0 && slices.Contains(s.Sources, c) {
+				doomed[s.ID] = true
+			}
+		}
+	}
+	return planDoomed(sums, doomed)
+}
+
+// planDoomed completes a plan from the summaries that carry purged text.
+func planDoomed(sums []Summary, doomed map[int64]bool) purgePlan {
+	var p purgePlan
 	// Upward closure: a summary built from a doomed summary is doomed. Ids
 	// grow with creation, so one pass in id order suffices; loop to be safe.
 	for changed := true; changed; {

@@ -579,6 +579,9 @@ func (a *Adapter) announce() {
 // onMessage takes one message: normalize, drop a redelivery seen in this
 // process, accept (durable), then submit when it is to be answered.
 func (a *Adapter) onMessage(ctx context.Context, ev *events.Message) bool {
+	if key, id, sender, ok := revoked(ev, a.client.Me(), a.lidMapper(ctx)); ok {
+		return a.onRevoke(ctx, key, id, sender)
+	}
 	in, answer, ok := toInbound(ev, a.client.Me(), a.lidMapper(ctx), a.opts.GroupsReply, a.now(), a.opts.BacklogWindow)
 	if !ok {
 		return true
@@ -637,6 +640,27 @@ func (a *Adapter) onMessage(ctx context.Context, ev *events.Message) bool {
 		info := ev.Info
 		a.goBG(func() { a.markRead(info) })
 	}
+	return true
+}
+
+// onRevoke forgets a message its sender deleted for everyone
+// (Options.Revoked). When that fails, the deletion is not acknowledged, so
+// WhatsApp delivers it again.
+func (a *Adapter) onRevoke(ctx context.Context, key pipeline.Key, id, sender string) bool {
+	if a.opts.Revoked == nil {
+		return true
+	}
+	if a.isStopping() {
+		return false
+	}
+	rctx, cancel := context.WithTimeout(ctx, a.acceptTimeout)
+	defer cancel()
+	if err := a.opts.Revoked(rctx, key, id, sender); err != nil {
+		a.log.Error("forgetting a message deleted for everyone failed; WhatsApp will deliver the deletion again", "key", key, "msg_id", id, "err", err)
+		a.kickReconnect("a deletion could not be applied")
+		return false
+	}
+	a.log.Debug("applied a deletion for everyone", "key", key, "msg_id", id, "by", sender)
 	return true
 }
 

@@ -10,11 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"go.mau.fi/whatsmeow/proto/waCommon"
 	"go.mau.fi/whatsmeow/proto/waE2E"
 	"go.mau.fi/whatsmeow/types"
 	"go.mau.fi/whatsmeow/types/events"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/recallbot/recall/memory"
 	"github.com/recallbot/recall/pipeline"
 )
 
@@ -360,5 +362,48 @@ func TestPacer(t *testing.T) {
 	}
 	if (*pacer)(nil).reserve(t0) != 0 {
 		t.Error("no pacer waits")
+	}
+}
+
+// revokeEvent is sender deleting message id in chat for everyone.
+func revokeEvent(chat, sender types.JID, id string) *events.Message {
+	ev := msgEvent(chat, sender, "REV"+id, "")
+	ev.Message = &waE2E.Message{ProtocolMessage: &waE2E.ProtocolMessage{
+		Type: waE2E.ProtocolMessage_REVOKE.Enum(),
+		Key:  &waCommon.MessageKey{RemoteJID: proto.String(chat.String()), ID: proto.String(id)},
+	}}
+	ev.Info.Timestamp = time.Now()
+	return ev
+}
+
+// "Delete for everyone" removes the message from the bot's memory (as a
+// purge of that one message); someone else's deletion in a group does not.
+func TestRevokeForgetsTheMessage(t *testing.T) {
+	s := newStack(t, stackOptions{})
+	const secret = "zqxoops5512"
+	id := s.id()
+	s.dm(pnJID, id, "my pin is "+secret)
+	s.waitText(pnJID, "echo: my pin is")
+	if !s.wa.deliver(revokeEvent(pnJID, pnJID, id)) {
+		t.Fatal("the deletion was not acknowledged")
+	}
+	if stored, _ := s.lookup(dmKey(pnJID), id); stored {
+		t.Error("the deleted message is still stored")
+	}
+	if hits, err := s.store.Search(context.Background(), dmKey(pnJID), memory.Query{Text: secret}); err != nil || len(hits) != 0 {
+		t.Errorf("search finds the deleted message: %v, %v", hits, err)
+	}
+	// In a group, another member deleting it (an admin) changes nothing.
+	gid := s.id()
+	s.group(pnJID, gid, "group words "+secret, true)
+	s.waitText(groupJID, "echo: group words")
+	s.wa.deliver(revokeEvent(groupJID, user2JID, gid))
+	gkey := pipeline.Key{Channel: Channel, Chat: groupJID.String()}
+	if stored, _ := s.lookup(gkey, gid); !stored {
+		t.Error("another member's deletion removed the message")
+	}
+	s.wa.deliver(revokeEvent(groupJID, pnJID, gid))
+	if stored, _ := s.lookup(gkey, gid); stored {
+		t.Error("the author's deletion in a group did not remove the message")
 	}
 }

@@ -64,6 +64,10 @@ type Options struct {
 	// request to send an unreadable message again) ask it: access to the
 	// chat is the pipeline's.
 	Allowed func(userID string) bool
+	// Revoked removes a message its sender deleted for everyone from the
+	// bot's memory (memory.Store.PurgeMessage): the conversation, the
+	// message's id, who deleted it. nil ignores deletions.
+	Revoked func(ctx context.Context, key pipeline.Key, platformID, senderID string) error
 	// Log receives the adapter's logs; nil discards.
 	Log *slog.Logger
 	// Client replaces the whatsmeow client (tests). When nil, New opens the

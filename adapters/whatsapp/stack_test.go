@@ -105,6 +105,10 @@ func (s *stack) start() {
 	ad, err := New(Options{
 		DataDir: s.dir, GroupsReply: s.opts.groupsReply, SplitLimit: s.opts.splitLimit,
 		BacklogWindow: 10 * time.Minute, Log: log, Client: s.wa,
+		Revoked: func(ctx context.Context, key pipeline.Key, id, sender string) error {
+			_, err := store.PurgeMessage(ctx, key, id, sender)
+			return err
+		},
 	}, disp.Submit, accept)
 	if err != nil {
 		t.Fatalf("New: %v", err)

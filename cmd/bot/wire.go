@@ -357,7 +357,11 @@ func (a *app) runChannels(ctx context.Context) error {
 		var err error
 		wa, err = whatsapp.New(whatsapp.Options{DataDir: cfg.Data.Dir, GroupsReply: cfg.WhatsApp.Groups.Reply,
 			BacklogWindow: cfg.WhatsApp.BacklogWindow, SplitLimit: cfg.WhatsApp.SplitLimit, ClientVersion: cfg.WhatsApp.ClientVersion,
-			Allowed: a.access.Allowed, Log: a.log.With("channel", whatsapp.Channel)}, disp.Submit, intake.AcceptStored)
+			Allowed: a.access.Allowed, Log: a.log.With("channel", whatsapp.Channel),
+			Revoked: func(ctx context.Context, key pipeline.Key, id, sender string) error {
+				_, err := a.store.PurgeMessage(ctx, key, id, sender)
+				return err
+			}}, disp.Submit, intake.AcceptStored)
 		if err != nil {
 			return err
 		}
