@@ -51,8 +51,10 @@
 //   - Text: plain and extended text, and the captions of images, videos and
 //     documents. Everything else — the bot's own messages, status updates
 //     (status@broadcast), broadcast lists, newsletters, other bots,
-//     protocol messages (revokes, history sync notices), reactions, polls,
-//     edits, stickers and media without caption — is ignored. History sync
+//     protocol messages (history sync notices), reactions, polls, edits,
+//     stickers and media without caption — is ignored. A message its sender
+//     deletes for everyone (a revoke) is removed from memory with the bot's
+//     reply to it (Options.Revoked, memory.Store.PurgeMessage). History sync
 //     is not imported (the blobs are not even downloaded).
 //   - Groups (whatsapp.groups.reply): "mention" answers messages that
 //     mention the bot (by phone number or LID), quote one of its messages,
