@@ -41,14 +41,17 @@ type Channel struct {
 
 // Wiring is what a channel needs from the bot to be built.
 type Wiring struct {
-	Submit   func(in pipeline.Inbound, out pipeline.Sender) error // queues a turn (the dispatcher)
-	Accept   func(ctx context.Context, in pipeline.Inbound) error // makes an update durable before it is acknowledged (the intake)
-	Allowed  func(userID string) bool                             // the access list
-	Commands []*commands.Command                                  // the platforms' command menu
-	Known    []string                                             // every command name that runs (admin ones too)
-	Store    *memory.Store                                        // the store (a group that became a supergroup moves its data)
-	Log      *slog.Logger
-	Metrics  *metrics.Metrics
+	Submit func(in pipeline.Inbound, out pipeline.Sender) error // queues a turn (the dispatcher)
+	Accept func(ctx context.Context, in pipeline.Inbound) error // makes an update durable before it is acknowledged (the intake)
+	// AcceptStored is Accept that refuses while storage fails, so a
+	// platform that redelivers what was not acknowledged (WhatsApp) keeps it.
+	AcceptStored func(ctx context.Context, in pipeline.Inbound) error
+	Allowed      func(userID string) bool // the access list
+	Commands     []*commands.Command      // the platforms' command menu
+	Known        []string                 // every command name that runs (admin ones too)
+	Store        *memory.Store            // the store (a group that became a supergroup moves its data)
+	Log          *slog.Logger
+	Metrics      *metrics.Metrics
 }
 
 // ChannelFunc builds a channel on the bot's wiring.
@@ -74,7 +77,7 @@ const PendingWindow = time.Hour
 func (a *App) Run(ctx context.Context, channels ...ChannelFunc) error {
 	cfg := a.Config
 	disp := a.NewDispatcher()
-	w := Wiring{Submit: disp.Submit, Accept: a.Intake.Accept, Allowed: a.Access.Allowed,
+	w := Wiring{Submit: disp.Submit, Accept: a.Intake.Accept, AcceptStored: a.Intake.AcceptStored, Allowed: a.Access.Allowed,
 		Commands: a.Commands.List(), Known: a.Commands.Names(), Store: a.Store, Log: a.Log, Metrics: a.Metrics}
 	g, gctx := errgroup.WithContext(ctx)
 	var closers []func() error
@@ -148,6 +151,11 @@ func (a *App) start(ctx, gctx context.Context, g *errgroup.Group, disp *pipeline
 	}
 	if ch.Health != nil {
 		a.Health.Add(ops.Channel(ch.Name, ch.Health))
+	}
+	if a.Outbox != nil {
+		// Replies the platform did not take (pipeline.ErrNotDelivered)
+		// go out again once it does.
+		g.Go(func() error { return a.Outbox.RunRetries(gctx, ch.Name, ch.Sender) })
 	}
 	if !ch.Connects {
 		g.Go(func() error { return ch.Run(gctx) })

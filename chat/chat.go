@@ -65,6 +65,7 @@ type Journal interface {
 	Reply(key pipeline.Key, replyTo, text string) error
 	Shown(key pipeline.Key, replyTo, id string) error // a streamed reply is showing in message id
 	Sending(key pipeline.Key, replyTo string) error
+	Failed(key pipeline.Key, replyTo string) error // not taken yet (pipeline.ErrNotDelivered): stays pending
 	Done(key pipeline.Key, replyTo string) error
 }
 
@@ -325,9 +326,17 @@ func (r *Responder) deliver(ctx context.Context, t *pipeline.Turn, a answered, s
 		r.journal(log, r.opts.Journal.Sending(in.Key, answer.ReplyTo))
 	}
 	_, serr := a.send(ctx, pipeline.Outbound{Key: in.Key, Text: a.reply.Text, ReplyTo: in.MessageID})
-	if journal && (serr == nil || ctx.Err() == nil) {
-		// Answered by the platform. (Cut short by a stop, it stays open:
-		// the next start cannot know whether it was delivered.)
+	switch {
+	case !journal:
+	case serr != nil && ctx.Err() != nil:
+		// Cut short by a stop, it stays open: the next start cannot know
+		// whether it was delivered.
+	case serr != nil && errors.Is(serr, pipeline.ErrNotDelivered):
+		// Not taken by the platform (not connected, rate limited): it
+		// stays pending and is sent again once the channel is back.
+		r.journal(log, r.opts.Journal.Failed(in.Key, answer.ReplyTo))
+	default:
+		// Answered by the platform: delivered, or refused for good.
 		r.journal(log, r.opts.Journal.Done(in.Key, answer.ReplyTo))
 	}
 	if serr != nil {

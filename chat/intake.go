@@ -2,6 +2,8 @@ package chat
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/recallbot/recall/llm"
@@ -37,10 +39,7 @@ type Intake struct {
 
 // Accept stores in (idempotently) when it will be answered by the LLM.
 func (i *Intake) Accept(ctx context.Context, in pipeline.Inbound) error {
-	if in.MessageID == "" || in.Text == "" || in.IsCommand() || in.Choice != "" || !in.Addressed() {
-		return nil
-	}
-	if i.Allowed != nil && !i.Allowed(in.UserID()) {
+	if !i.keeps(in) {
 		return nil
 	}
 	if i.Asking != nil && i.Asking(in.Key) {
@@ -65,6 +64,42 @@ func (i *Intake) Accept(ctx context.Context, in pipeline.Inbound) error {
 	}
 	return err
 }
+
+// AcceptStored is Accept for a platform that delivers again what it was
+// not told arrived (WhatsApp): while storage fails it refuses the message
+// (ErrStorageFailing) instead of holding it only in memory, so the
+// platform keeps it and a crash meanwhile loses nothing.
+func (i *Intake) AcceptStored(ctx context.Context, in pipeline.Inbound) error {
+	if !i.keeps(in) {
+		return nil
+	}
+	if err := i.Store.WriteStats().Failing; err != nil {
+		return fmt.Errorf("%w: %w", ErrStorageFailing, err)
+	}
+	wait := i.Wait
+	if wait <= 0 {
+		wait = 2 * time.Second
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if err := i.Store.Append(wctx, UserMessage(in, i.Counter)); err != nil {
+		// Left in the write queue too: the redelivery is stored once.
+		return fmt.Errorf("%w: %w", ErrStorageFailing, err)
+	}
+	return nil
+}
+
+// keeps reports whether in is stored at intake: from an allowed user,
+// addressed to the bot, answered by the LLM.
+func (i *Intake) keeps(in pipeline.Inbound) bool {
+	if in.MessageID == "" || in.Text == "" || in.IsCommand() || in.Choice != "" || !in.Addressed() {
+		return false
+	}
+	return i.Allowed == nil || i.Allowed(in.UserID())
+}
+
+// ErrStorageFailing is AcceptStored's refusal while storage fails.
+var ErrStorageFailing = errors.New("storage is failing; the message is left with the platform")
 
 // UserMessage is how an inbound message is stored.
 func UserMessage(in pipeline.Inbound, c llm.Counter) memory.Message {

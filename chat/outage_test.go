@@ -2,6 +2,7 @@ package chat
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -90,6 +91,34 @@ func TestIntakeDuringStorageOutage(t *testing.T) {
 	}
 	_, err = f.store.SQLite().DB().Exec(`PRAGMA query_only = 0`)
 	must(t, err)
+	must(t, f.store.Flush(ctx))
+	if st, _ := f.store.SQLite().Status(ctx, key); st.Total != 3 {
+		t.Errorf("after recovery %d messages stored, want 3 (each once)", st.Total)
+	}
+}
+
+// AcceptStored (for WhatsApp, which delivers again what it was not told
+// arrived) refuses a message it could not commit, from the first message
+// of an outage on, so the platform keeps it; after recovery the
+// redelivery is taken and stored once.
+func TestAcceptStoredRefusesDuringStorageOutage(t *testing.T) {
+	f := newFixture(t, nil, Options{})
+	in := &Intake{Store: f.store, Counter: llm.NewCounter("gpt-4o-mini"), Wait: 50 * time.Millisecond}
+	ctx := context.Background()
+	must(t, in.AcceptStored(ctx, inbound("1", "stored at once")))
+	_, err := f.store.SQLite().DB().Exec(`PRAGMA query_only = 1`)
+	must(t, err)
+	for _, id := range []string{"2", "3"} {
+		if err := in.AcceptStored(ctx, inbound(id, "during the outage "+id)); !errors.Is(err, ErrStorageFailing) {
+			t.Fatalf("AcceptStored during the outage = %v, want ErrStorageFailing", err)
+		}
+	}
+	_, err = f.store.SQLite().DB().Exec(`PRAGMA query_only = 0`)
+	must(t, err)
+	must(t, f.store.Flush(ctx))
+	for _, id := range []string{"2", "3"} { // WhatsApp delivers them again
+		must(t, in.AcceptStored(ctx, inbound(id, "during the outage "+id)))
+	}
 	must(t, f.store.Flush(ctx))
 	if st, _ := f.store.SQLite().Status(ctx, key); st.Total != 3 {
 		t.Errorf("after recovery %d messages stored, want 3 (each once)", st.Total)

@@ -38,6 +38,9 @@ const (
 //	reply    the reply and its text, before it is stored
 //	sending  before it is handed to the platform
 //	done     once the platform answered (delivered, or refused for good)
+//	failed   the platform did not take it yet (pipeline.ErrNotDelivered):
+//	         it stays pending, is sent again by RunRetries once the
+//	         channel is back, or at the next start
 //
 // A streamed reply adds a fourth, before the others:
 //
@@ -66,6 +69,9 @@ type Outbox struct {
 	open    map[outboxID]*outboxEntry // replies not done, in the journal
 	left    []outboxEntry             // those the last run left (Redeliver's work)
 	compact int64                     // rewrite the journal past this size
+	failed  chan struct{}             // closed and replaced when a reply failed
+
+	retryBase, retryMax time.Duration // RunRetries' backoff
 }
 
 // journalFile is the open journal (an *os.File; tests stand a full disk in).
@@ -89,6 +95,7 @@ type outboxEntry struct {
 	Shown   string    `json:"shown,omitempty"` // the message showing a streamed reply
 	At      time.Time `json:"at,omitzero"`
 	sending bool
+	failed  bool // not taken by the platform in this run: RunRetries sends it
 }
 
 // replied reports whether the entry has the reply (not only a shown
@@ -101,7 +108,8 @@ func OpenOutbox(path string, log *slog.Logger) (*Outbox, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	o := &Outbox{path: path, log: log, open: map[outboxID]*outboxEntry{}, texts: map[outboxID][]span{}, compact: 4 << 20}
+	o := &Outbox{path: path, log: log, open: map[outboxID]*outboxEntry{}, texts: map[outboxID][]span{}, compact: 4 << 20,
+		failed: make(chan struct{}), retryBase: 5 * time.Second, retryMax: 2 * time.Minute}
 	data, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("reading the outbox %s: %w", path, err)
@@ -189,7 +197,13 @@ func (o *Outbox) applyLocked(e outboxEntry) {
 		}
 	case "sending":
 		if p := o.open[e.outboxID]; p != nil {
-			p.sending = true
+			p.sending, p.failed = true, false
+		}
+	case "failed":
+		// Not taken by the platform: sending it again cannot show it
+		// twice, so it is as if it was never handed over.
+		if p := o.open[e.outboxID]; p != nil {
+			p.sending, p.failed = false, true
 		}
 	case "done":
 		delete(o.open, e.outboxID)
@@ -266,6 +280,18 @@ func (o *Outbox) Shown(key pipeline.Key, replyTo, id string) error {
 // Sending records that the reply is being handed to the platform.
 func (o *Outbox) Sending(key pipeline.Key, replyTo string) error {
 	return o.record(outboxEntry{Op: "sending", outboxID: outboxID{key.String(), replyTo}})
+}
+
+// Failed records that the platform did not take the reply yet
+// (pipeline.ErrNotDelivered): it stays pending and is sent again by
+// RunRetries, or at the next start.
+func (o *Outbox) Failed(key pipeline.Key, replyTo string) error {
+	err := o.record(outboxEntry{Op: "failed", outboxID: outboxID{key.String(), replyTo}})
+	o.mu.Lock()
+	close(o.failed)
+	o.failed = make(chan struct{})
+	o.mu.Unlock()
+	return err
 }
 
 // Done records that the platform answered.
@@ -401,6 +427,12 @@ func (r *Redelivery) Send(ctx context.Context, out pipeline.Sender) (sent, unsur
 		if serr != nil && ctx.Err() != nil {
 			return sent, unsure, ctx.Err()
 		}
+		if errors.Is(serr, pipeline.ErrNotDelivered) {
+			// The channel is not up yet: RunRetries sends it later.
+			_ = o.Failed(key, e.ReplyTo)
+			o.log.Warn("a reply left unsent by the last run could not be sent yet; it stays pending", "key", e.Key, "reply_to", e.ReplyTo, "err", serr)
+			continue
+		}
 		_ = o.Done(key, e.ReplyTo)
 		if serr != nil {
 			o.log.Warn("sending a reply left unsent by the last run failed", "key", e.Key, "reply_to", e.ReplyTo, "err", serr)
@@ -409,4 +441,103 @@ func (r *Redelivery) Send(ctx context.Context, out pipeline.Sender) (sent, unsur
 		sent++
 	}
 	return sent, unsure, nil
+}
+
+// SetRetryBackoff sets RunRetries' first pause and its longest (5 s and
+// 2 minutes by default); for tests.
+func (o *Outbox) SetRetryBackoff(first, longest time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.retryBase, o.retryMax = first, longest
+}
+
+// RunRetries sends again, until ctx ends, the replies of channel that out
+// did not deliver in this run (Failed): a while after each failure, then
+// with a growing pause (5 s up to 2 minutes) while they keep failing, so a
+// reply whose send failed during an outage goes out once the channel is
+// back. Replies are sent oldest first, in reply to their message. Its
+// owner runs it beside the channel; it returns nil when ctx ends.
+func (o *Outbox) RunRetries(ctx context.Context, channel string, out pipeline.Sender) error {
+	attempt := 0
+	for {
+		o.mu.Lock()
+		wake := o.failed
+		o.mu.Unlock()
+		if o.pendingFailed(channel) == 0 {
+			attempt = 0
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-wake:
+			}
+		}
+		o.mu.Lock()
+		wait := min(o.retryBase<<min(attempt, 10), o.retryMax)
+		o.mu.Unlock()
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+		if _, err := o.Retry(ctx, channel, out); err != nil {
+			return nil // ctx ended
+		}
+		attempt++
+	}
+}
+
+// pendingFailed counts the replies of channel waiting to be sent again.
+func (o *Outbox) pendingFailed(channel string) int {
+	return len(o.failedOf(channel))
+}
+
+// failedOf lists the replies of channel that failed in this run, oldest
+// first.
+func (o *Outbox) failedOf(channel string) []outboxEntry {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []outboxEntry
+	for _, e := range o.open {
+		if !e.failed || !e.replied() {
+			continue
+		}
+		if k, err := pipeline.ParseKey(e.Key); err == nil && k.Channel == channel {
+			out = append(out, *e)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b outboxEntry) int { return a.At.Compare(b.At) })
+	return out
+}
+
+// Retry sends the replies of channel that failed in this run once more,
+// oldest first, and reports how many went out. It stops at the first one
+// that fails again with pipeline.ErrNotDelivered (the channel is still
+// down; it stays pending); one refused for good is dropped and logged. The
+// error is ctx's when it ended.
+func (o *Outbox) Retry(ctx context.Context, channel string, out pipeline.Sender) (sent int, err error) {
+	for _, e := range o.failedOf(channel) {
+		key, _ := pipeline.ParseKey(e.Key)
+		if err := o.Sending(key, e.ReplyTo); err != nil {
+			o.log.Warn("recording a reply being sent", "key", e.Key, "err", err)
+		}
+		_, serr := out.Send(ctx, pipeline.Outbound{Key: key, Text: e.Text, ReplyTo: e.ReplyTo})
+		switch {
+		case serr == nil:
+			_ = o.Done(key, e.ReplyTo)
+			sent++
+			o.log.Info("sent a reply whose first send failed", "key", e.Key, "reply_to", e.ReplyTo)
+		case ctx.Err() != nil:
+			return sent, ctx.Err() // left open, as a stop mid-send leaves it
+		case errors.Is(serr, pipeline.ErrNotDelivered):
+			_ = o.Failed(key, e.ReplyTo)
+			o.log.Warn("sending a reply again failed; it stays pending", "key", e.Key, "reply_to", e.ReplyTo, "err", serr)
+			return sent, nil
+		default:
+			_ = o.Done(key, e.ReplyTo)
+			o.log.Error("a reply could not be sent and is given up", "key", e.Key, "reply_to", e.ReplyTo, "err", serr)
+		}
+	}
+	return sent, nil
 }

@@ -2,9 +2,12 @@ package chat
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,6 +37,10 @@ func (c crashJournal) Sending(key pipeline.Key, replyTo string) error {
 		return nil
 	}
 	return c.o.Sending(key, replyTo)
+}
+
+func (c crashJournal) Failed(key pipeline.Key, replyTo string) error {
+	return c.o.Failed(key, replyTo)
 }
 
 func (c crashJournal) Done(key pipeline.Key, replyTo string) error {
@@ -265,5 +272,121 @@ func TestRedeliverReplacesShownMessages(t *testing.T) {
 	again := &shownStreamer{}
 	if sent, unsure, err := openOutbox(t, path).Redeliver(context.Background(), f.store, "telegram", again, time.Hour); err != nil || sent+unsure != 0 || len(again.edits)+len(again.sent) != 0 {
 		t.Fatalf("second start: %d, %d, %v, %+v, %+v", sent, unsure, err, again.edits, again.sent)
+	}
+}
+
+// flakySender fails with pipeline.ErrNotDelivered while down is set (a
+// channel that is reconnecting, or rate limited), and records what it sent.
+type flakySender struct {
+	mu   sync.Mutex
+	down bool
+	sent []pipeline.Outbound
+	got  chan pipeline.Outbound
+}
+
+func (f *flakySender) setDown(v bool) { f.mu.Lock(); f.down = v; f.mu.Unlock() }
+
+func (f *flakySender) Send(_ context.Context, out pipeline.Outbound) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.down {
+		return "", fmt.Errorf("fake: not connected: %w", pipeline.ErrNotDelivered)
+	}
+	f.sent = append(f.sent, out)
+	if f.got != nil {
+		f.got <- out
+	}
+	return "id", nil
+}
+
+// A reply whose send failed because the channel was down is not given up:
+// it stays pending and goes out, once, when the channel is back — for any
+// channel whose sender says pipeline.ErrNotDelivered.
+func TestFailedSendIsSentAfterReconnect(t *testing.T) {
+	f := newFixture(t, llmtest.Echo("echo: "), Options{})
+	path := filepath.Join(f.dir, "outbox.jsonl")
+	o := openOutbox(t, path)
+	o.retryBase, o.retryMax = time.Millisecond, 5*time.Millisecond
+	f.respond(Options{Journal: o})
+	out := &flakySender{down: true, got: make(chan pipeline.Outbound, 4)}
+	if err := f.turn(t, inbound("m1", "hello"), out); !errors.Is(err, pipeline.ErrNotDelivered) {
+		t.Fatalf("turn = %v, want the send failure", err)
+	}
+	if n := o.pendingFailed("telegram"); n != 1 {
+		t.Fatalf("%d replies pending after the failed send, want 1", n)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- o.RunRetries(ctx, "telegram", out) }()
+	out.setDown(false) // the channel is back
+	got := <-out.got
+	if got.Text != "echo: hello" || got.ReplyTo != "m1" || got.Key != key {
+		t.Errorf("resent %+v, want the reply to m1", got)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := o.pendingFailed("telegram"); n != 0 {
+		t.Errorf("%d still pending after the resend", n)
+	}
+	o.Close()
+	// Delivered: the next start sends nothing again.
+	rec := &recorder{}
+	if sent, unsure, err := openOutbox(t, path).Redeliver(context.Background(), f.store, "telegram", rec, time.Hour); err != nil || sent+unsure != 0 || len(rec.sent) != 0 {
+		t.Fatalf("next start after the resend: %d, %d, %v, %+v", sent, unsure, err, rec.sent)
+	}
+}
+
+// A reply whose send failed and that was still pending when the process
+// stopped is sent at the next start (the platform never took it, so it
+// cannot show twice); one refused for good is not.
+func TestFailedSendIsSentAtTheNextStart(t *testing.T) {
+	f := newFixture(t, llmtest.Echo("echo: "), Options{})
+	path := filepath.Join(f.dir, "outbox.jsonl")
+	o := openOutbox(t, path)
+	f.respond(Options{Journal: o})
+	if err := f.turn(t, inbound("m1", "hello"), &flakySender{down: true}); err == nil {
+		t.Fatal("the failed send was not reported")
+	}
+	if err := f.turn(t, inbound("m2", "refused"), &recorder{failErr: errors.New("403 blocked by the user")}); err == nil {
+		t.Fatal("the refused send was not reported")
+	}
+	o.Close()
+	out := &recorder{}
+	sent, unsure, err := openOutbox(t, path).Redeliver(context.Background(), f.store, "telegram", out, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent != 1 || unsure != 0 || len(out.sent) != 1 || out.sent[0].Text != "echo: hello" || out.sent[0].ReplyTo != "m1" {
+		t.Fatalf("next start: sent %d, unsure %d: %+v; want only the reply to m1", sent, unsure, out.sent)
+	}
+}
+
+// A reply the last run left unsent, whose resend at start fails because
+// the channel is not up yet, stays pending and goes out with the retries.
+func TestRedeliveryWaitsForTheChannel(t *testing.T) {
+	f := newFixture(t, llmtest.Echo("echo: "), Options{})
+	path := filepath.Join(f.dir, "outbox.jsonl")
+	f.respond(Options{Journal: crashJournal{o: openOutbox(t, path), before: "sending"}})
+	if err := f.turn(t, inbound("m1", "hello"), &recorder{}); err != nil {
+		t.Fatal(err)
+	}
+	o := openOutbox(t, path)
+	o.SetRetryBackoff(time.Millisecond, time.Millisecond)
+	out := &flakySender{down: true, got: make(chan pipeline.Outbound, 1)}
+	if sent, _, err := o.Redeliver(context.Background(), f.store, "telegram", out, time.Hour); err != nil || sent != 0 {
+		t.Fatalf("Redeliver while down: %d, %v", sent, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- o.RunRetries(ctx, "telegram", out) }()
+	out.setDown(false)
+	if got := <-out.got; got.Text != "echo: hello" || got.ReplyTo != "m1" {
+		t.Errorf("sent %+v, want the reply to m1", got)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -236,6 +236,9 @@ type WhatsApp struct {
 	Groups        Groups        `mapstructure:"groups"`
 	BacklogWindow time.Duration `mapstructure:"backlog_window"`
 	SplitLimit    int           `mapstructure:"split_limit"`
+	// ClientVersion forces the WhatsApp Web version presented at login
+	// ("2.3000.1031234567"); "" fetches the current one.
+	ClientVersion string `mapstructure:"client_version"`
 }
 
 // HTTP owns the local HTTP server (health, metrics). An empty Listen turns
@@ -318,7 +321,7 @@ func Default() Config {
 		WhatsApp: WhatsApp{
 			Groups:        Groups{Reply: GroupReplyMention},
 			BacklogWindow: 10 * time.Minute,
-			SplitLimit:    4000,
+			SplitLimit:    16000,
 		},
 		HTTP:     HTTP{Listen: "127.0.0.1:9090"},
 		Shutdown: Shutdown{Timeout: 30 * time.Second},

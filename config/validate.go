@@ -102,6 +102,9 @@ func (c Config) Validate() error {
 		v.addf("whatsapp.backlog_window", "must be 0 or a positive duration, got %s", w.BacklogWindow)
 	}
 	v.bounded("whatsapp.split_limit", w.SplitLimit, 100, 65536) // WhatsApp's own limit
+	if w.ClientVersion != "" && !waVersionRE.MatchString(strings.TrimSpace(w.ClientVersion)) {
+		v.addf("whatsapp.client_version", "must be a WhatsApp Web version, three numbers like 2.3000.1031234567, got %q", w.ClientVersion)
+	}
 
 	v.listenAddr("http.listen", c.HTTP.Listen, true)
 
@@ -129,6 +132,8 @@ const (
 )
 
 var (
+	// waVersionRE matches whatsapp.client_version: "2.3000.1031234567".
+	waVersionRE = regexp.MustCompile(`^[0-9]{1,10}\.[0-9]{1,10}\.[0-9]{1,10}$`)
 	// userRE matches access entries "channel:id": a lowercase channel name,
 	// a colon, and a non-empty id without whitespace.
 	userRE = regexp.MustCompile(`^[a-z][a-z0-9_-]*:\S+$`)

@@ -1,6 +1,8 @@
 package memory
 
-import "time"
+import (
+	"time"
+)
 
 // purgePlan decides what happens to summaries when messages are purged. A
 // summary whose time range reaches into the purged period carries purged text,
@@ -86,4 +88,16 @@ func planDoomed(sums []Summary, doomed map[int64]bool) purgePlan {
 		}
 	}
 	return p
+}
+
+// planChunks is planPurgeChunks for a list of chunks (0: not summarized,
+// ignored).
+func planChunks(sums []Summary, chunks []int64) purgePlan {
+	set := map[int64]bool{}
+	for _, c := range chunks {
+		if c != 0 {
+			set[c] = true
+		}
+	}
+	return planPurgeChunks(sums, set)
 }

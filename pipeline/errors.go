@@ -11,6 +11,12 @@ var (
 	// ErrBusy is returned by Dispatcher.Submit when a conversation already has
 	// as many turns queued as the dispatcher allows.
 	ErrBusy = errors.New("pipeline: conversation queue full")
+	// ErrNotDelivered is wrapped by a Sender's error when the message did
+	// not reach the platform but may later (not connected, rate limited,
+	// the network down), or when sending it again cannot show it twice:
+	// the reply stays pending and is sent again (chat.Outbox), instead of
+	// being given up.
+	ErrNotDelivered = errors.New("not delivered yet; it will be sent again")
 )
 
 // ShutdownError reports a shutdown whose deadline ended before every turn was

@@ -4,15 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
 
+	"go.mau.fi/whatsmeow/store"
 	"go.mau.fi/whatsmeow/types"
 	"go.mau.fi/whatsmeow/types/events"
 
+	"github.com/recallbot/recall/adapters/adaptertest"
 	"github.com/recallbot/recall/llm"
 	"github.com/recallbot/recall/llm/llmtest"
 	"github.com/recallbot/recall/memory"
@@ -287,29 +291,54 @@ func TestRunWithoutSession(t *testing.T) {
 	}
 }
 
-// A 405 "client outdated" updates the version and reconnects once; a
-// second one stops the channel.
+// A 405 "client outdated" fetches the current version and reconnects with
+// it; a 405 that persists (the fetched version is the rejected one) stops
+// the channel with an error, in the log and /healthz, that says what to do.
 func TestClientOutdated(t *testing.T) {
+	keepVersion(t)
 	fc := newFakeClient(t)
 	fc.onConnect = []any{&events.ClientOutdated{}, &events.Connected{}}
-	a, err := New(Options{Client: fc}, func(pipeline.Inbound, pipeline.Sender) error { return nil }, nil)
+	v1, v2 := store.WAVersionContainer{2, 3000, 1000000001}, store.WAVersionContainer{2, 3000, 1000000002}
+	var mu sync.Mutex
+	fetched := []store.WAVersionContainer{v1, v2, v2}
+	calls := 0
+	logs := &adaptertest.SyncBuffer{}
+	a, err := New(Options{Client: fc, DataDir: t.TempDir(), Log: slog.New(slog.NewTextHandler(logs, nil)),
+		LatestVersion: func(context.Context) (store.WAVersionContainer, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			v := fetched[min(calls, len(fetched)-1)]
+			calls++
+			return v, nil
+		}}, func(pipeline.Inbound, pipeline.Sender) error { return nil }, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var updates int
-	var mu sync.Mutex
-	a.updateVersion = func(context.Context) error { mu.Lock(); updates++; mu.Unlock(); return nil }
 	errc := make(chan error, 1)
 	go func() { errc <- a.Run(context.Background()) }()
 	fc.waitFor("a reconnect", func() bool { return fc.connected && fc.connects == 2 })
-	fc.deliver(&events.ClientOutdated{})
-	if err := <-errc; !errors.Is(err, ErrOutdated) {
-		t.Errorf("Run = %v, want ErrOutdated", err)
+	if got := currentClientVersion(); got != v2 {
+		t.Errorf("reconnected with %s, want the fetched %s", got, v2)
 	}
-	if updates != 1 {
-		t.Errorf("version updated %d times, want 1", updates)
+	fc.deliver(&events.ClientOutdated{})
+	err = <-errc
+	var oe *OutdatedError
+	if !errors.As(err, &oe) || !errors.Is(err, ErrOutdated) || oe.Version != v2 {
+		t.Fatalf("Run = %v, want an OutdatedError for %s", err, v2)
+	}
+	for what, text := range map[string]string{"error": err.Error(), "log": logs.String(), "healthz": fmt.Sprint(a.Health())} {
+		if !strings.Contains(text, "whatsapp.client_version") || !strings.Contains(text, v2.String()) {
+			t.Errorf("the %s does not say which version was refused and what to do: %s", what, text)
+		}
 	}
 	a.Close()
+}
+
+// keepVersion restores whatsmeow's process-wide client version after the
+// test.
+func keepVersion(t *testing.T) {
+	v := currentClientVersion()
+	t.Cleanup(func() { setClientVersion(v) })
 }
 
 // A connect failure is retried with backoff.
@@ -417,11 +446,12 @@ func TestUnknownSenderRefused(t *testing.T) {
 	}
 }
 
-// Sends wait while the connection is down and go out once it is back.
+// Sends wait while the connection is down and go out once it is back —
+// also during whatsmeow's keepalive reconnect, which sends no Disconnected
+// event: the adapter asks the client, it does not trust events.
 func TestSendWaitsForReconnect(t *testing.T) {
 	s := newStack(t, stackOptions{})
-	s.wa.deliver(&events.Disconnected{})
-	s.wa.Disconnect()
+	s.wa.keepaliveDrop()
 	done := make(chan error, 1)
 	go func() {
 		_, err := s.ad.Send(context.Background(), pipeline.Outbound{Key: dmKey(pnJID), Text: "after the storm"})
@@ -432,16 +462,13 @@ func TestSendWaitsForReconnect(t *testing.T) {
 		t.Fatalf("Send returned while disconnected: %v", err)
 	default:
 	}
-	s.wa.mu.Lock()
-	s.wa.connected = true
-	s.wa.mu.Unlock()
-	s.wa.deliver(&events.Connected{})
+	s.wa.reconnected()
 	if err := <-done; err != nil {
 		t.Fatalf("Send: %v", err)
 	}
 	s.waitText(pnJID, "after the storm")
-	if !strings.Contains(s.logs.String(), "connection to WhatsApp was lost") {
-		t.Error("the disconnect was not logged")
+	if n := s.count(pnJID, "after the storm"); n != 1 {
+		t.Errorf("sent %d times", n)
 	}
 }
 
@@ -483,4 +510,56 @@ func TestNewValidates(t *testing.T) {
 	if a.opts.BacklogWindow != DefaultBacklogWindow || a.opts.SplitLimit != DefaultSplitLimit || a.opts.GroupsReply != GroupsReplyMention {
 		t.Errorf("defaults: %+v", a.opts)
 	}
+}
+
+// The socket drops after WhatsApp got a reply but before it answered (no
+// Disconnected event, as in whatsmeow's keepalive reconnect): the send is
+// tried again after the reconnect with the same message id, so the user
+// sees the reply once.
+func TestSendRetriedWithTheSameIDAfterASocketDrop(t *testing.T) {
+	s := newStack(t, stackOptions{})
+	s.wa.mu.Lock()
+	s.wa.dropAfterSend = 1
+	s.wa.mu.Unlock()
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.ad.Send(context.Background(), pipeline.Outbound{Key: dmKey(pnJID), Text: "only once", ReplyTo: "M1"})
+		done <- err
+	}()
+	s.wa.waitFor("the first attempt to reach WhatsApp and the socket to drop", func() bool { return len(s.wa.sent) == 1 && !s.wa.connected })
+	s.wa.reconnected()
+	if err := <-done; err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	sent := s.wa.sentMsgs()
+	if len(sent) != 2 || sent[0].ID != sent[1].ID {
+		t.Fatalf("attempts %+v, want two with one id", sent)
+	}
+	if got := s.wa.delivered(); len(got) != 1 || got[0].Text() != "only once" {
+		t.Errorf("the user sees %q, want the reply once", s.wa.texts())
+	}
+	// The same reply sent again later (the outbox, a restart) has the same
+	// id; another reply has another.
+	if _, err := s.ad.Send(context.Background(), pipeline.Outbound{Key: dmKey(pnJID), Text: "only once", ReplyTo: "M1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ad.Send(context.Background(), pipeline.Outbound{Key: dmKey(pnJID), Text: "another", ReplyTo: "M1"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.wa.delivered(); len(got) != 2 {
+		t.Errorf("the user sees %d messages, want 2 (the resend is the same message)", len(got))
+	}
+}
+
+// A send that cannot reach WhatsApp says pipeline.ErrNotDelivered, so the
+// outbox keeps the reply and sends it after the reconnect.
+func TestSendNotConnectedIsNotDelivered(t *testing.T) {
+	s := newStack(t, stackOptions{})
+	s.ad.sendWait = time.Millisecond
+	s.wa.keepaliveDrop()
+	_, err := s.ad.Send(context.Background(), pipeline.Outbound{Key: dmKey(pnJID), Text: "x", ReplyTo: "M1"})
+	if !errors.Is(err, pipeline.ErrNotDelivered) || !errors.Is(err, ErrNotConnected) {
+		t.Fatalf("Send = %v, want ErrNotConnected and pipeline.ErrNotDelivered", err)
+	}
+	s.wa.reconnected()
 }

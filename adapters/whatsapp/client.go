@@ -21,8 +21,13 @@ type Client interface {
 	Connect() error
 	// Disconnect closes the connection; no auto-reconnect follows.
 	Disconnect()
-	// IsConnected reports whether the websocket is up.
+	// IsConnected reports whether the websocket is up. whatsmeow's
+	// keepalive reconnect takes it down and up again without any
+	// Disconnected event: ask, don't track events.
 	IsConnected() bool
+	// IsLoggedIn reports whether the connection is logged in (sends work
+	// only while IsConnected and IsLoggedIn).
+	IsLoggedIn() bool
 	// HasSession reports whether a linked device is stored (login done).
 	HasSession() bool
 	// Me is the linked account (zero before login).
@@ -35,8 +40,10 @@ type Client interface {
 	// returns false for a message, it is not acknowledged, so WhatsApp
 	// delivers it again.
 	AddEventHandler(h func(evt any) bool)
-	// SendMessage sends msg to a chat and returns the message id.
-	SendMessage(ctx context.Context, to types.JID, msg *waE2E.Message) (types.MessageID, error)
+	// SendMessage sends msg to a chat with the message id id, so that a
+	// retry of the same message carries the same id (the recipient shows
+	// it once).
+	SendMessage(ctx context.Context, to types.JID, msg *waE2E.Message, id types.MessageID) error
 	// SendChatPresence shows or clears "typing…" in a chat.
 	SendChatPresence(ctx context.Context, chat types.JID, state types.ChatPresence) error
 	// SendPresence marks the account online (needed for typing to show).
@@ -77,6 +84,7 @@ var _ Client = (*waClient)(nil)
 func (w *waClient) Connect() error    { return w.c.Connect() }
 func (w *waClient) Disconnect()       { w.c.Disconnect() }
 func (w *waClient) IsConnected() bool { return w.c.IsConnected() }
+func (w *waClient) IsLoggedIn() bool  { return w.c.IsLoggedIn() }
 func (w *waClient) HasSession() bool  { return w.c.Store.ID != nil }
 
 func (w *waClient) Me() Me {
@@ -102,9 +110,9 @@ func (w *waClient) AddEventHandler(h func(evt any) bool) {
 	w.c.AddEventHandlerWithSuccessStatus(h)
 }
 
-func (w *waClient) SendMessage(ctx context.Context, to types.JID, msg *waE2E.Message) (types.MessageID, error) {
-	resp, err := w.c.SendMessage(ctx, to, msg)
-	return resp.ID, err
+func (w *waClient) SendMessage(ctx context.Context, to types.JID, msg *waE2E.Message, id types.MessageID) error {
+	_, err := w.c.SendMessage(ctx, to, msg, whatsmeow.SendRequestExtra{ID: id})
+	return err
 }
 
 func (w *waClient) SendChatPresence(ctx context.Context, chat types.JID, state types.ChatPresence) error {

@@ -23,10 +23,13 @@
 // whatsmeow is set to acknowledge a message only after the event handler
 // returned true (SynchronousAck), and to keep its decrypted text until then
 // (EnableDecryptedEventBuffer). The handler normalizes the message, makes
-// it durable with accept (chat.Intake.Accept), submits it to the dispatcher
-// and returns; the LLM never runs inside it. When accept fails, or the
-// pipeline is shutting down, the handler returns false: the message is not
-// acknowledged and WhatsApp delivers it again after the next connect. A
+// it durable with accept (chat.Intake.AcceptStored), submits it to the dispatcher
+// and returns; the LLM never runs inside it. When accept fails (also
+// while storage is failing: a message is acknowledged only once it is on
+// disk), when the handler panics, or when
+// the pipeline is shutting down, the handler returns false: the message is
+// not acknowledged and WhatsApp delivers it again after the next connect,
+// which the adapter forces after a backoff. A
 // redelivery of a message already handed to the pipeline in this process
 // is dropped by the adapter (an in-process set of the last 4096 messages);
 // across restarts the dedupe stage drops what is stored and answered, and
@@ -48,8 +51,10 @@
 //   - Text: plain and extended text, and the captions of images, videos and
 //     documents. Everything else — the bot's own messages, status updates
 //     (status@broadcast), broadcast lists, newsletters, other bots,
-//     protocol messages (revokes, history sync notices), reactions, polls,
-//     edits, stickers and media without caption — is ignored. History sync
+//     protocol messages (history sync notices), reactions, polls, edits,
+//     stickers and media without caption — is ignored. A message its sender
+//     deletes for everyone (a revoke) is removed from memory with the bot's
+//     reply to it (Options.Revoked, memory.Store.PurgeMessage). History sync
 //     is not imported (the blobs are not even downloaded).
 //   - Groups (whatsapp.groups.reply): "mention" answers messages that
 //     mention the bot (by phone number or LID), quote one of its messages,
@@ -75,31 +80,65 @@
 //     in invisible word joiners (U+2060); inside words ("snake_case") it is
 //     left alone. Spans do not cross lines (WhatsApp does not format across
 //     them): they are closed at a line end and reopened.
-//   - Splitting: replies longer than whatsapp.split_limit (default 4000
+//   - Splitting: replies longer than whatsapp.split_limit (default 16000
 //     characters) are split at a paragraph break, else a line break, else
 //     between words; a span open at a cut is closed and reopened in the next
 //     message.
-//   - Typing: "typing…" (chat presence composing) while the LLM works,
-//     "paused" once the answer is sent; the account is marked online at
-//     connect, which WhatsApp needs to show it (the phone of the account
-//     then gets no notifications while the bot is connected — use a
-//     dedicated number). Read receipts (blue ticks) are sent for messages
-//     the bot answers.
-//   - Connection: whatsmeow reconnects by itself (the wait grows 2 seconds
-//     per failed attempt, capped at 2 minutes); every loss and failure is
-//     logged. Sends wait up to 2 minutes for a reconnection. A 405 "client
-//     outdated" updates the client version to WhatsApp Web's current one
-//     and reconnects once. LoggedOut (the device was removed on the phone)
-//     stops this channel with ErrLoggedOut; StreamReplaced (another copy of
-//     the bot took the session) stops it with ErrStreamReplaced.
+//   - Typing: "typing…" (chat presence composing) while the LLM works, sent
+//     at most every 10 seconds, "paused" once the answer is sent. The
+//     account is "unavailable" (the phone keeps its notifications) except
+//     while it types, when it is "available" (WhatsApp shows typing only
+//     then). Read receipts (blue ticks) are sent for messages the bot
+//     answers.
+//   - Sending: every part of a reply has one message id, derived from the
+//     chat, the message answered, the part's place and its text, and used
+//     on every attempt (a retry after a dropped socket, the outbox after a
+//     reconnect or a restart): the recipient shows it once. Parts are a
+//     second or so apart, and all chats share a budget of 30 messages a
+//     minute (bursts of 10), to stay clear of anti-spam bans. A reply
+//     carries the chat's disappearing-messages timer. A send that cannot
+//     reach WhatsApp fails with pipeline.ErrNotDelivered: the outbox keeps
+//     the reply and sends it again once the connection is back. Retry
+//     receipts (a device that could not decrypt a reply) are answered from
+//     the replies sent in this process.
+//   - Unreadable messages: a direct message that could not be decrypted,
+//     and of which no readable copy came within 2 minutes, is answered
+//     "I couldn't read your last message, please send it again."
+//   - Connection: whether sends can go out is whatsmeow's own state
+//     (IsConnected and IsLoggedIn), never a flag kept from events: its
+//     keepalive reconnect sends no Disconnected event. whatsmeow reconnects
+//     by itself (the wait grows 2 seconds per failed attempt, capped at 2
+//     minutes); besides, the adapter reconnects when keepalives have gone
+//     unanswered for 90 seconds (a silent socket), when the connection has
+//     been down for 5 minutes (a watchdog), and after a message could not
+//     be stored (so WhatsApp delivers it again soon). Sends wait up to 2
+//     minutes for a reconnection.
+//   - Client version: the login payload carries the WhatsApp Web version
+//     set in store.BaseClientPayload (SetWAVersion alone changes only the
+//     registration's build hash): at start the adapter sets it to
+//     whatsapp.client_version when given, else to web.whatsapp.com's
+//     current one (15 s timeout), else to the last one WhatsApp accepted
+//     (<data.dir>/whatsapp-version). A 405 "client outdated" fetches it
+//     again and reconnects; a 405 that persists stops this channel with an
+//     *OutdatedError saying what to do (log and /healthz).
+//   - Bans and refusals: a temporary ban stops the channel until its expiry
+//     (reason and expiry in the log and /healthz), then it reconnects; an
+//     unknown refusal is retried after 5 minutes. LoggedOut (the device was
+//     removed on the phone) stops this channel with ErrLoggedOut;
+//     StreamReplaced (another copy of the bot took the session) stops it
+//     with ErrStreamReplaced.
+//   - The phone: WhatsApp unlinks a companion whose phone has been offline
+//     for about 14 days; after 12 days without a sign of the phone (a
+//     message or receipt it sent) the log and /healthz warn.
 //   - /export is sent as a document (application/json) with its file name.
 //   - Logs: whatsmeow's own debug output (protocol dumps, which can carry
 //     message text) is logged below slog's Debug level.
 //
 // # Goroutines
 //
-// Run owns the event handler's background work (read receipts, presence)
-// and returns after it ended. The whatsmeow connection outlives Run until
+// Run owns the event handler's background work (read receipts, presence,
+// the unreadable-message notices), the watchdog and the waits for a ban's
+// expiry, and returns after they ended. The whatsmeow connection outlives Run until
 // Close, so turns still in the dispatcher at shutdown can send their
 // replies. The Sender may be used before Run (sends wait for the
 // connection) and until Close.

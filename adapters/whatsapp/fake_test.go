@@ -3,7 +3,7 @@ package whatsapp
 import (
 	"context"
 	"errors"
-	"strconv"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -17,31 +17,44 @@ import (
 // fakeClient is a Client that records what the adapter sends and lets a
 // test deliver hand-built events the way whatsmeow does: to every handler,
 // one event at a time, reporting whether all of them succeeded (false: the
-// message would not be acknowledged). It stands for one linked account:
-// reuse it across restarts with detach.
+// message would not be acknowledged). Its connection behaves as
+// whatsmeow's: a keepalive reconnect (keepaliveDrop, then reconnected)
+// and a ban send no Disconnected event; only Connected follows a login.
+// It stands for one linked account: reuse it across restarts with detach.
 type fakeClient struct {
 	t testing.TB
 
 	deliverMu sync.Mutex // one event at a time, like whatsmeow's handler queue
 
-	mu         sync.Mutex
-	changed    chan struct{} // closed and replaced on every recorded change
-	me         Me
-	session    bool
-	connected  bool
-	connects   int
-	connectErr []error // returned by the next Connect calls, in order
-	onConnect  []any   // events delivered by the next Connect calls (default: Connected)
-	handlers   []func(evt any) bool
-	lids       map[string]types.JID // LID user → phone JID
-	sendErr    func(to types.JID, msg *waE2E.Message) error
-	nextID     int
+	mu          sync.Mutex
+	changed     chan struct{} // closed and replaced on every recorded change
+	me          Me
+	session     bool
+	connected   bool // the websocket is up and logged in
+	connects    int
+	disconnects int
+	logins      int     // Connected events handled
+	retries     int     // sends by the outbox's retries (see retrySender)
+	connectErr  []error // returned by the next Connect calls, in order
+	onConnect   []any   // events delivered by the next Connect calls (default: Connected)
+	handlers    []func(evt any) bool
+	lids        map[string]types.JID // LID user → phone JID
+	sendErr     func(to types.JID, msg *waE2E.Message) error
+	// dropAfterSend: the next sends reach WhatsApp, then the socket drops
+	// before the answer (the send fails; the recipient has the message).
+	dropAfterSend int
+	// silent: the socket is up but WhatsApp answers nothing; a send hangs
+	// until the connection is closed (whatsmeow then fails it).
+	silent  bool
+	blocked int // sends hanging on the silent socket
 
-	sent      []sentMsg
-	presences []presence
-	reads     []read
-	uploads   [][]byte
-	online    int // SendPresence(available) calls
+	sent        []sentMsg
+	presences   []presence
+	reads       []read
+	uploads     [][]byte
+	online      int      // SendPresence(available) calls
+	offline     int      // SendPresence(unavailable) calls
+	presenceLog []string // account presences and chat states, in order
 }
 
 type sentMsg struct {
@@ -119,11 +132,17 @@ func (f *fakeClient) Connect() error {
 		f.onConnect = f.onConnect[1:]
 	}
 	if _, ok := evt.(*events.Connected); ok {
-		f.connected = true
+		f.connected, f.silent = true, false
 	}
 	f.notifyLocked()
 	f.mu.Unlock()
 	f.deliver(evt)
+	if _, ok := evt.(*events.Connected); ok {
+		f.mu.Lock()
+		f.logins++
+		f.notifyLocked()
+		f.mu.Unlock()
+	}
 	return nil
 }
 
@@ -131,6 +150,7 @@ func (f *fakeClient) Disconnect() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.connected = false
+	f.disconnects++
 	f.notifyLocked()
 }
 
@@ -138,6 +158,43 @@ func (f *fakeClient) IsConnected() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.connected
+}
+
+func (f *fakeClient) IsLoggedIn() bool { return f.IsConnected() }
+
+// keepaliveDrop is whatsmeow's keepalive reconnect beginning: the socket
+// is closed, and no event says so.
+func (f *fakeClient) keepaliveDrop() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.connected = false
+	f.notifyLocked()
+}
+
+// reconnected is whatsmeow's auto-reconnect succeeding: logged in again,
+// then Connected.
+func (f *fakeClient) reconnected() {
+	f.mu.Lock()
+	f.connected = true
+	f.notifyLocked()
+	f.mu.Unlock()
+	f.deliver(&events.Connected{})
+}
+
+// delivered is what the recipients see: one message per id (a message sent
+// again with the same id is shown once).
+func (f *fakeClient) delivered() []sentMsg {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	seen := map[string]bool{}
+	var out []sentMsg
+	for _, s := range f.sent {
+		if !seen[s.ID] {
+			seen[s.ID] = true
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func (f *fakeClient) HasSession() bool {
@@ -164,25 +221,50 @@ func (f *fakeClient) AddEventHandler(h func(evt any) bool) {
 	f.handlers = append(f.handlers, h)
 }
 
-func (f *fakeClient) SendMessage(ctx context.Context, to types.JID, msg *waE2E.Message) (types.MessageID, error) {
+func (f *fakeClient) SendMessage(ctx context.Context, to types.JID, msg *waE2E.Message, id types.MessageID) error {
 	if err := ctx.Err(); err != nil {
-		return "", err
+		return err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !f.connected {
-		return "", whatsmeow.ErrNotConnected
+		return whatsmeow.ErrNotConnected
 	}
 	if f.sendErr != nil {
 		if err := f.sendErr(to, msg); err != nil {
-			return "", err
+			return err
 		}
 	}
-	f.nextID++
-	id := "BOT" + strconv.Itoa(f.nextID)
-	f.sent = append(f.sent, sentMsg{To: to, Msg: msg, ID: id, At: time.Now()})
+	if id == "" {
+		f.t.Error("a message was sent without an id")
+	}
+	if f.silent {
+		f.blocked++
+		f.notifyLocked()
+		for f.connected && f.silent {
+			ch := f.changed
+			f.mu.Unlock()
+			select {
+			case <-ch:
+			case <-ctx.Done():
+			}
+			f.mu.Lock()
+			if ctx.Err() != nil {
+				break
+			}
+		}
+		f.blocked--
+		return fmt.Errorf("failed to get response: %w", whatsmeow.ErrNotConnected)
+	}
+	f.sent = append(f.sent, sentMsg{To: to, Msg: msg, ID: string(id), At: time.Now()})
+	if f.dropAfterSend > 0 {
+		f.dropAfterSend--
+		f.connected = false // no event, as whatsmeow's keepalive reconnect
+		f.notifyLocked()
+		return fmt.Errorf("failed to send message node: %w", whatsmeow.ErrNotConnected)
+	}
 	f.notifyLocked()
-	return types.MessageID(id), nil
+	return nil
 }
 
 func (f *fakeClient) SendChatPresence(_ context.Context, chat types.JID, state types.ChatPresence) error {
@@ -192,6 +274,7 @@ func (f *fakeClient) SendChatPresence(_ context.Context, chat types.JID, state t
 		return whatsmeow.ErrNotConnected
 	}
 	f.presences = append(f.presences, presence{Chat: chat, State: state})
+	f.presenceLog = append(f.presenceLog, string(state))
 	f.notifyLocked()
 	return nil
 }
@@ -201,7 +284,10 @@ func (f *fakeClient) SendPresence(_ context.Context, state types.Presence) error
 	defer f.mu.Unlock()
 	if state == types.PresenceAvailable {
 		f.online++
+	} else {
+		f.offline++
 	}
+	f.presenceLog = append(f.presenceLog, string(state))
 	f.notifyLocked()
 	return nil
 }

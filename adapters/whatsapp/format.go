@@ -2,6 +2,7 @@ package whatsapp
 
 import (
 	"bytes"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode"
@@ -68,7 +69,10 @@ type doc struct {
 	lit []bool
 }
 
-var markdown = goldmark.New(goldmark.WithExtensions(extension.Strikethrough, extension.Table, extension.TaskList))
+// markdown parses the model's Markdown. Linkify makes bare URLs ("https://…",
+// "www.…") links, so they are kept verbatim: their "_", "*", "~" and
+// parentheses are never read as formatting.
+var markdown = goldmark.New(goldmark.WithExtensions(extension.Strikethrough, extension.Table, extension.TaskList, extension.Linkify))
 
 // formatMarkdown renders Markdown as WhatsApp text in parts of at most
 // limit characters (runes).
@@ -136,6 +140,10 @@ func renderMarkdown(md string) doc {
 		} else {
 			src := []byte(p.Text)
 			root := markdown.Parser().Parse(text.NewReader(src))
+			if guarded, ok := guardURLs(src, root); ok {
+				src = guarded
+				root = markdown.Parser().Parse(text.NewReader(src))
+			}
 			r := &renderer{src: src}
 			r.blocks(root, "\n\n")
 			pd = r.d
@@ -149,6 +157,82 @@ func renderMarkdown(md string) doc {
 		d.r, d.st, d.lit = append(d.r, pd.r...), append(d.st, pd.st...), append(d.lit, pd.lit...)
 	}
 	return d.guard()
+}
+
+// bareURL finds a bare URL with its scheme, after a space, "(" or the
+// start of a line, up to the next space.
+var bareURL = regexp.MustCompile(`(?m)(?:^|[\s(])(https?://[^\s<>]+)`)
+
+// guardURLs makes every bare "http(s)://" URL of src outside code, HTML
+// and links an autolink ("<url>"), up to the next space, so that all of
+// it is kept as written: Linkify alone stops a link at "*", "_", "~" or
+// an unbalanced ")" and leaves the rest to be read as formatting
+// ("…/)__x__" would turn bold). WhatsApp only gets text and finds links
+// itself, so what matters is that the characters arrive unchanged. It
+// reports false when there is nothing to change.
+func guardURLs(src []byte, root ast.Node) ([]byte, bool) {
+	ms := bareURL.FindAllSubmatchIndex(src, -1)
+	if ms == nil {
+		return nil, false
+	}
+	// Where a URL is not to be touched: code, HTML, link labels.
+	var skip [][2]int
+	addLines := func(n ast.Node) {
+		ls := n.Lines()
+		for i := range ls.Len() {
+			seg := ls.At(i)
+			skip = append(skip, [2]int{seg.Start, seg.Stop})
+		}
+	}
+	_ = ast.Walk(root, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
+		}
+		switch n := n.(type) {
+		case *ast.CodeBlock, *ast.FencedCodeBlock, *ast.HTMLBlock:
+			addLines(n)
+			return ast.WalkSkipChildren, nil
+		case *ast.CodeSpan, *ast.Link, *ast.Image:
+			_ = ast.Walk(n, func(c ast.Node, in bool) (ast.WalkStatus, error) {
+				if t, ok := c.(*ast.Text); ok && in {
+					skip = append(skip, [2]int{t.Segment.Start, t.Segment.Stop})
+				}
+				return ast.WalkContinue, nil
+			})
+			return ast.WalkSkipChildren, nil
+		case *ast.RawHTML:
+			for i := range n.Segments.Len() {
+				seg := n.Segments.At(i)
+				skip = append(skip, [2]int{seg.Start, seg.Stop})
+			}
+		}
+		return ast.WalkContinue, nil
+	})
+	inSkip := func(i int) bool {
+		for _, r := range skip {
+			if i >= r[0] && i < r[1] {
+				return true
+			}
+		}
+		return false
+	}
+	var out []byte
+	last, changed := 0, false
+	for _, m := range ms {
+		start, end := m[2], m[3]
+		if inSkip(start) || start >= 2 && string(src[start-2:start]) == "](" {
+			continue
+		}
+		out = append(out, src[last:start]...)
+		out = append(out, '<')
+		out = append(out, src[start:end]...)
+		out = append(out, '>')
+		last, changed = end, true
+	}
+	if !changed {
+		return nil, false
+	}
+	return append(out, src[last:]...), true
 }
 
 // write appends literal text in the current style (its marker characters
@@ -326,6 +410,10 @@ func (r *renderer) inline(n ast.Node) {
 		}
 		r.with(mono, func() { r.emit(code, escapeCode, false) })
 	case *ast.Emphasis:
+		if name, ok := r.dunder(n); ok {
+			r.write(name)
+			return
+		}
 		st := italic
 		if n.Level >= 2 {
 			st = bold
@@ -356,7 +444,9 @@ func (r *renderer) inline(n ast.Node) {
 			}
 		}
 	case *ast.AutoLink:
-		r.raw(string(n.URL(r.src)))
+		// As written: a bare "www.…" gets no "http://", an e-mail no
+		// "mailto:".
+		r.raw(string(n.Label(r.src)))
 	case *ast.RawHTML:
 		var b bytes.Buffer
 		for i := range n.Segments.Len() {
@@ -377,6 +467,32 @@ func (r *renderer) inline(n ast.Node) {
 	default:
 		r.inlines(n)
 	}
+}
+
+// dunder recognises a Python-style name that Markdown reads as bold:
+// "__init__.py", "__init__(self)" (two underscores around one identifier,
+// right before an extension or a call). It returns the name as written.
+func (r *renderer) dunder(n *ast.Emphasis) (string, bool) {
+	first, ok1 := n.FirstChild().(*ast.Text)
+	last, ok2 := n.LastChild().(*ast.Text)
+	if n.Level != 2 || !ok1 || !ok2 {
+		return "", false
+	}
+	start, stop := first.Segment.Start, last.Segment.Stop
+	if start < 2 || stop+2 > len(r.src) || string(r.src[start-2:start]) != "__" || string(r.src[stop:stop+2]) != "__" {
+		return "", false
+	}
+	name := string(r.src[start:stop])
+	for _, c := range name {
+		if c != '_' && !isWordRune(c) {
+			return "", false
+		}
+	}
+	rest := r.src[stop+2:]
+	if len(rest) > 0 && rest[0] == '(' || len(rest) > 1 && rest[0] == '.' && isWordRune(rune(rest[1])) {
+		return "__" + name + "__", true
+	}
+	return "", false
 }
 
 // unescape resolves backslash escapes and character references as a

@@ -39,6 +39,22 @@ func TestFormatMarkdown(t *testing.T) {
 		{"link same as url", "[https://example.com](https://example.com)", "https://example.com"},
 		{"autolink", "<https://example.com/a_b_>", "https://example.com/a_b_"},
 		{"bare url", "go to https://example.com/x now", "go to https://example.com/x now"},
+		{"bare url with underscore and parens", "see https://en.wikipedia.org/wiki/Go_(programming_language) for more", "see https://en.wikipedia.org/wiki/Go_(programming_language) for more"},
+		{"bare url with dunder", "https://github.com/a/b/blob/main/pkg/__init__.py", "https://github.com/a/b/blob/main/pkg/__init__.py"},
+		{"bare url with underscores", "open https://example.com/a_b_c today", "open https://example.com/a_b_c today"},
+		{"bare url with trailing underscore", "open https://example.com/a_b_ today", "open https://example.com/a_b_ today"},
+		{"bare url with markers after parens", "see https://example.com/)__x__ ok", "see https://example.com/)__x__ ok"},
+		{"bare url in code stays code", "`https://example.com/a_b`", "```https://example.com/a_b```"},
+		{"url in a link label", "[https://example.com/a_b](https://example.com/a_b)", "https://example.com/a_b"},
+		{"url as link destination", "[docs](https://example.com/a_b_)", "docs (https://example.com/a_b_)"},
+		{"bare url with tilde", "https://example.com/~user/page", "https://example.com/~user/page"},
+		{"bare url then period", "see https://example.com/x_y.", "see https://example.com/x_y."},
+		{"bare url in parens", "(see https://example.com/a_(b))", "(see https://example.com/a_(b))"},
+		{"bare www", "www.example.com/a_b_c", "www.example.com/a_b_c"},
+		{"bare email", "mail foo_bar@example.com", "mail foo_bar@example.com"},
+		{"bold url", "**https://example.com/a_b**", "*https://example.com/a_b*"},
+		{"dunder file", "edit __init__.py now", "edit " + wj + "_" + wj + wj + "_" + wj + "init" + wj + "_" + wj + wj + "_" + wj + ".py now"},
+		{"dunder call", "__init__(self)", wj + "_" + wj + wj + "_" + wj + "init" + wj + "_" + wj + wj + "_" + wj + "(self)"},
 		{"image", "![a cat](https://example.com/cat.png)", "a cat (https://example.com/cat.png)"},
 		{"quote", "> wise words\n> more *words*", "> wise words\n> more _words_"},
 		{"quote paragraphs", "> one\n>\n> two", "> one\n> \n> two"},
@@ -213,6 +229,8 @@ func FuzzFormat(f *testing.F) {
 	for _, s := range []string{
 		"**bold** _it_ ~~s~~ `c`", "# h\n\n- a\n- b\n\n```\ncode\n```", "a * b _ c ~ d ` e",
 		"> q\n> **b\nc**", "| a | b |\n|---|---|\n| 1 | 2 |", "````\n```\n````", "[x](http://y) <http://z>",
+		"see https://en.wikipedia.org/wiki/Go_(programming_language).", "www.a.com/__init__.py **https://x.y/a_b** __init__.py",
+		"(https://a.b/c_(d)_e) foo@b.c https://a.b/~x/*y*",
 	} {
 		f.Add(s, 100)
 	}
@@ -250,4 +268,25 @@ func TestSplitKeepsText(t *testing.T) {
 		plain := formatPlain(md, limit)
 		checkText(t, md, md, plain)
 	}
+}
+
+// FuzzBareURL: a bare URL in a reply reaches WhatsApp as written — its
+// "_", "~" and parentheses are never read as formatting (word joiners
+// aside, which WhatsApp does not show).
+func FuzzBareURL(f *testing.F) {
+	for _, s := range []string{"wiki/Go_(programming_language)", "pkg/__init__.py", "~user/a_b_c", "a_(b)_c", "x__y__z"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, path string) {
+		for _, c := range path {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("_~()./-", c)) {
+				return
+			}
+		}
+		url := "https://example.com/" + path
+		got := strings.ReplaceAll(strings.Join(formatMarkdown("see "+url+" now", 4000), ""), wj, "")
+		if got != "see "+url+" now" {
+			t.Fatalf("%q became %q", url, got)
+		}
+	})
 }

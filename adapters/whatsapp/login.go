@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/mdp/qrterminal/v3"
@@ -51,6 +52,18 @@ func Login(ctx context.Context, opts Options, w io.Writer, phone string) error {
 	// The name shown in the phone's list of linked devices (a library-wide
 	// setting, used only while linking).
 	store.DeviceProps.Os = ptr(deviceName)
+	vs := versions{latest: opts.LatestVersion, dir: opts.DataDir, log: log}
+	if opts.ClientVersion != "" {
+		if vs.forced, err = ParseClientVersion(opts.ClientVersion); err != nil {
+			return fmt.Errorf("whatsapp: whatsapp.client_version: %w", err)
+		}
+	}
+	if vs.latest == nil {
+		vs.latest = fetchLatestVersion
+	}
+	if v, from := vs.pick(ctx); from != "web.whatsapp.com" {
+		log.Info("WhatsApp Web client version", "version", v.String(), "from", from)
+	}
 	for attempt := 0; ; attempt++ {
 		cli, err := newWhatsmeow(ctx, c, log)
 		if err != nil {
@@ -66,17 +79,22 @@ func Login(ctx context.Context, opts Options, w io.Writer, phone string) error {
 			return nil
 		}
 		err = link(ctx, cli, w, phone)
-		if errors.Is(err, errLoginOutdated) && attempt == 0 {
-			fmt.Fprintln(w, "WhatsApp says this client version is outdated; fetching the current version and trying again…")
-			vctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			verr := latestVersion(vctx)
-			cancel()
-			if verr != nil {
-				return fmt.Errorf("%w; fetching the current version failed: %v", errLoginOutdated, verr)
+		if errors.Is(err, errLoginOutdated) {
+			rejected := currentClientVersion()
+			if attempt == 0 {
+				fmt.Fprintln(w, "WhatsApp says this client version is outdated; fetching the current version and trying again…")
+				_, changed, verr := vs.refresh(ctx, rejected)
+				if verr == nil && changed {
+					continue
+				}
+				err = verr
+			} else {
+				err = nil
 			}
-			continue
+			return &OutdatedError{Version: rejected, Forced: !vs.forced.IsZero(), Cause: err}
 		}
 		if err == nil && cli.Store.ID != nil {
+			vs.remember(currentClientVersion())
 			fmt.Fprintf(w, "Linked WhatsApp account +%s. Start the bot and send it a message.\n", cli.Store.ID.User)
 		}
 		return err
@@ -106,12 +124,16 @@ func link(ctx context.Context, l linker, w io.Writer, phone string) error {
 		return fmt.Errorf("whatsapp: starting the login: %w", err)
 	}
 	connected := make(chan struct{}, 1)
+	var dropped atomic.Bool // the connection dropped (whatsmeow then reports a "timeout")
 	l.AddEventHandler(func(evt any) {
-		if _, ok := evt.(*events.Connected); ok {
+		switch evt.(type) {
+		case *events.Connected:
 			select {
 			case connected <- struct{}{}:
 			default:
 			}
+		case *events.Disconnected:
+			dropped.Store(true)
 		}
 	})
 	if err := l.Connect(); err != nil {
@@ -151,6 +173,9 @@ func link(ctx context.Context, l linker, w io.Writer, phone string) error {
 			}
 			code, err := l.PairPhone(ctx, phone, true, whatsmeow.PairClientChrome, "Chrome (Linux)")
 			if err != nil {
+				if errors.Is(err, whatsmeow.ErrIQRateOverLimit) {
+					return fmt.Errorf("whatsapp: WhatsApp refuses more pairing codes for now (rate limited); wait an hour or so, or link with the QR code (run the command without --phone): %w", err)
+				}
 				if errors.Is(err, whatsmeow.ErrPhoneNumberTooShort) || errors.Is(err, whatsmeow.ErrPhoneNumberIsNotInternational) {
 					return fmt.Errorf("whatsapp: %q is not a phone number in international format (e.g. +4915112345678): %w", phone, err)
 				}
@@ -169,6 +194,9 @@ func link(ctx context.Context, l linker, w io.Writer, phone string) error {
 			}
 			return nil
 		case whatsmeow.QRChannelTimeout.Event:
+			if dropped.Load() {
+				return errors.New("whatsapp: the connection to WhatsApp dropped during the login (a network problem?); check the network and run the command again")
+			}
 			if codes == 0 {
 				// The connection closed before WhatsApp offered a code.
 				return errors.New("whatsapp: the connection to WhatsApp closed before a code came; check the network (and a proxy or firewall) and run the command again")

@@ -48,3 +48,13 @@ func (l *lru[K, V]) get(k K) (V, bool) {
 	var zero V
 	return zero, false
 }
+
+// remove forgets k.
+func (l *lru[K, V]) remove(k K) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e, ok := l.items[k]; ok {
+		l.order.Remove(e)
+		delete(l.items, k)
+	}
+}

@@ -210,3 +210,28 @@ func replaceMention(text, tok, name string) string {
 	}
 	return b.String()
 }
+
+// revoked recognises "delete for everyone": the conversation key, the id
+// of the deleted message and who deleted it (a sender id, as in
+// pipeline.Inbound). ok is false for anything else, and for the bot's own
+// deletions.
+func revoked(ev *events.Message, me Me, mapLID func(types.JID) types.JID) (key pipeline.Key, id, sender string, ok bool) {
+	pm := ev.Message.GetProtocolMessage()
+	if pm == nil || pm.GetType() != waE2E.ProtocolMessage_REVOKE || pm.GetKey().GetID() == "" {
+		return key, "", "", false
+	}
+	info := &ev.Info
+	if info.IsFromMe || me.is(info.Sender) {
+		return key, "", "", false
+	}
+	chat := info.Chat.ToNonAD()
+	switch chat.Server {
+	case types.GroupServer:
+	case types.DefaultUserServer, types.HiddenUserServer:
+		chat = phoneJID(chat, info, mapLID)
+	default:
+		return key, "", "", false
+	}
+	s := phoneJID(info.Sender.ToNonAD(), info, mapLID)
+	return pipeline.Key{Channel: Channel, Chat: chat.String()}, pm.GetKey().GetID(), senderID(s), true
+}

@@ -20,7 +20,7 @@ const (
 // Defaults for Options.
 const (
 	DefaultBacklogWindow = 10 * time.Minute
-	DefaultSplitLimit    = 4000
+	DefaultSplitLimit    = 16000
 	// minSplitLimit keeps room for the markers closed and reopened at a split.
 	minSplitLimit = 100
 )
@@ -51,6 +51,23 @@ type Options struct {
 	// are split (whatsapp.split_limit). 0 means DefaultSplitLimit; at least
 	// 100.
 	SplitLimit int
+	// ClientVersion forces the WhatsApp Web version the client presents
+	// ("2.3000.1031234567", whatsapp.client_version); "" fetches the
+	// current one at start (and after a 405), falling back to the last one
+	// WhatsApp accepted (VersionFile in DataDir).
+	ClientVersion string
+	// LatestVersion returns WhatsApp Web's current version. nil: fetched
+	// from web.whatsapp.com with the real client, not at all with Client.
+	LatestVersion LatestVersionFunc
+	// Allowed reports whether a user ("whatsapp:4915112345678") may talk to
+	// the bot; nil allows everyone. Only the adapter's own messages (a
+	// request to send an unreadable message again) ask it: access to the
+	// chat is the pipeline's.
+	Allowed func(userID string) bool
+	// Revoked removes a message its sender deleted for everyone from the
+	// bot's memory (memory.Store.PurgeMessage): the conversation, the
+	// message's id, who deleted it. nil ignores deletions.
+	Revoked func(ctx context.Context, key pipeline.Key, platformID, senderID string) error
 	// Log receives the adapter's logs; nil discards.
 	Log *slog.Logger
 	// Client replaces the whatsmeow client (tests). When nil, New opens the

@@ -36,6 +36,8 @@ type stackOptions struct {
 	llm         llmtest.Handler // default: Echo("echo: ")
 	// accept wraps the intake's Accept.
 	accept func(ctx context.Context, in pipeline.Inbound, next AcceptFunc) error
+	// tune adjusts the adapter before it runs.
+	tune func(a *Adapter)
 }
 
 // stack is a running bot on the fake client.
@@ -47,15 +49,18 @@ type stack struct {
 	llm  *llmtest.Server
 	logs *adaptertest.SyncBuffer
 
-	chain  *adaptertest.Chain
-	store  *memory.Store
-	resp   *chat.Responder
-	sum    *summary.Summarizer
-	disp   *pipeline.Dispatcher
-	ad     *Adapter
-	cancel context.CancelFunc
-	runErr chan error
-	seq    atomic.Int64
+	chain       *adaptertest.Chain
+	store       *memory.Store
+	resp        *chat.Responder
+	sum         *summary.Summarizer
+	disp        *pipeline.Dispatcher
+	ad          *Adapter
+	outbox      *chat.Outbox
+	cancel      context.CancelFunc
+	runErr      chan error
+	retryDone   chan struct{} // the outbox's retries ended
+	stopRetries context.CancelFunc
+	seq         atomic.Int64
 }
 
 func newStack(t testing.TB, opts stackOptions) *stack {
@@ -88,7 +93,7 @@ func (s *stack) start() {
 	t.Helper()
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	c := adaptertest.NewChain(t, adaptertest.ChainOptions{Dir: s.dir, LLMURL: s.llm.URL, Allowed: s.opts.allowed, Log: log})
+	c := adaptertest.NewChain(t, adaptertest.ChainOptions{Dir: s.dir, LLMURL: s.llm.URL, Allowed: s.opts.allowed, Log: log, Journal: true})
 	store, resp, sum, disp, intake := c.Store, c.Resp, c.Sum, c.Disp, c.Intake
 
 	var accept AcceptFunc = intake.Accept
@@ -99,14 +104,28 @@ func (s *stack) start() {
 	ad, err := New(Options{
 		DataDir: s.dir, GroupsReply: s.opts.groupsReply, SplitLimit: s.opts.splitLimit,
 		BacklogWindow: 10 * time.Minute, Log: log, Client: s.wa,
+		Revoked: func(ctx context.Context, key pipeline.Key, id, sender string) error {
+			_, err := store.PurgeMessage(ctx, key, id, sender)
+			return err
+		},
 	}, disp.Submit, accept)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
 	ad.retryBase, ad.retryMax = time.Millisecond, 10*time.Millisecond
+	ad.pace, ad.partGap = nil, 0 // the pace has its own test
+	if s.opts.tune != nil {
+		s.opts.tune(ad)
+	}
 
-	// What cmd/bot does at start: answer what was accepted but not answered,
-	// within the same backlog window.
+	// What cmd/bot does at start: the journal of replies being delivered,
+	// the replies the last run never sent, then what was accepted but not
+	// answered, within the same backlog window.
+	outbox := c.App.Outbox
+	unsent, err := outbox.Unsent(ctx, store, Channel, time.Hour)
+	if err != nil {
+		t.Fatalf("listing unsent replies: %v", err)
+	}
 	pending, err := chat.Pending(ctx, store, Channel, ad.BacklogWindow())
 	if err != nil {
 		t.Fatalf("listing pending messages: %v", err)
@@ -118,9 +137,19 @@ func (s *stack) start() {
 	}
 
 	runCtx, cancel := context.WithCancel(context.Background())
-	s.chain, s.store, s.resp, s.sum, s.disp, s.ad, s.cancel = c, store, resp, sum, disp, ad, cancel
+	s.chain, s.store, s.resp, s.sum, s.disp, s.ad, s.outbox, s.cancel = c, store, resp, sum, disp, ad, outbox, cancel
 	s.runErr = make(chan error, 1)
+	s.retryDone = make(chan struct{})
 	go func() { s.runErr <- ad.Run(runCtx) }()
+	retryCtx, stopRetries := context.WithCancel(context.Background())
+	s.stopRetries = stopRetries
+	go func() {
+		defer close(s.retryDone)
+		if _, _, err := unsent.Send(retryCtx, ad.Sender()); err != nil && retryCtx.Err() == nil {
+			t.Errorf("sending the replies the last run never sent: %v", err)
+		}
+		_ = outbox.RunRetries(retryCtx, Channel, retrySender{Sender: ad.Sender(), wa: s.wa})
+	}()
 	s.wa.waitFor("the adapter to connect", func() bool { return s.wa.connected })
 }
 
@@ -139,7 +168,10 @@ func (s *stack) stop() {
 
 // shutdown drains and closes what start opened (Run has returned).
 func (s *stack) shutdown() {
+	s.stopRetries()
+	<-s.retryDone
 	s.chain.Close(s.t, s.ad.Close)
+	s.outbox.Close()
 }
 
 // restart stops everything and starts again on the same data and account.
@@ -231,4 +263,20 @@ func quotedReply(chat, sender types.JID, id, text, quotedID string) *events.Mess
 	})
 	ev.Info.Timestamp = time.Now()
 	return ev
+}
+
+// retrySender is the adapter as the outbox's retries use it; it counts the
+// attempts on the fake (retries), so a test can wait for one.
+type retrySender struct {
+	pipeline.Sender
+	wa *fakeClient
+}
+
+func (r retrySender) Send(ctx context.Context, out pipeline.Outbound) (string, error) {
+	id, err := r.Sender.Send(ctx, out)
+	r.wa.mu.Lock()
+	r.wa.retries++
+	r.wa.notifyLocked()
+	r.wa.mu.Unlock()
+	return id, err
 }

@@ -41,8 +41,12 @@ func telegramChannel(cfg config.Config) app.ChannelFunc {
 func whatsappChannel(cfg config.Config) app.ChannelFunc {
 	return func(w app.Wiring) (app.Channel, error) {
 		wa, err := whatsapp.New(whatsapp.Options{DataDir: cfg.Data.Dir, GroupsReply: cfg.WhatsApp.Groups.Reply,
-			BacklogWindow: cfg.WhatsApp.BacklogWindow, SplitLimit: cfg.WhatsApp.SplitLimit,
-			Log: w.Log.With("channel", whatsapp.Channel)}, w.Submit, w.Accept)
+			BacklogWindow: cfg.WhatsApp.BacklogWindow, SplitLimit: cfg.WhatsApp.SplitLimit, ClientVersion: cfg.WhatsApp.ClientVersion,
+			Allowed: w.Allowed, Log: w.Log.With("channel", whatsapp.Channel),
+			Revoked: func(ctx context.Context, key pipeline.Key, id, sender string) error {
+				_, err := w.Store.PurgeMessage(ctx, key, id, sender)
+				return err
+			}}, w.Submit, w.AcceptStored)
 		if err != nil {
 			return app.Channel{}, err
 		}
