@@ -863,7 +863,7 @@ func (j *JSON) Search(ctx context.Context, key pipeline.Key, q Query) ([]Hit, er
 	scores := bm25Rank(docs, phrases, messageWeights, messageExtraTokens)
 	kept := scores[:0]
 	for _, s := range scores {
-		if !q.ArchivedOnly || !c.Messages[s.doc].Active {
+		if m := &c.Messages[s.doc]; (!q.ArchivedOnly || !m.Active) && q.inTime(m.Time) {
 			kept = append(kept, s)
 		}
 	}

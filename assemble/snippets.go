@@ -1,0 +1,394 @@
+package assemble
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/recallbot/recall/memory"
+	"github.com/recallbot/recall/pipeline"
+)
+
+// Snippet is one block of the archive in the prompt: an exchange around one
+// or more search hits (the message a hit answers and the reply to it, from
+// the same conversation), shown with its date and the speakers' names.
+type Snippet struct {
+	Messages []SnippetMessage `json:"messages"`
+	Tokens   int              `json:"tokens"` // the block's lines, as the prompt carries them
+	Score    float64          `json:"score"`  // its rank: the best hit's, plus a share of the others'
+}
+
+// SnippetMessage is one message of a snippet.
+type SnippetMessage struct {
+	ID         int64       `json:"id"`
+	PlatformID string      `json:"platform_id,omitempty"`
+	Role       memory.Role `json:"role"`
+	Sender     string      `json:"sender"` // the speaker's name as the prompt shows it
+	Time       time.Time   `json:"time"`
+	Text       string      `json:"text"`
+	Hit        bool        `json:"hit,omitempty"` // found by the search (not only a neighbour)
+	tokens     int         // stored count of Text (0: unknown)
+}
+
+// Time is when the snippet's first message was written.
+func (s Snippet) Time() time.Time {
+	if len(s.Messages) == 0 {
+		return time.Time{}
+	}
+	return s.Messages[0].Time
+}
+
+// Retrieval's shape (see recall).
+const (
+	// searchHits is how many hits a search returns to build snippets from:
+	// more than a 1,500-token budget holds as exchanges.
+	searchHits = 40
+	// exchangeGap: a neighbour belongs to a hit's exchange when it was
+	// written at most this long before or after it (a reply the same
+	// evening, not the next conversation days later).
+	exchangeGap = time.Hour
+	// otherHits is the share of a block's other hits' scores added to its
+	// best hit's: an exchange where several messages match ranks higher.
+	otherHits = 0.25
+	// nameBoost multiplies the score of a hit whose sender the question
+	// names.
+	nameBoost = 1.5
+)
+
+// recall finds the archive snippets for a turn: the search's hits, each
+// with the message before and after it in the conversation (within
+// exchangeGap, never one in exclude), merged where they overlap, ranked,
+// and taken while they fit the budget: a block that does not fit whole is
+// taken as its hits alone when they fit. A question naming a time ("last
+// week", "in May", see parseWhen) searches that time first and fills the
+// rest of the budget from the whole archive.
+func (a *Assembler) recall(ctx context.Context, req Request, exclude []int64, budget int) ([]Snippet, error) {
+	if budget <= 0 {
+		return nil, nil
+	}
+	var hits []memory.Hit
+	text := req.Text
+	if w, ok := parseWhen(req.Text, req.Now, a.loc); ok {
+		text = w.rest
+		in, err := a.src.Search(ctx, req.Key, memory.Query{Text: text, Limit: searchHits, Exclude: exclude, From: w.from, To: w.to})
+		if err != nil {
+			return nil, err
+		}
+		hits = in
+	}
+	all, err := a.src.Search(ctx, req.Key, memory.Query{Text: text, Limit: searchHits, Exclude: exclude})
+	if err != nil {
+		return nil, err
+	}
+	// The time-narrowed hits rank first; the others follow.
+	if len(hits) > 0 {
+		top := hits[0].Score
+		for _, h := range all {
+			top = max(top, h.Score)
+		}
+		for i := range hits {
+			hits[i].Score += top
+		}
+	}
+	hits = append(hits, all...)
+	if len(hits) == 0 {
+		return nil, nil
+	}
+	// A question that names a speaker ("what did Anna say about…") ranks
+	// that speaker's messages higher: in a group, a name is in so many
+	// messages (as their sender) that BM25 gives it no weight.
+	if named := namedSenders(text, hits); len(named) > 0 {
+		for i := range hits {
+			if named[strings.ToLower(hits[i].Message.SenderName)] {
+				hits[i].Score *= nameBoost
+			}
+		}
+	}
+	skip := make(map[int64]bool, len(exclude))
+	for _, id := range exclude {
+		skip[id] = true
+	}
+	score := map[int64]float64{}
+	var ids []int64
+	for _, h := range hits {
+		if skip[h.Message.ID] || (req.MessageID != "" && h.Message.PlatformID == req.MessageID) {
+			continue
+		}
+		if _, dup := score[h.Message.ID]; dup {
+			continue
+		}
+		score[h.Message.ID] = h.Score
+		ids = append(ids, h.Message.ID)
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	msgs, err := a.src.Around(ctx, req.Key, ids)
+	if err != nil {
+		return nil, err
+	}
+	// Hits missing from Around (a purge in between) still count alone.
+	have := make(map[int64]bool, len(msgs))
+	for _, m := range msgs {
+		have[m.ID] = true
+	}
+	for _, h := range hits {
+		if _, ok := score[h.Message.ID]; ok && !have[h.Message.ID] {
+			have[h.Message.ID] = true
+			msgs = append(msgs, h.Message)
+		}
+	}
+	slices.SortFunc(msgs, func(x, y memory.Message) int { return compareID(x.ID, y.ID) })
+	blocks := exchanges(msgs, score, skip, req.MessageID)
+	for i := range blocks {
+		a.countSnippet(&blocks[i], req.Key)
+	}
+	slices.SortStableFunc(blocks, func(x, y Snippet) int {
+		switch {
+		case x.Score > y.Score:
+			return -1
+		case x.Score < y.Score:
+			return 1
+		}
+		return -compareID(x.Messages[0].ID, y.Messages[0].ID) // newer first on ties
+	})
+	var out []Snippet
+	used := 0
+	for _, b := range blocks {
+		if used+b.Tokens > budget {
+			b = a.hitsOnly(b, req.Key)
+			if len(b.Messages) == 0 || used+b.Tokens > budget {
+				continue
+			}
+		}
+		used += b.Tokens
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+func compareID(x, y int64) int {
+	switch {
+	case x < y:
+		return -1
+	case x > y:
+		return 1
+	}
+	return 0
+}
+
+// exchanges groups msgs (sorted by id: hits and their neighbours) into
+// blocks: each hit with the messages next to it within exchangeGap,
+// overlapping windows merged.
+func exchanges(msgs []memory.Message, score map[int64]float64, skip map[int64]bool, currentPID string) []Snippet {
+	keep := make([]bool, len(msgs))
+	for i, m := range msgs {
+		if _, hit := score[m.ID]; !hit {
+			continue
+		}
+		keep[i] = true
+		for _, j := range []int{i - 1, i + 1} {
+			if j < 0 || j >= len(msgs) {
+				continue
+			}
+			n := msgs[j]
+			if skip[n.ID] || (currentPID != "" && n.PlatformID == currentPID) || absDur(n.Time.Sub(m.Time)) > exchangeGap {
+				continue
+			}
+			keep[j] = true
+		}
+	}
+	var blocks []Snippet
+	var cur *Snippet
+	var best, rest float64
+	flush := func() {
+		if cur != nil {
+			cur.Score = best + otherHits*rest
+			blocks = append(blocks, *cur)
+			cur = nil
+		}
+	}
+	for i, m := range msgs {
+		if !keep[i] {
+			flush()
+			continue
+		}
+		// Kept messages next to each other in msgs are one block when they
+		// are neighbours in the conversation: one of them is a hit whose
+		// window reached the other.
+		if cur != nil {
+			prev := msgs[i-1]
+			_, prevHit := score[prev.ID]
+			_, hit := score[m.ID]
+			if !(prevHit || hit) || absDur(m.Time.Sub(prev.Time)) > exchangeGap {
+				flush()
+			}
+		}
+		if cur == nil {
+			cur = &Snippet{}
+			best, rest = 0, 0
+		}
+		s, hit := score[m.ID]
+		if hit {
+			if s > best {
+				rest += best
+				best = s
+			} else {
+				rest += s
+			}
+		}
+		cur.Messages = append(cur.Messages, SnippetMessage{ID: m.ID, PlatformID: m.PlatformID, Role: m.Role, Sender: senderName(m),
+			Time: m.Time, Text: m.Text, Hit: hit, tokens: m.Tokens})
+	}
+	flush()
+	return blocks
+}
+
+func absDur(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
+}
+
+// hitsOnly is b without its neighbours (the hits kept together only where
+// they were next to each other).
+func (a *Assembler) hitsOnly(b Snippet, key pipeline.Key) Snippet {
+	var out Snippet
+	out.Score = b.Score
+	for _, m := range b.Messages {
+		if m.Hit {
+			out.Messages = append(out.Messages, m)
+		}
+	}
+	if len(out.Messages) == len(b.Messages) {
+		return Snippet{} // nothing to drop: it does not fit
+	}
+	a.countSnippet(&out, key)
+	return out
+}
+
+// senderName is how a snippet names a message's author.
+func senderName(m memory.Message) string {
+	switch {
+	case m.Role == memory.RoleAssistant:
+		return "assistant"
+	case m.Role == memory.RoleSystem:
+		return "system"
+	case m.SenderName != "" && m.Key.Channel != "console":
+		return m.SenderName
+	}
+	return "user"
+}
+
+// snippetLines renders a snippet: the first message's date and time, then
+// one line per message, "Name: text". A message on another day than the one
+// before it starts with its own date.
+func snippetLines(s Snippet) []string {
+	lines := make([]string, 0, len(s.Messages))
+	var day string
+	for _, m := range s.Messages {
+		line := m.Sender + ": " + flatten(m.Text)
+		if d := m.Time.Format("2006-01-02"); d != day {
+			day = d
+			line = dateHeader(m.Time) + " " + line
+		}
+		lines = append(lines, line)
+	}
+	return lines
+}
+
+// dateHeader is "[Mon 2026-01-05 18:02]".
+func dateHeader(t time.Time) string { return "[" + t.Format("Mon 2006-01-02 15:04") + "]" }
+
+// flatten keeps a message on its line.
+func flatten(s string) string {
+	if !strings.ContainsAny(s, "\r\n") {
+		return s
+	}
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// snippetText is the snippet as the prompt carries it.
+func snippetText(s Snippet) string { return strings.Join(snippetLines(s), "\n") }
+
+// countSnippet sets s.Tokens from the messages' stored counts (taken by the
+// same counter when they were stored), so that a turn does not tokenize the
+// text of dozens of archived messages again: per line, the prefix ("[date]
+// Name:") counted, a space, and the stored count of the text. A counter
+// splits text after the colon, and the space joins the first word of the text
+// at most one token dearer than alone: this is at least the line's exact
+// count and at most a token or two more (TestBlockTokensBound). A message
+// without a stored count, or whose text was flattened, is counted whole.
+func (a *Assembler) countSnippet(s *Snippet, key pipeline.Key) {
+	_ = key
+	n := 0
+	lines := snippetLines(*s)
+	for i, m := range s.Messages {
+		if i > 0 {
+			n += a.count.Count("\n")
+		}
+		prefix, _, _ := strings.Cut(lines[i], ": ")
+		if m.tokens <= 0 || strings.ContainsAny(m.Text, "\r\n") {
+			n += a.count.Count(lines[i])
+			continue
+		}
+		n += a.count.Count(prefix+":") + a.count.Count(" ") + m.tokens
+	}
+	s.Tokens = n
+}
+
+// FormatSnippet renders a snippet for a user (/search, /context): its
+// date, then each message shortened to width runes.
+func FormatSnippet(s Snippet, width int) string {
+	var b strings.Builder
+	for i, line := range snippetLines(s) {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		r := []rune(line)
+		if width > 0 && len(r) > width {
+			r = append(r[:width], '…')
+		}
+		b.WriteString(string(r))
+	}
+	return b.String()
+}
+
+// Snippets returns exactly the archive snippets the next turn's prompt in
+// the conversation would carry for text (`bot search`, /search).
+func (a *Assembler) Snippets(ctx context.Context, key pipeline.Key, text string, now time.Time) ([]Snippet, error) {
+	p, err := a.Build(ctx, Request{Key: key, Text: text, Memory: true, Now: now})
+	if err != nil {
+		return nil, fmt.Errorf("finding snippets in %s: %w", key, err)
+	}
+	return p.Breakdown.Snippets, nil
+}
+
+// namedSenders returns the senders (lowercased names) of hits that text
+// names: a word of the text is a word of their name.
+func namedSenders(text string, hits []memory.Hit) map[string]bool {
+	words := map[string]bool{}
+	for _, w := range memory.Terms(text) {
+		words[w] = true
+	}
+	var out map[string]bool
+	for _, h := range hits {
+		n := strings.ToLower(h.Message.SenderName)
+		if n == "" || h.Message.Role != memory.RoleUser || out[n] {
+			continue
+		}
+		for _, w := range memory.Terms(n) {
+			if words[w] {
+				if out == nil {
+					out = map[string]bool{}
+				}
+				out[n] = true
+				break
+			}
+		}
+	}
+	return out
+}
