@@ -31,8 +31,8 @@ type fakeSource struct {
 	recent  []memory.Message
 	hits    []memory.Hit
 	archive []memory.Message // the archive Around reads (with the hits' messages)
-	mems   []memory.UserMemory
-	facts  []memory.Fact
+	mems    []memory.UserMemory
+	facts   []memory.Fact
 
 	mu          sync.Mutex // Build calls Search alongside the others
 	calls       map[string]int
