@@ -357,14 +357,14 @@ func FormatSnippet(s Snippet, width int) string {
 	return b.String()
 }
 
-// Snippets returns exactly the archive snippets the next turn's prompt in
-// the conversation would carry for text (`bot search`, /search).
-func (a *Assembler) Snippets(ctx context.Context, key pipeline.Key, text string, now time.Time) ([]Snippet, error) {
-	p, err := a.Build(ctx, Request{Key: key, Text: text, Memory: true, Now: now})
+// Search finds snippets of the whole conversation for text (/search) the
+// way a turn finds them, recent messages included, within budget tokens.
+func (a *Assembler) Search(ctx context.Context, key pipeline.Key, text string, budget int) ([]Snippet, error) {
+	snips, err := a.recall(ctx, Request{Key: key, Text: text, Now: time.Now()}, nil, budget)
 	if err != nil {
-		return nil, fmt.Errorf("finding snippets in %s: %w", key, err)
+		return nil, fmt.Errorf("searching %s: %w", key, err)
 	}
-	return p.Breakdown.Snippets, nil
+	return snips, nil
 }
 
 // namedSenders returns the senders (lowercased names) of hits that text

@@ -46,6 +46,9 @@ func (c Config) Validate() error {
 	v.atLeast("memory.retention_days", m.RetentionDays, 0)
 	v.positiveDuration("memory.retention_interval", m.RetentionInterval)
 	v.atLeast("memory.write_queue", m.WriteQueue, 1)
+	if _, err := m.Location(); err != nil {
+		v.addf("memory.timezone", "must be a time zone name such as Europe/Berlin or UTC, got %q", m.Timezone)
+	}
 	v.atLeast("memory.budget.total", m.Budget.Total, 1)
 	v.atLeast("memory.budget.system", m.Budget.System, 0)
 	v.atLeast("memory.budget.memories", m.Budget.Memories, 0)

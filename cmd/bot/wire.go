@@ -98,7 +98,12 @@ func newApp(ctx context.Context, cfg config.Config, logw io.Writer) (*app, error
 		model = a.model
 	}
 	b := cfg.Memory.Budget
-	asm := assemble.New(store, counter, assemble.Budget{Total: b.Total, System: b.System, Memories: b.Memories + cfg.Memory.Facts.Budget*boolInt(cfg.Memory.Facts.Enabled), Summaries: b.Summaries, Snippets: b.Snippets, Recent: b.Recent})
+	loc, err := cfg.Memory.Location()
+	if err != nil {
+		return nil, fmt.Errorf("memory.timezone: %w", err)
+	}
+	asm := assemble.New(store, counter, assemble.Budget{Total: b.Total, System: b.System, Memories: b.Memories + cfg.Memory.Facts.Budget*boolInt(cfg.Memory.Facts.Enabled), Summaries: b.Summaries, Snippets: b.Snippets, Recent: b.Recent},
+		assemble.InLocation(loc))
 	policy := summary.Policy{KeepRecentTurns: cfg.Memory.KeepRecentTurns, MaxActivePerLevel: cfg.Memory.MaxActivePerLevel, MaxActiveTotal: cfg.Memory.MaxActiveTotal}
 	var sum chat.Summarizer
 	var cmdSum commands.Summarizer
