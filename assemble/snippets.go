@@ -49,6 +49,9 @@ const (
 	// written at most this long before or after it (a reply the same
 	// evening, not the next conversation days later).
 	exchangeGap = time.Hour
+	// exchangeReach: a window reaches at most this many messages before
+	// and after its hit (while they are the hit's speaker's own).
+	exchangeReach = 1
 	// otherHits is the share of a block's other hits' scores added to its
 	// best hit's: an exchange where several messages match ranks higher.
 	otherHits = 0.25
@@ -125,7 +128,16 @@ func (a *Assembler) recall(ctx context.Context, req Request, exclude []int64, bu
 	if len(ids) == 0 {
 		return nil, nil
 	}
+	// The messages around the hits, exchangeReach each way: each Around
+	// reaches one further.
 	msgs, err := a.src.Around(ctx, req.Key, ids)
+	for r := 1; r < exchangeReach && err == nil; r++ {
+		next := make([]int64, len(msgs))
+		for i, m := range msgs {
+			next[i] = m.ID
+		}
+		msgs, err = a.src.Around(ctx, req.Key, next)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -179,71 +191,67 @@ func compareID(x, y int64) int {
 	return 0
 }
 
-// exchanges groups msgs (sorted by id: hits and their neighbours) into
-// blocks: each hit with the messages next to it within exchangeGap,
-// overlapping windows merged.
+// exchanges groups msgs (sorted by id: hits and the messages around them,
+// every message between two of them included) into blocks: each hit with
+// the message it answers and the reply to it, that is the messages before
+// and after it up to the first one by another speaker (at most
+// exchangeReach each way), written within exchangeGap of the one next to
+// it; windows that overlap merge.
 func exchanges(msgs []memory.Message, score map[int64]float64, skip map[int64]bool, currentPID string) []Snippet {
-	keep := make([]bool, len(msgs))
+	usable := func(n memory.Message, next memory.Message) bool {
+		return !skip[n.ID] && !(currentPID != "" && n.PlatformID == currentPID) && absDur(n.Time.Sub(next.Time)) <= exchangeGap
+	}
+	type span struct{ lo, hi int }
+	var spans []span
 	for i, m := range msgs {
 		if _, hit := score[m.ID]; !hit {
 			continue
 		}
-		keep[i] = true
-		for _, j := range []int{i - 1, i + 1} {
-			if j < 0 || j >= len(msgs) {
-				continue
+		sp := span{i, i}
+		for step := 1; step <= exchangeReach && i-step >= 0 && usable(msgs[i-step], msgs[i-step+1]); step++ {
+			sp.lo = i - step
+			if !sameSpeaker(msgs[i-step], m) {
+				break
 			}
-			n := msgs[j]
-			if skip[n.ID] || (currentPID != "" && n.PlatformID == currentPID) || absDur(n.Time.Sub(m.Time)) > exchangeGap {
-				continue
+		}
+		for step := 1; step <= exchangeReach && i+step < len(msgs) && usable(msgs[i+step], msgs[i+step-1]); step++ {
+			sp.hi = i + step
+			if !sameSpeaker(msgs[i+step], m) {
+				break
 			}
-			keep[j] = true
 		}
-	}
-	var blocks []Snippet
-	var cur *Snippet
-	var best, rest float64
-	flush := func() {
-		if cur != nil {
-			cur.Score = best + otherHits*rest
-			blocks = append(blocks, *cur)
-			cur = nil
-		}
-	}
-	for i, m := range msgs {
-		if !keep[i] {
-			flush()
+		if n := len(spans); n > 0 && sp.lo <= spans[n-1].hi {
+			spans[n-1].hi = max(spans[n-1].hi, sp.hi)
 			continue
 		}
-		// Kept messages next to each other in msgs are one block when they
-		// are neighbours in the conversation: one of them is a hit whose
-		// window reached the other.
-		if cur != nil {
-			prev := msgs[i-1]
-			_, prevHit := score[prev.ID]
-			_, hit := score[m.ID]
-			if !(prevHit || hit) || absDur(m.Time.Sub(prev.Time)) > exchangeGap {
-				flush()
-			}
-		}
-		if cur == nil {
-			cur = &Snippet{}
-			best, rest = 0, 0
-		}
-		s, hit := score[m.ID]
-		if hit {
-			if s > best {
-				rest += best
-				best = s
-			} else {
-				rest += s
-			}
-		}
-		cur.Messages = append(cur.Messages, SnippetMessage{ID: m.ID, PlatformID: m.PlatformID, Role: m.Role, Sender: senderName(m),
-			Time: m.Time, Text: m.Text, Hit: hit, tokens: m.Tokens})
+		spans = append(spans, sp)
 	}
-	flush()
+	blocks := make([]Snippet, 0, len(spans))
+	for _, sp := range spans {
+		var b Snippet
+		var best, rest float64
+		for _, m := range msgs[sp.lo : sp.hi+1] {
+			s, hit := score[m.ID]
+			if hit {
+				if s > best {
+					rest += best
+					best = s
+				} else {
+					rest += s
+				}
+			}
+			b.Messages = append(b.Messages, SnippetMessage{ID: m.ID, PlatformID: m.PlatformID, Role: m.Role, Sender: senderName(m),
+				Time: m.Time, Text: m.Text, Hit: hit, tokens: m.Tokens})
+		}
+		b.Score = best + otherHits*rest
+		blocks = append(blocks, b)
+	}
 	return blocks
+}
+
+// sameSpeaker reports whether two messages have one author.
+func sameSpeaker(a, b memory.Message) bool {
+	return a.Role == b.Role && a.SenderID == b.SenderID && a.SenderName == b.SenderName
 }
 
 func absDur(d time.Duration) time.Duration {
