@@ -689,8 +689,11 @@ func (s *SQLite) Provenance(ctx context.Context, key pipeline.Key, summaryID int
 // their neighbours, through the (conv, is_active, id) index: the nearest
 // older and newer message among the archived and among the active ones,
 // the nearer of each pair kept.
-const sqlAround = `WITH seed(id) AS (SELECT id FROM messages WHERE conv = ?1 AND id IN (SELECT value FROM json_each(?2)))
-SELECT ` + msgColumns + ` FROM messages m WHERE m.conv = ?1 AND m.id IN (
+//
+// "+conv" keeps the planner on the primary key: the ids are few, the
+// conversation's messages many.
+const sqlAround = `WITH seed(id) AS MATERIALIZED (SELECT id FROM messages WHERE +conv = ?1 AND id IN (SELECT value FROM json_each(?2)))
+SELECT ` + msgColumns + ` FROM messages m WHERE +m.conv = ?1 AND m.id IN (
 	SELECT id FROM seed
 	UNION SELECT max(coalesce((SELECT id FROM messages WHERE conv = ?1 AND is_active = 0 AND id < j.id ORDER BY id DESC LIMIT 1), -1),
 	                 coalesce((SELECT id FROM messages WHERE conv = ?1 AND is_active = 1 AND id < j.id ORDER BY id DESC LIMIT 1), -1)) FROM seed j

@@ -303,7 +303,7 @@ const (
 	sqlWindowRows = `SELECT rowid, recall_tf(messages_fts, ?2) FROM messages_fts WHERE messages_fts MATCH ?1 AND rowid >= ?3 ORDER BY rowid DESC`
 	sqlActiveIDs  = `SELECT id FROM messages WHERE conv = ?1 AND is_active = 1 LIMIT ?2`
 	// The ids of the conversation's messages written in [?2, ?3) ms.
-	sqlTimeIDs     = `SELECT min(id), max(id) FROM messages WHERE conv = ?1 AND created_at >= ?2 AND created_at < ?3`
+	sqlTimeIDs     = `SELECT min(id), max(id) FROM messages WHERE +conv = ?1 AND created_at >= ?2 AND created_at < ?3`
 	sqlSearchFetch = `SELECT m.conv, ` + msgColumns + ` FROM messages m WHERE m.id IN (SELECT value FROM json_each(?1))`
 )
 
