@@ -178,8 +178,8 @@ func fixture() *fakeSource {
 		},
 		hits: []memory.Hit{
 			{Message: msg(203, memory.RoleUser, "p3", ten("r203"), 10), Score: 9},
-			{Message: memory.Message{ID: 101, Role: memory.RoleUser, Text: "tickets for concert", Tokens: 3, Time: time.Date(2025, 12, 15, 10, 30, 0, 0, time.UTC)}, Score: 2.5},
-			{Message: memory.Message{ID: 102, Role: memory.RoleAssistant, Text: "concert eight", Tokens: 2, Time: time.Date(2025, 12, 20, 18, 5, 0, 0, time.UTC)}, Score: 1.25},
+			{Message: memory.Message{ID: 101, Role: memory.RoleUser, Text: "tickets for the concert", Tokens: 4, Time: time.Date(2025, 12, 15, 10, 30, 0, 0, time.UTC)}, Score: 2.5},
+			{Message: memory.Message{ID: 102, Role: memory.RoleAssistant, Text: "concert at eight", Tokens: 3, Time: time.Date(2025, 12, 20, 18, 5, 0, 0, time.UTC)}, Score: 1.25},
 		},
 		recent: []memory.Message{
 			msg(201, memory.RoleUser, "p1", ten("r201"), 10),
@@ -254,8 +254,8 @@ func TestPromptOrder(t *testing.T) {
 		"[2026-01-03 – 2026-01-04, level 1] gamma one",
 		"",
 		"## Excerpts from the archive that may be relevant",
-		"[Mon 2025-12-15 10:30] user: tickets for concert",
-		"[Sat 2025-12-20 18:05] assistant: concert eight",
+		"[Mon 2025-12-15] user: tickets for the concert",
+		"[Sat 2025-12-20] assistant: concert at eight",
 	}, "\n")
 	wantMsgs := []string{
 		"system|" + systemPrompt,
@@ -293,8 +293,8 @@ func TestPromptOrder(t *testing.T) {
 		t.Errorf("Recent asked with a token budget of %d, below the part's budget plus the current message", src.recentTok)
 	}
 	wantSnips := []assemble.Snippet{
-		{Messages: []assemble.SnippetMessage{{ID: 101, Role: memory.RoleUser, Sender: "user", Time: time.Date(2025, 12, 15, 10, 30, 0, 0, time.UTC), Text: "tickets for concert", Hit: true}}, Tokens: 7, Score: 2.5},
-		{Messages: []assemble.SnippetMessage{{ID: 102, Role: memory.RoleAssistant, Sender: "assistant", Time: time.Date(2025, 12, 20, 18, 5, 0, 0, time.UTC), Text: "concert eight", Hit: true}}, Tokens: 6, Score: 1.25},
+		{Messages: []assemble.SnippetMessage{{ID: 101, Role: memory.RoleUser, Sender: "user", Time: time.Date(2025, 12, 15, 10, 30, 0, 0, time.UTC), Text: "tickets for the concert", Hit: true}}, Tokens: 7, Score: 2.5},
+		{Messages: []assemble.SnippetMessage{{ID: 102, Role: memory.RoleAssistant, Sender: "assistant", Time: time.Date(2025, 12, 20, 18, 5, 0, 0, time.UTC), Text: "concert at eight", Hit: true}}, Tokens: 6, Score: 1.25},
 	}
 	if !sameJSON(bd.Snippets, wantSnips) {
 		t.Errorf("snippets = %+v, want %+v", bd.Snippets, wantSnips)
@@ -405,7 +405,7 @@ func TestPartBudgets(t *testing.T) {
 		"• recent turns: 28 tokens (budget 28), 2 items, 1 trimmed",
 		"• current message: 5 tokens",
 		"Pulled from the archive:",
-		"  – 7 tokens:\n    [Mon 2025-12-15 10:30] user: tickets for concert",
+		"  – 7 tokens:\n    [Mon 2025-12-15] user: tickets for the concert",
 	} {
 		if !strings.Contains(f, s) {
 			t.Errorf("Format() lacks %q:\n%s", s, f)
@@ -719,7 +719,7 @@ func TestWithStore(t *testing.T) {
 	for _, s := range []string{
 		"- home_city: Berlin",
 		"[2026-02-02 – 2026-02-09, level 1] Ann planned a trip and talked about pasta.",
-		"[Tue 2026-02-03 12:00] Ann: We booked the Lisbon trip for May 14\nassistant: Lisbon in May sounds lovely",
+		"[Tue 2026-02-03] Ann: We booked the Lisbon trip for May 14\nassistant: Lisbon in May sounds lovely",
 	} {
 		if !strings.Contains(block, s) {
 			t.Errorf("the memory block lacks %q:\n%s", s, block)
@@ -750,7 +750,7 @@ func TestWithStore(t *testing.T) {
 			}
 			line := m.Sender + ": " + m.Text
 			if i == 0 {
-				line = m.Time.Format("[Mon 2006-01-02 15:04] ") + line
+				line = m.Time.Format("[Mon 2006-01-02] ") + line
 			}
 			lines = append(lines, line)
 		}
@@ -764,7 +764,7 @@ func TestWithStore(t *testing.T) {
 	if bd.Total > assemble.DefaultBudget.Total || bd.Part(assemble.PartSummaries).Items != 1 || bd.Part(assemble.PartRecent).Items != 8 || bd.Part(assemble.PartMemories).Items != 1 {
 		t.Errorf("breakdown = %+v", bd)
 	}
-	if f := bd.Format(); !strings.Contains(f, "[Tue 2026-02-03 12:00] Ann: We booked") || !strings.Contains(f, "of 8000 tokens") {
+	if f := bd.Format(); !strings.Contains(f, "[Tue 2026-02-03] Ann: We booked") || !strings.Contains(f, "of 8000 tokens") {
 		t.Errorf("Format() = %s", f)
 	}
 }

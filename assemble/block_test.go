@@ -8,7 +8,6 @@ import (
 
 	"github.com/recallbot/recall/llm"
 	"github.com/recallbot/recall/memory"
-	"github.com/recallbot/recall/pipeline"
 )
 
 // TestBlockTokensBound: the memory block, counted line by line with the
@@ -51,7 +50,7 @@ func TestBlockTokensBound(t *testing.T) {
 				} // else not known: the line is counted
 				s.Messages = append(s.Messages, m)
 			}
-			a.countSnippet(&s, key)
+			a.countSnippet(&s)
 			snips = append(snips, s)
 		}
 		block := memoryBlock(notes, sums, snips)
@@ -80,13 +79,11 @@ func TestBlockTokensExactForWordCounters(t *testing.T) {
 	sums := []memory.Summary{{Level: 1, Text: "talked about the trip"}}
 	snips := []Snippet{{Messages: []SnippetMessage{{Role: memory.RoleAssistant, Sender: "assistant", Text: "the train leaves at nine"},
 		{Role: memory.RoleUser, Sender: "Ana", Text: "thanks", tokens: 1}}}}
-	a.countSnippet(&snips[0], key)
+	a.countSnippet(&snips[0])
 	if got, want := blockTokens(a, notes, sums, snips), count.Count(memoryBlock(notes, sums, snips))+perMessage; got != want {
 		t.Errorf("block counted %d, want %d", got, want)
 	}
 }
-
-var key = pipeline.Key{Channel: "telegram", Chat: "-100"}
 
 type wordCounter struct{}
 

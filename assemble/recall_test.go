@@ -93,7 +93,7 @@ func TestSnippetsAreExchanges(t *testing.T) {
 			t.Fatalf("snippets %q, want one block: %q", got, want)
 		}
 		block := p.Messages[0].Content
-		if !strings.Contains(block, "[Tue 2026-03-03 18:00] Anna: Ben, what are you bringing to the housewarming on Saturday?\nBen: Lasagna, from my grandmother's recipe\nAnna: perfect") {
+		if !strings.Contains(block, "[Tue 2026-03-03] Anna: Ben, what are you bringing to the housewarming on Saturday?\nBen: Lasagna, from my grandmother's recipe\nAnna: perfect") {
 			t.Errorf("the prompt does not show the exchange as one block with its date and names:\n%s", block)
 		}
 	})

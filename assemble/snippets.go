@@ -44,7 +44,7 @@ func (s Snippet) Time() time.Time {
 const (
 	// searchHits is how many hits a search returns to build snippets from:
 	// more than a 1,500-token budget holds as exchanges.
-	searchHits = 40
+	searchHits = 30
 	// exchangeGap: a neighbour belongs to a hit's exchange when it was
 	// written at most this long before or after it (a reply the same
 	// evening, not the next conversation days later).
@@ -155,7 +155,7 @@ func (a *Assembler) recall(ctx context.Context, req Request, exclude []int64, bu
 	slices.SortFunc(msgs, func(x, y memory.Message) int { return compareID(x.ID, y.ID) })
 	blocks := exchanges(msgs, score, skip, req.MessageID)
 	for i := range blocks {
-		a.countSnippet(&blocks[i], req.Key)
+		a.countSnippet(&blocks[i])
 	}
 	slices.SortStableFunc(blocks, func(x, y Snippet) int {
 		switch {
@@ -170,7 +170,7 @@ func (a *Assembler) recall(ctx context.Context, req Request, exclude []int64, bu
 	used := 0
 	for _, b := range blocks {
 		if used+b.Tokens > budget {
-			b = a.hitsOnly(b, req.Key)
+			b = a.hitsOnly(b)
 			if len(b.Messages) == 0 || used+b.Tokens > budget {
 				continue
 			}
@@ -263,7 +263,7 @@ func absDur(d time.Duration) time.Duration {
 
 // hitsOnly is b without its neighbours (the hits kept together only where
 // they were next to each other).
-func (a *Assembler) hitsOnly(b Snippet, key pipeline.Key) Snippet {
+func (a *Assembler) hitsOnly(b Snippet) Snippet {
 	var out Snippet
 	out.Score = b.Score
 	for _, m := range b.Messages {
@@ -274,7 +274,7 @@ func (a *Assembler) hitsOnly(b Snippet, key pipeline.Key) Snippet {
 	if len(out.Messages) == len(b.Messages) {
 		return Snippet{} // nothing to drop: it does not fit
 	}
-	a.countSnippet(&out, key)
+	a.countSnippet(&out)
 	return out
 }
 
@@ -291,9 +291,8 @@ func senderName(m memory.Message) string {
 	return "user"
 }
 
-// snippetLines renders a snippet: the first message's date and time, then
-// one line per message, "Name: text". A message on another day than the one
-// before it starts with its own date.
+// snippetLines renders a snippet: one line per message, "Name: text", the
+// first of each day after its date.
 func snippetLines(s Snippet) []string {
 	lines := make([]string, 0, len(s.Messages))
 	var day string
@@ -308,8 +307,8 @@ func snippetLines(s Snippet) []string {
 	return lines
 }
 
-// dateHeader is "[Mon 2026-01-05 18:02]".
-func dateHeader(t time.Time) string { return "[" + t.Format("Mon 2006-01-02 15:04") + "]" }
+// dateHeader is "[Mon 2026-01-05]".
+func dateHeader(t time.Time) string { return "[" + t.Format("Mon 2006-01-02") + "]" }
 
 // flatten keeps a message on its line.
 func flatten(s string) string {
@@ -324,26 +323,31 @@ func snippetText(s Snippet) string { return strings.Join(snippetLines(s), "\n") 
 
 // countSnippet sets s.Tokens from the messages' stored counts (taken by the
 // same counter when they were stored), so that a turn does not tokenize the
-// text of dozens of archived messages again: per line, the prefix ("[date]
-// Name:") counted, a space, and the stored count of the text. A counter
-// splits text after the colon, and the space joins the first word of the text
-// at most one token dearer than alone: this is at least the line's exact
-// count and at most a token or two more (TestBlockTokensBound). A message
-// without a stored count, or whose text was flattened, is counted whole.
-func (a *Assembler) countSnippet(s *Snippet, key pipeline.Key) {
-	_ = key
+// text of dozens of archived messages again. Each line is counted in pieces
+// that repeat from turn to turn (the counter caches them): the date, the
+// speaker's "Name:", a space between pieces, and the stored count of the
+// text. A counter splits text at the "]" and ":" ending the first pieces,
+// and a space joins the word after it at most one token dearer than alone:
+// this is at least the line's exact count and at most a token or two more
+// (TestBlockTokensBound). A message without a stored count, or whose text
+// was flattened, is counted whole.
+func (a *Assembler) countSnippet(s *Snippet) {
 	n := 0
-	lines := snippetLines(*s)
+	var day string
+	space := a.count.Count(" ")
 	for i, m := range s.Messages {
 		if i > 0 {
 			n += a.count.Count("\n")
 		}
-		prefix, _, _ := strings.Cut(lines[i], ": ")
+		if d := m.Time.Format("2006-01-02"); d != day {
+			day = d
+			n += a.count.Count(dateHeader(m.Time)) + space
+		}
 		if m.tokens <= 0 || strings.ContainsAny(m.Text, "\r\n") {
-			n += a.count.Count(lines[i])
+			n += a.count.Count(m.Sender + ": " + flatten(m.Text))
 			continue
 		}
-		n += a.count.Count(prefix+":") + a.count.Count(" ") + m.tokens
+		n += a.count.Count(m.Sender+":") + space + m.tokens
 	}
 	s.Tokens = n
 }
