@@ -42,9 +42,11 @@ func (s Snippet) Time() time.Time {
 
 // Retrieval's shape (see recall).
 const (
-	// searchHits is how many hits a search returns to build snippets from:
-	// more than a 1,500-token budget holds as exchanges.
-	searchHits = 30
+	// tokensPerHit: a search returns budget/tokensPerHit hits to build
+	// snippets from (30 for 1,500 tokens): a hit's window of three chat
+	// messages with its header costs about 80 tokens, and windows share
+	// messages, so this fills the budget.
+	tokensPerHit = 50
 	// exchangeGap: a neighbour belongs to a hit's exchange when it was
 	// written at most this long before or after it (a reply the same
 	// evening, not the next conversation days later).
@@ -66,25 +68,42 @@ const (
 // and taken while they fit the budget: a block that does not fit whole is
 // taken as its hits alone when they fit. A question naming a time ("last
 // week", "in May", see parseWhen) searches that time first and fills the
-// rest of the budget from the whole archive.
+// rest of the budget from the whole archive. The search asks for about as
+// many hits as the budget holds; when their blocks leave more than a tenth
+// of it empty and there may be more, it asks again for three times as many.
 func (a *Assembler) recall(ctx context.Context, req Request, exclude []int64, budget int) ([]Snippet, error) {
 	if budget <= 0 {
 		return nil, nil
 	}
+	limit := max(10, budget/tokensPerHit)
+	for {
+		snips, used, more, err := a.recallPass(ctx, req, exclude, budget, limit)
+		if err != nil || !more || used >= budget-budget/10 || limit >= 1000 {
+			return snips, err
+		}
+		limit *= 3
+	}
+}
+
+// recallPass is one try of recall with limit hits per search; more reports
+// whether a search returned as many as it was asked for.
+func (a *Assembler) recallPass(ctx context.Context, req Request, exclude []int64, budget, limit int) (out []Snippet, used int, more bool, err error) {
 	var hits []memory.Hit
 	text := req.Text
 	if w, ok := parseWhen(req.Text, req.Now, a.loc); ok {
 		text = w.rest
-		in, err := a.src.Search(ctx, req.Key, memory.Query{Text: text, Limit: searchHits, Exclude: exclude, From: w.from, To: w.to})
+		in, err := a.src.Search(ctx, req.Key, memory.Query{Text: text, Limit: limit, Exclude: exclude, From: w.from, To: w.to})
 		if err != nil {
-			return nil, err
+			return nil, 0, false, err
 		}
 		hits = in
+		more = len(in) >= limit
 	}
-	all, err := a.src.Search(ctx, req.Key, memory.Query{Text: text, Limit: searchHits, Exclude: exclude})
+	all, err := a.src.Search(ctx, req.Key, memory.Query{Text: text, Limit: limit, Exclude: exclude})
 	if err != nil {
-		return nil, err
+		return nil, 0, false, err
 	}
+	more = more || len(all) >= limit
 	// The time-narrowed hits rank first; the others follow.
 	if len(hits) > 0 {
 		top := hits[0].Score
@@ -97,7 +116,7 @@ func (a *Assembler) recall(ctx context.Context, req Request, exclude []int64, bu
 	}
 	hits = append(hits, all...)
 	if len(hits) == 0 {
-		return nil, nil
+		return nil, 0, false, nil
 	}
 	// A question that names a speaker ("what did Anna say about…") ranks
 	// that speaker's messages higher: in a group, a name is in so many
@@ -126,7 +145,7 @@ func (a *Assembler) recall(ctx context.Context, req Request, exclude []int64, bu
 		ids = append(ids, h.Message.ID)
 	}
 	if len(ids) == 0 {
-		return nil, nil
+		return nil, 0, more, nil
 	}
 	// The messages around the hits, exchangeReach each way: each Around
 	// reaches one further.
@@ -139,7 +158,7 @@ func (a *Assembler) recall(ctx context.Context, req Request, exclude []int64, bu
 		msgs, err = a.src.Around(ctx, req.Key, next)
 	}
 	if err != nil {
-		return nil, err
+		return nil, 0, false, err
 	}
 	// Hits missing from Around (a purge in between) still count alone.
 	have := make(map[int64]bool, len(msgs))
@@ -166,8 +185,6 @@ func (a *Assembler) recall(ctx context.Context, req Request, exclude []int64, bu
 		}
 		return -compareID(x.Messages[0].ID, y.Messages[0].ID) // newer first on ties
 	})
-	var out []Snippet
-	used := 0
 	for _, b := range blocks {
 		if used+b.Tokens > budget {
 			b = a.hitsOnly(b)
@@ -178,7 +195,7 @@ func (a *Assembler) recall(ctx context.Context, req Request, exclude []int64, bu
 		used += b.Tokens
 		out = append(out, b)
 	}
-	return out, nil
+	return out, used, more, nil
 }
 
 func compareID(x, y int64) int {
