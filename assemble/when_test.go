@@ -63,3 +63,24 @@ func TestParseWhen(t *testing.T) {
 		t.Errorf("yesterday in Tokyo at %s starts %s, want 2026-05-20 in Tokyo", late, w.from)
 	}
 }
+
+// FuzzParseWhen: any text is read without panicking; a range it finds is
+// not empty, and the rest is the text without the expression.
+func FuzzParseWhen(f *testing.F) {
+	for _, s := range []string{"what did I do yesterday?", "in May 2023", "two weeks ago", "on 31 February", "on Monday", "2024-13-45", "", "last weekend in 2023"} {
+		f.Add(s)
+	}
+	now := time.Date(2026, 5, 20, 15, 30, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, text string) {
+		w, ok := parseWhen(text, now, time.UTC)
+		if !ok {
+			return
+		}
+		if !w.from.Before(w.to) {
+			t.Errorf("parseWhen(%q): empty range [%s, %s)", text, w.from, w.to)
+		}
+		if len(w.rest) >= len(text) {
+			t.Errorf("parseWhen(%q): rest %q is no shorter", text, w.rest)
+		}
+	})
+}
