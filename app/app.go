@@ -168,8 +168,13 @@ func (a *App) build(ctx context.Context, parts Parts, defaults memory.Settings, 
 	if cfg.Memory.Facts.Enabled {
 		facts = cfg.Memory.Facts.Budget
 	}
+	loc, err := cfg.Memory.Location()
+	if err != nil {
+		return fmt.Errorf("memory.timezone: %w", err)
+	}
 	var asm chat.Assembler = assemble.New(store, a.Counter, assemble.Budget{Total: b.Total, System: b.System,
-		Memories: b.Memories + facts, Summaries: b.Summaries, Snippets: b.Snippets, Recent: b.Recent})
+		Memories: b.Memories + facts, Summaries: b.Summaries, Snippets: b.Snippets, Recent: b.Recent},
+		assemble.InLocation(loc))
 	if parts.WrapAssembler != nil {
 		asm = parts.WrapAssembler(asm)
 	}

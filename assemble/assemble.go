@@ -27,11 +27,12 @@ var DefaultBudget = Budget{Total: 8000, System: 1500, Memories: 500, Summaries: 
 
 // Source is what assembly reads from the store.
 //
-// Build calls Search concurrently with the other methods.
+// Build calls Search and Around concurrently with the other methods.
 type Source interface {
 	Summaries(ctx context.Context, key pipeline.Key, activeOnly bool) ([]memory.Summary, error)
 	Recent(ctx context.Context, key pipeline.Key, limit, tokenBudget int) ([]memory.Message, error)
 	Search(ctx context.Context, key pipeline.Key, q memory.Query) ([]memory.Hit, error)
+	Around(ctx context.Context, key pipeline.Key, ids []int64) ([]memory.Message, error)
 	Memories(ctx context.Context, owner string) ([]memory.UserMemory, error)
 	Facts(ctx context.Context, owner, text string, limit int) ([]memory.Fact, error)
 }
@@ -73,16 +74,6 @@ type Part struct {
 	Texts []string `json:"texts,omitempty"`
 }
 
-// Snippet is an archived message pulled into the prompt.
-type Snippet struct {
-	ID     int64       `json:"id"`
-	Role   memory.Role `json:"role"`
-	Time   time.Time   `json:"time"`
-	Tokens int         `json:"tokens"`
-	Score  float64     `json:"score"`
-	Text   string      `json:"text"`
-}
-
 // Breakdown is what went into a prompt and why.
 type Breakdown struct {
 	Parts     []Part    `json:"parts"`
@@ -114,18 +105,49 @@ const perMessage = 4
 
 // Assembler builds prompts.
 type Assembler struct {
-	src     Source
-	count   llm.Counter
-	budget  Budget
-	snippet int // most snippets considered
+	src    Source
+	count  llm.Counter
+	budget Budget
+	loc    *time.Location // time words in questions ("yesterday") are read here
+}
+
+// Option configures an Assembler.
+type Option func(*Assembler)
+
+// InLocation reads the time words of questions ("yesterday", "in May") in
+// loc (memory.timezone); the default is the server's local time.
+func InLocation(loc *time.Location) Option {
+	return func(a *Assembler) {
+		if loc != nil {
+			a.loc = loc
+		}
+	}
 }
 
 // New returns an Assembler.
-func New(src Source, counter llm.Counter, b Budget) *Assembler {
-	return &Assembler{src: src, count: counter, budget: b, snippet: 20}
+func New(src Source, counter llm.Counter, b Budget, opts ...Option) *Assembler {
+	a := &Assembler{src: src, count: counter, budget: b, loc: time.Local}
+	for _, o := range opts {
+		o(a)
+	}
+	return a
 }
 
-// Build assembles the prompt for req.
+// parts is a prompt's content on its way through Build.
+type parts struct {
+	system, current string
+	notes           []string
+	sums            []memory.Summary
+	snips           []Snippet
+	recent          []memory.Message
+	// items dropped to fit, per part
+	notesTrimmed, sumTrimmed, snipTrimmed, recentTrimmed int
+	truncated                                            bool
+}
+
+// Build assembles the prompt for req in three steps: gather each part
+// within its own budget, fit the current message, and trim the whole to the
+// total.
 func (a *Assembler) Build(ctx context.Context, req Request) (Prompt, error) {
 	if req.Now.IsZero() {
 		req.Now = time.Now()
@@ -133,19 +155,34 @@ func (a *Assembler) Build(ctx context.Context, req Request) (Prompt, error) {
 	if req.MaxMemories <= 0 {
 		req.MaxMemories = 50
 	}
-	b := a.budget.Within(req.MaxTotal)
-	var bd Breakdown
-	bd.Budget = b.Total
+	if req.MaxTotal > 0 && req.MaxTotal < a.budget.Total {
+		// A smaller context window: the same assembly on a smaller budget.
+		small := *a
+		small.budget = a.budget.Within(req.MaxTotal)
+		a = &small
+	}
+	p, err := a.gather(ctx, req)
+	if err != nil {
+		return Prompt{}, err
+	}
+	fixed := a.fitCurrent(&p)
+	total := a.trim(&p, fixed)
+	return a.render(req, p, total), nil
+}
 
-	// 1. Recent turns, newest first within their budget.
+// gather loads every part within its own budget: the recent turns, newest
+// first; the archive snippets, skipping what the recent turns show; the
+// system prompt; memories and facts; summaries, highest level first.
+func (a *Assembler) gather(ctx context.Context, req Request) (parts, error) {
+	b := a.budget
+	p := parts{current: req.Text}
 	// Ask the store for no more than the budget could hold (plus the current
 	// message): a long conversation with memory off has many active messages.
 	recent, err := a.src.Recent(ctx, req.Key, 0, b.Recent+a.count.Count(req.Text)+perMessage)
 	if err != nil {
-		return Prompt{}, fmt.Errorf("loading recent turns of %s: %w", req.Key, err)
+		return p, fmt.Errorf("loading recent turns of %s: %w", req.Key, err)
 	}
 	recent, dropped := dropCurrent(recent, req)
-	recentTrimmed := 0
 	{
 		used, start := 0, len(recent)
 		for i := len(recent) - 1; i >= 0; i-- {
@@ -156,20 +193,19 @@ func (a *Assembler) Build(ctx context.Context, req Request) (Prompt, error) {
 			used += t
 			start = i
 		}
-		recentTrimmed = start
-		recent = recent[start:]
+		p.recentTrimmed = start
+		p.recent = recent[start:]
 	}
-	// 2. Snippets from the archive, skipping what is already in context.
 	// The search (the costliest read) runs while the memories and the
 	// summaries are loaded and counted.
 	type searched struct {
-		hits []memory.Hit
-		err  error
+		snips []Snippet
+		err   error
 	}
 	var found chan searched
 	if req.Memory && b.Snippets > 0 {
-		exclude := make([]int64, 0, len(recent)+1)
-		for _, m := range recent {
+		exclude := make([]int64, 0, len(p.recent)+1)
+		for _, m := range p.recent {
 			if m.ID != 0 {
 				exclude = append(exclude, m.ID)
 			}
@@ -181,72 +217,53 @@ func (a *Assembler) Build(ctx context.Context, req Request) (Prompt, error) {
 		exclude = append(exclude, dropped...)
 		found = make(chan searched, 1)
 		go func() {
-			hits, err := a.src.Search(ctx, req.Key, memory.Query{Text: req.Text, Limit: a.snippet, TokenBudget: b.Snippets, Exclude: exclude})
-			found <- searched{hits, err}
+			snips, err := a.recall(ctx, req, exclude, b.Snippets)
+			found <- searched{snips, err}
 		}()
 	}
 	// waitSearch returns the search's result (nil when none was started);
 	// every return path below waits for it.
-	waitSearch := func() ([]memory.Hit, error) {
+	waitSearch := func() ([]Snippet, error) {
 		if found == nil {
 			return nil, nil
 		}
 		r := <-found
 		found = nil
-		return r.hits, r.err
+		return r.snips, r.err
 	}
 	defer func() { _, _ = waitSearch() }() // a search still running when Build returns early is only waited for
-	// 3. System prompt, capped at its budget.
-	system := a.fit(req.SystemPrompt, b.System)
-	// 4. Memories and facts.
-	notes, _, notesTrimmed, err := a.memories(ctx, req)
-	if err != nil {
-		return Prompt{}, err
+	p.system = a.cut(req.SystemPrompt, b.System)
+	if p.notes, _, p.notesTrimmed, err = a.memories(ctx, req); err != nil {
+		return p, err
 	}
-	// 5. Summaries, highest level first, then oldest first.
-	var sums []memory.Summary
 	if req.Memory {
-		if sums, err = a.src.Summaries(ctx, req.Key, true); err != nil {
-			return Prompt{}, fmt.Errorf("loading summaries of %s: %w", req.Key, err)
+		if p.sums, err = a.src.Summaries(ctx, req.Key, true); err != nil {
+			return p, fmt.Errorf("loading summaries of %s: %w", req.Key, err)
 		}
 	}
-	sort.SliceStable(sums, func(i, j int) bool {
-		if sums[i].Level != sums[j].Level {
-			return sums[i].Level > sums[j].Level
+	sort.SliceStable(p.sums, func(i, j int) bool {
+		if p.sums[i].Level != p.sums[j].Level {
+			return p.sums[i].Level > p.sums[j].Level
 		}
-		return sums[i].ID < sums[j].ID
+		return p.sums[i].ID < p.sums[j].ID
 	})
-	sumTrimmed := 0
-	sums, sumTrimmed = keepWithin(sums, b.Summaries, func(s memory.Summary) int { return a.count.Count(summaryLine(s)) })
-	// The snippets found, within their budget.
-	var snips []Snippet
-	hits, err := waitSearch()
-	if err != nil {
-		return Prompt{}, fmt.Errorf("searching the archive of %s: %w", req.Key, err)
+	p.sums, p.sumTrimmed = keepWithin(p.sums, b.Summaries, func(s memory.Summary) int { return a.count.Count(summaryLine(s)) })
+	if p.snips, err = waitSearch(); err != nil {
+		return p, fmt.Errorf("searching the archive of %s: %w", req.Key, err)
 	}
-	{
-		used := 0
-		for _, h := range hits {
-			if req.MessageID != "" && h.Message.PlatformID == req.MessageID {
-				continue
-			}
-			s := Snippet{ID: h.Message.ID, Role: h.Message.Role, Time: h.Message.Time, Score: h.Score, Text: h.Message.Text}
-			s.Tokens = a.snippetTokens(s, h.Message.Tokens)
-			if used+s.Tokens > b.Snippets {
-				continue
-			}
-			used += s.Tokens
-			snips = append(snips, s)
-		}
-	}
-	// 6. The current message: always in, truncated when it alone is too big.
-	current := req.Text
-	fixed := a.count.Count(system) + perMessage + perMessage // system + current framing
-	room := b.Total - fixed
+	return p, nil
+}
+
+// fitCurrent truncates the current message when it alone is over the total
+// (it is always in), and returns the tokens of the system prompt and the two
+// messages' framing.
+func (a *Assembler) fitCurrent(p *parts) int {
+	fixed := a.count.Count(p.system) + perMessage + perMessage // system + current framing
+	room := a.budget.Total - fixed
 	if room < 1 {
 		room = 1
 	}
-	if n := a.count.Count(current); n > room {
+	if n := a.count.Count(p.current); n > room {
 		// The note's own cost comes out of the room (it is ~15 words: more
 		// than 20 tokens with some counters).
 		note := func(kept int) string {
@@ -254,82 +271,94 @@ func (a *Assembler) Build(ctx context.Context, req Request) (Prompt, error) {
 		}
 		keep := room - a.count.Count(note(room))
 		for ; keep > 0; keep-- {
-			if cut := a.fit(current, keep) + note(keep); a.count.Count(cut) <= room {
-				current = cut
+			if cut := a.cut(p.current, keep) + note(keep); a.count.Count(cut) <= room {
+				p.current = cut
 				break
 			}
 		}
 		if keep <= 0 { // no room even for the note
-			current = a.fit(current, room)
+			p.current = a.cut(p.current, room)
 		}
-		bd.Truncated = true
-		bd.Notes = append(bd.Notes, "the current message was truncated to fit the budget")
+		p.truncated = true
 	}
+	return fixed
+}
 
-	// Over the total? Trim snippets, then the oldest recent turns, then the
-	// oldest / lowest summaries (then memories, then a memory-less prompt).
-	//
-	// The memory block is counted once; while trimming, each dropped item's
-	// own count is subtracted, and the whole prompt is counted again only
-	// near the budget (re-tokenizing the block for every drop would cost
-	// milliseconds a turn). The decisions are those of exact counting.
-	currentTok := a.count.Count(current)
+// trim drops items while the prompt is over the total: snippets (lowest
+// ranked first), then the oldest recent turns, then the oldest / lowest
+// summaries, then memories. It returns a function counting the prompt.
+//
+// The memory block is counted once; while trimming, each dropped item's
+// own count is subtracted, and the whole prompt is counted again only
+// near the budget (re-tokenizing the block for every drop would cost
+// milliseconds a turn). The decisions are those of exact counting.
+func (a *Assembler) trim(p *parts, fixed int) func() int {
+	currentTok := a.count.Count(p.current)
 	exact := func() int {
-		return fixed + currentTok + blockTokens(a, notes, sums, snips) + tokensOf(recent)
+		return fixed + currentTok + blockTokens(a, p.notes, p.sums, p.snips) + tokensOf(p.recent)
 	}
+	total := a.budget.Total
 	estimate, drops := exact(), 0
 	over := func() bool {
 		// A drop can save a little more than its item (a newline, a
 		// section header, the block's framing): allow for that before
 		// trusting the estimate.
-		if estimate-2*drops-40 > b.Total {
+		if estimate-2*drops-40 > total {
 			drops++
 			return true
 		}
 		estimate, drops = exact(), 0
-		if estimate > b.Total {
+		if estimate > total {
 			drops++
 			return true
 		}
 		return false
 	}
-	snipTrimmed := 0
-	for over() && len(snips) > 0 {
-		estimate -= snips[len(snips)-1].Tokens
-		snips = snips[:len(snips)-1] // lowest ranked first
-		snipTrimmed++
+	for over() && len(p.snips) > 0 {
+		estimate -= p.snips[len(p.snips)-1].Tokens
+		p.snips = p.snips[:len(p.snips)-1]
+		p.snipTrimmed++
 	}
-	for over() && len(recent) > 0 {
-		estimate -= recent[0].Tokens + perMessage
-		recent = recent[1:]
-		recentTrimmed++
+	for over() && len(p.recent) > 0 {
+		estimate -= p.recent[0].Tokens + perMessage
+		p.recent = p.recent[1:]
+		p.recentTrimmed++
 	}
-	for over() && len(sums) > 0 {
+	for over() && len(p.sums) > 0 {
 		// lowest level, oldest first: the list is sorted highest level first
 		// and oldest first within a level, so find the last level's oldest.
-		idx := len(sums) - 1
-		for idx > 0 && sums[idx-1].Level == sums[idx].Level {
+		idx := len(p.sums) - 1
+		for idx > 0 && p.sums[idx-1].Level == p.sums[idx].Level {
 			idx--
 		}
-		estimate -= a.count.Count(summaryLine(sums[idx]))
-		sums = append(sums[:idx], sums[idx+1:]...)
-		sumTrimmed++
+		estimate -= a.count.Count(summaryLine(p.sums[idx]))
+		p.sums = append(p.sums[:idx], p.sums[idx+1:]...)
+		p.sumTrimmed++
 	}
-	for over() && len(notes) > 0 {
-		estimate -= a.count.Count(notes[len(notes)-1])
-		notes = notes[:len(notes)-1]
-		notesTrimmed++
+	for over() && len(p.notes) > 0 {
+		estimate -= a.count.Count(p.notes[len(p.notes)-1])
+		p.notes = p.notes[:len(p.notes)-1]
+		p.notesTrimmed++
 	}
-	total := exact
+	return exact
+}
 
-	var msgs []llm.Message
-	if system != "" {
-		msgs = append(msgs, llm.Message{Role: "system", Content: system})
+// render turns the parts into the chat messages and their breakdown.
+func (a *Assembler) render(req Request, p parts, total func() int) Prompt {
+	b := a.budget
+	bd := Breakdown{Budget: b.Total}
+	if p.truncated {
+		bd.Truncated = true
+		bd.Notes = append(bd.Notes, "the current message was truncated to fit the budget")
 	}
-	if block := memoryBlock(notes, sums, snips); block != "" {
+	var msgs []llm.Message
+	if p.system != "" {
+		msgs = append(msgs, llm.Message{Role: "system", Content: p.system})
+	}
+	if block := memoryBlock(p.notes, p.sums, p.snips); block != "" {
 		msgs = append(msgs, llm.Message{Role: "system", Content: block})
 	}
-	for _, m := range recent {
+	for _, m := range p.recent {
 		role := string(m.Role)
 		content := m.Text
 		if m.Role == memory.RoleUser && m.SenderName != "" && req.Key.Channel != "console" {
@@ -337,36 +366,36 @@ func (a *Assembler) Build(ctx context.Context, req Request) (Prompt, error) {
 		}
 		msgs = append(msgs, llm.Message{Role: role, Content: content})
 	}
-	msgs = append(msgs, llm.Message{Role: "user", Content: current})
+	msgs = append(msgs, llm.Message{Role: "user", Content: p.current})
 
 	memTok := 0
-	if len(notes) > 0 {
-		memTok = a.count.Count(strings.Join(notes, "\n"))
+	if len(p.notes) > 0 {
+		memTok = a.count.Count(strings.Join(p.notes, "\n"))
 	}
 	sumTok := 0
-	sumLines := make([]string, 0, len(sums))
-	for _, s := range sums {
+	sumLines := make([]string, 0, len(p.sums))
+	for _, s := range p.sums {
 		sumLines = append(sumLines, summaryLine(s))
 		sumTok += a.count.Count(sumLines[len(sumLines)-1])
 	}
 	snipTok := 0
-	for _, s := range snips {
+	for _, s := range p.snips {
 		snipTok += s.Tokens
 	}
 	bd.Parts = []Part{
-		{Name: PartSystem, Tokens: a.count.Count(system), Budget: b.System, Items: boolInt(system != "")},
-		{Name: PartMemories, Tokens: memTok, Budget: b.Memories, Items: len(notes), Trimmed: notesTrimmed, Texts: notes},
-		{Name: PartSummaries, Tokens: sumTok, Budget: b.Summaries, Items: len(sums), Trimmed: sumTrimmed, Texts: sumLines},
-		{Name: PartSnippets, Tokens: snipTok, Budget: b.Snippets, Items: len(snips), Trimmed: snipTrimmed},
-		{Name: PartRecent, Tokens: tokensOf(recent), Budget: b.Recent, Items: len(recent), Trimmed: recentTrimmed},
-		{Name: PartCurrent, Tokens: a.count.Count(current), Items: 1},
+		{Name: PartSystem, Tokens: a.count.Count(p.system), Budget: b.System, Items: boolInt(p.system != "")},
+		{Name: PartMemories, Tokens: memTok, Budget: b.Memories, Items: len(p.notes), Trimmed: p.notesTrimmed, Texts: p.notes},
+		{Name: PartSummaries, Tokens: sumTok, Budget: b.Summaries, Items: len(p.sums), Trimmed: p.sumTrimmed, Texts: sumLines},
+		{Name: PartSnippets, Tokens: snipTok, Budget: b.Snippets, Items: len(p.snips), Trimmed: p.snipTrimmed},
+		{Name: PartRecent, Tokens: tokensOf(p.recent), Budget: b.Recent, Items: len(p.recent), Trimmed: p.recentTrimmed},
+		{Name: PartCurrent, Tokens: a.count.Count(p.current), Items: 1},
 	}
-	bd.Snippets = snips
+	bd.Snippets = p.snips
 	bd.Total = total()
 	if !req.Memory {
 		bd.Notes = append(bd.Notes, "memory is off for this chat: no summaries or archive snippets (/summary_on turns it on)")
 	}
-	return Prompt{Messages: msgs, Breakdown: bd}, nil
+	return Prompt{Messages: msgs, Breakdown: bd}
 }
 
 func boolInt(b bool) int {
@@ -475,8 +504,7 @@ func blockTokens(a *Assembler, notes []string, sums []memory.Summary, snips []Sn
 	// most a token per line more than the block's exact count, never less
 	// (TestBlockTokensBound).
 	n := (len(lines) - 1) * a.count.Count("\n")
-	// The snippets' lines, the last ones, are counted already
-	// (snippetTokens).
+	// The snippets, the last items, are counted already (countSnippet).
 	for _, l := range lines[:len(lines)-len(snips)] {
 		n += a.count.Count(l)
 	}
@@ -506,28 +534,6 @@ func summaryLine(s memory.Summary) string {
 	return fmt.Sprintf("[%s – %s, level %d] %s", s.From.Format("2006-01-02"), s.To.Format("2006-01-02"), s.Level, s.Text)
 }
 
-func snippetLine(s Snippet) string { return snippetHeader(s) + " " + s.Text }
-
-func snippetHeader(s Snippet) string {
-	return fmt.Sprintf("[%s, %s]", s.Time.Format("2006-01-02 15:04"), s.Role)
-}
-
-// snippetTokens counts a snippet's line from the message's stored count
-// (taken by the same counter when it was stored), so that the turn does not
-// tokenize the text of up to 20 archived messages again: the header's count,
-// the text's, and the space's between them. A counter splits text
-// after the header's closing bracket, and the space joins the first word
-// of the text at most one token dearer than alone: this is at least the
-// line's exact count, and at most a token more (two with the estimate of
-// other models, which rounds each part up; TestBlockTokensBound).
-// Without a stored count, the line is counted.
-func (a *Assembler) snippetTokens(s Snippet, stored int) int {
-	if stored <= 0 {
-		return a.count.Count(snippetLine(s))
-	}
-	return a.count.Count(snippetHeader(s)) + a.count.Count(" ") + stored
-}
-
 // memoryBlock renders the memory system message.
 func memoryBlock(notes []string, sums []memory.Summary, snips []Snippet) string {
 	return strings.Join(blockLines(notes, sums, snips), "\n")
@@ -551,12 +557,12 @@ func blockLines(notes []string, sums []memory.Summary, snips []Snippet) []string
 	}
 	section("## What you know about the user", len(notes), func(i int) string { return notes[i] })
 	section("## Summaries of the earlier conversation", len(sums), func(i int) string { return summaryLine(sums[i]) })
-	section("## Excerpts from the archive that may be relevant", len(snips), func(i int) string { return snippetLine(snips[i]) })
+	section("## Excerpts from the archive that may be relevant", len(snips), func(i int) string { return snippetText(snips[i]) })
 	return lines
 }
 
-// fit cuts text to at most max tokens (by halving on rune boundaries).
-func (a *Assembler) fit(text string, max int) string {
+// cut cuts text to at most max tokens (by halving on rune boundaries).
+func (a *Assembler) cut(text string, max int) string {
 	if max <= 0 {
 		return ""
 	}
@@ -599,7 +605,10 @@ func (b Breakdown) Format() string {
 	if len(b.Snippets) > 0 {
 		s.WriteString("Pulled from the archive:\n")
 		for _, sn := range b.Snippets {
-			fmt.Fprintf(&s, "  – %s (%s, %s): %s\n", sn.Time.Format("2006-01-02"), sn.Role, plural(sn.Tokens, "token", "tokens"), shorten(sn.Text, 200))
+			fmt.Fprintf(&s, "  – %s:\n", plural(sn.Tokens, "token", "tokens"))
+			for _, l := range strings.Split(FormatSnippet(sn, 60), "\n") {
+				s.WriteString("    " + l + "\n")
+			}
 		}
 	}
 	for _, n := range b.Notes {

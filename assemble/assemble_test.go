@@ -2,6 +2,7 @@ package assemble_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
@@ -26,11 +27,12 @@ func (words) Count(s string) int { return len(strings.Fields(s)) }
 // applies its limits from the newest end, Search honours Exclude,
 // ArchivedOnly, Limit and TokenBudget. It records what it was asked.
 type fakeSource struct {
-	sums   []memory.Summary
-	recent []memory.Message
-	hits   []memory.Hit
-	mems   []memory.UserMemory
-	facts  []memory.Fact
+	sums    []memory.Summary
+	recent  []memory.Message
+	hits    []memory.Hit
+	archive []memory.Message // the archive Around reads (with the hits' messages)
+	mems    []memory.UserMemory
+	facts   []memory.Fact
 
 	mu          sync.Mutex // Build calls Search alongside the others
 	calls       map[string]int
@@ -102,6 +104,27 @@ func (f *fakeSource) Search(_ context.Context, _ pipeline.Key, q memory.Query) (
 	return out, nil
 }
 
+func (f *fakeSource) Around(_ context.Context, _ pipeline.Key, ids []int64) ([]memory.Message, error) {
+	f.called("around")
+	all := slices.Clone(f.archive)
+	for _, h := range f.hits {
+		if !slices.ContainsFunc(all, func(m memory.Message) bool { return m.ID == h.Message.ID }) {
+			all = append(all, h.Message)
+		}
+	}
+	slices.SortFunc(all, func(a, b memory.Message) int { return int(a.ID - b.ID) })
+	var out []memory.Message
+	for i, m := range all {
+		for _, id := range ids {
+			if id == m.ID || (i > 0 && all[i-1].ID == id) || (i+1 < len(all) && all[i+1].ID == id) {
+				out = append(out, m)
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
 func (f *fakeSource) Memories(context.Context, string) ([]memory.UserMemory, error) {
 	f.called("memories")
 	return slices.Clone(f.mems), nil
@@ -131,7 +154,7 @@ func ten(tag string) string {
 //
 //	memories   "- name: Ann" 3 (+1 in the part budget), "- city: Berlin" 3 (+1)
 //	summaries  S2 (level 2) 9, S1 (level 1, older) 8, S3 (level 1, newer) 7 — as lines
-//	snippets   H1 7, H2 6 — as lines; H0 is message 203, already a recent turn
+//	snippets   H1 7, H2 6 — as blocks of one message; H0 is message 203, already a recent turn
 //	recent     201–204: 10 tokens + 4 framing each; 205 is the current message
 //	headers    memories 7, summaries 6, snippets 9; the memory block has 4 framing
 func fixture() *fakeSource {
@@ -199,6 +222,13 @@ func checkParts(t *testing.T, bd assemble.Breakdown, parts map[string]want) {
 	}
 }
 
+// sameJSON compares what two values show as JSON (their exported fields).
+func sameJSON(a, b any) bool {
+	ja, err1 := json.Marshal(a)
+	jb, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(ja) == string(jb)
+}
+
 func contents(msgs []llm.Message) []string {
 	out := make([]string, len(msgs))
 	for i, m := range msgs {
@@ -224,8 +254,8 @@ func TestPromptOrder(t *testing.T) {
 		"[2026-01-03 – 2026-01-04, level 1] gamma one",
 		"",
 		"## Excerpts from the archive that may be relevant",
-		"[2025-12-15 10:30, user] tickets for the concert",
-		"[2025-12-20 18:05, assistant] concert at eight",
+		"[Mon 2025-12-15] user: tickets for the concert",
+		"[Sat 2025-12-20] assistant: concert at eight",
 	}, "\n")
 	wantMsgs := []string{
 		"system|" + systemPrompt,
@@ -255,7 +285,7 @@ func TestPromptOrder(t *testing.T) {
 	// Retrieval: the current text, the snippet budget, skipping the recent
 	// turns (active messages outside the recent window stay findable).
 	q := src.query
-	if q.Text != currentText || q.TokenBudget != 100 || !reflect.DeepEqual(q.Exclude, []int64{201, 202, 203, 204, 205}) || q.ArchivedOnly {
+	if q.Text != currentText || !reflect.DeepEqual(q.Exclude, []int64{201, 202, 203, 204, 205}) || q.ArchivedOnly {
 		t.Errorf("search query = %+v", q)
 	}
 	// The store is asked for no more recent turns than the budget could use.
@@ -263,10 +293,10 @@ func TestPromptOrder(t *testing.T) {
 		t.Errorf("Recent asked with a token budget of %d, below the part's budget plus the current message", src.recentTok)
 	}
 	wantSnips := []assemble.Snippet{
-		{ID: 101, Role: memory.RoleUser, Time: time.Date(2025, 12, 15, 10, 30, 0, 0, time.UTC), Tokens: 7, Score: 2.5, Text: "tickets for the concert"},
-		{ID: 102, Role: memory.RoleAssistant, Time: time.Date(2025, 12, 20, 18, 5, 0, 0, time.UTC), Tokens: 6, Score: 1.25, Text: "concert at eight"},
+		{Messages: []assemble.SnippetMessage{{ID: 101, Role: memory.RoleUser, Sender: "user", Time: time.Date(2025, 12, 15, 10, 30, 0, 0, time.UTC), Text: "tickets for the concert", Hit: true}}, Tokens: 7, Score: 2.5},
+		{Messages: []assemble.SnippetMessage{{ID: 102, Role: memory.RoleAssistant, Sender: "assistant", Time: time.Date(2025, 12, 20, 18, 5, 0, 0, time.UTC), Text: "concert at eight", Hit: true}}, Tokens: 6, Score: 1.25},
 	}
-	if !reflect.DeepEqual(bd.Snippets, wantSnips) {
+	if !sameJSON(bd.Snippets, wantSnips) {
 		t.Errorf("snippets = %+v, want %+v", bd.Snippets, wantSnips)
 	}
 	if src.calls["facts"] != 0 {
@@ -342,7 +372,7 @@ func TestPartBudgets(t *testing.T) {
 		assemble.PartSystem:    {3, 1, 0},  // cut to its first 3 words
 		assemble.PartMemories:  {3, 1, 1},  // the first line costs 3+1 = 4
 		assemble.PartSummaries: {17, 2, 1}, // S2 9 + S1 8; S3 does not fit
-		assemble.PartSnippets:  {7, 1, 0},  // H1 7; H2 was never pulled (over the part's budget)
+		assemble.PartSnippets:  {7, 1, 0},  // H1 7; H2 did not fit the part's budget
 		assemble.PartRecent:    {28, 2, 1}, // 203, 204; 202 fetched and dropped (201 never fetched)
 		assemble.PartCurrent:   {5, 1, 0},
 	})
@@ -358,7 +388,7 @@ func TestPartBudgets(t *testing.T) {
 	if sys := p.Messages[0].Content; !strings.HasPrefix(systemPrompt, sys) || (words{}).Count(sys) != 3 {
 		t.Errorf("system prompt = %q, want its first 3 words", sys)
 	}
-	if !reflect.DeepEqual(src.query.Exclude, []int64{203, 204, 205}) || src.query.TokenBudget != 7 {
+	if !reflect.DeepEqual(src.query.Exclude, []int64{203, 204, 205}) {
 		t.Errorf("search query = %+v", src.query)
 	}
 	if got := contents(p.Messages[2:]); !reflect.DeepEqual(got, []string{"user|Ann: " + ten("r203"), "assistant|" + ten("r204"), "user|" + currentText}) {
@@ -375,7 +405,7 @@ func TestPartBudgets(t *testing.T) {
 		"• recent turns: 28 tokens (budget 28), 2 items, 1 trimmed",
 		"• current message: 5 tokens",
 		"Pulled from the archive:",
-		"– 2025-12-15 (user, 7 tokens): tickets for the concert",
+		"  – 7 tokens:\n    [Mon 2025-12-15] user: tickets for the concert",
 	} {
 		if !strings.Contains(f, s) {
 			t.Errorf("Format() lacks %q:\n%s", s, f)
@@ -689,8 +719,7 @@ func TestWithStore(t *testing.T) {
 	for _, s := range []string{
 		"- home_city: Berlin",
 		"[2026-02-02 – 2026-02-09, level 1] Ann planned a trip and talked about pasta.",
-		"[2026-02-03 12:00, user] We booked the Lisbon trip for May 14",
-		"[2026-02-03 12:01, assistant] Lisbon in May sounds lovely",
+		"[Tue 2026-02-03] Ann: We booked the Lisbon trip for May 14\nassistant: Lisbon in May sounds lovely",
 	} {
 		if !strings.Contains(block, s) {
 			t.Errorf("the memory block lacks %q:\n%s", s, block)
@@ -714,20 +743,28 @@ func TestWithStore(t *testing.T) {
 		t.Fatal("no snippets pulled")
 	}
 	for _, s := range bd.Snippets {
-		if slices.ContainsFunc(activeNow, func(m memory.Message) bool { return m.ID == s.ID }) {
-			t.Errorf("snippet %d (%q) is an active message, not an archived one", s.ID, s.Text)
+		var lines []string
+		for i, m := range s.Messages {
+			if slices.ContainsFunc(activeNow, func(a memory.Message) bool { return a.ID == m.ID }) {
+				t.Errorf("snippet message %d (%q) is an active message, not an archived one", m.ID, m.Text)
+			}
+			line := m.Sender + ": " + m.Text
+			if i == 0 {
+				line = m.Time.Format("[Mon 2006-01-02] ") + line
+			}
+			lines = append(lines, line)
 		}
-		// Counted from the stored count: at least the line's own, at most
-		// two more (the estimate rounds three parts up).
-		line := counter.Count(fmt.Sprintf("[%s, %s] %s", s.Time.Format("2006-01-02 15:04"), s.Role, s.Text))
-		if s.Time.IsZero() || s.Score <= 0 || s.Tokens < line || s.Tokens > line+2 {
-			t.Errorf("snippet %+v, line counted %d", s, line)
+		// Counted from the stored counts: at least the block's own, at
+		// most two more per line (the estimate rounds three parts up).
+		exact := counter.Count(strings.Join(lines, "\n"))
+		if s.Time().IsZero() || s.Score <= 0 || s.Tokens < exact || s.Tokens > exact+2*len(lines) {
+			t.Errorf("snippet %+v, block counted %d", s, exact)
 		}
 	}
 	if bd.Total > assemble.DefaultBudget.Total || bd.Part(assemble.PartSummaries).Items != 1 || bd.Part(assemble.PartRecent).Items != 8 || bd.Part(assemble.PartMemories).Items != 1 {
 		t.Errorf("breakdown = %+v", bd)
 	}
-	if f := bd.Format(); !strings.Contains(f, "– 2026-02-03 (user") || !strings.Contains(f, "of 8000 tokens") {
+	if f := bd.Format(); !strings.Contains(f, "[Tue 2026-02-03] Ann: We booked") || !strings.Contains(f, "of 8000 tokens") {
 		t.Errorf("Format() = %s", f)
 	}
 }

@@ -15,7 +15,11 @@
 // 10/100/1,000 vs the full history; the real bot's resident memory idle and
 // after a load; its peak resident memory under a small load with exact token
 // counts vs the chars/4 estimate; its first reply after start-up vs the
-// tenth; its start-up time to ready with a 1 GB database vs an empty one.
+// tenth; its start-up time to ready with a 1 GB database vs an empty one;
+// and, given --data (REALTALK's data/ folder), the evidence recall of the
+// archive snippets vs plain BM25 top-20:
+//
+//	go run ./bench --only=recall --data ~/REALTALK/data
 package main
 
 import (
@@ -46,6 +50,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	quick := fs.Bool("quick", false, "small fixtures and loads: the whole run takes under a minute")
 	only := fs.String("only", "", "comma-separated figures to run: "+strings.Join(figureNames(), ","))
 	asJSON := fs.Bool("json", false, "print the table as JSON")
+	data := fs.String("data", "", "the data/ folder of REALTALK (github.com/danny911kr/REALTALK) for the recall figure")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -60,7 +65,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	rep, err := measure(ctx, sc, names, stderr)
+	rep, err := measure(ctx, sc, names, *data, stderr)
 	if err != nil {
 		return err
 	}
@@ -75,10 +80,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 // measure runs the figures names at scale sc, in the order of figureList;
 // progress goes to log.
-func measure(ctx context.Context, sc scale, names []string, log io.Writer) (report, error) {
+func measure(ctx context.Context, sc scale, names []string, data string, log io.Writer) (report, error) {
 	rep := report{Machine: describeMachine(), Scale: sc.name}
 	start := time.Now()
-	env := &runEnv{scale: sc, log: log}
+	env := &runEnv{scale: sc, log: log, data: data}
 	defer env.close()
 	for _, f := range figureList {
 		if !slices.Contains(names, f.name) {

@@ -75,6 +75,7 @@ type runEnv struct {
 	log    io.Writer
 	binDir string
 	bin    string
+	data   string // REALTALK's data/ folder ("" skips the recall figure)
 }
 
 // botBinary builds cmd/bot once per run.
@@ -113,6 +114,7 @@ var figureList = []figure{
 	{"smallload", measureSmallLoad},
 	{"firstreply", measureFirstReply},
 	{"startup", measureStartup},
+	{"recall", measureRecall},
 }
 
 func figureNames() []string {
@@ -346,4 +348,52 @@ func measureStartup(ctx context.Context, e *runEnv) ([]row, error) {
 		Scale:  fmt.Sprintf("real bot; %s db (%s msgs), %d starts each, page cache warm", fmtMiB(size), thousands(int64(sc.startup.Total)), sc.startRuns),
 		Values: map[string]float64{"ms": o, "empty_ms": b, "db_mib": mib(size)},
 	}}, nil
+}
+
+func measureRecall(ctx context.Context, e *runEnv) ([]row, error) {
+	if e.data == "" {
+		fmt.Fprintln(e.log, "  skipped: --data names REALTALK's data/ folder (github.com/danny911kr/REALTALK)")
+		return nil, nil
+	}
+	chats, err := figures.LoadRecallChats(e.data)
+	if err != nil {
+		return nil, err
+	}
+	res, err := figures.Recall(ctx, chats, figures.RecallOptions{Progress: func(f string, a ...any) { fmt.Fprintf(e.log, f+"\n", a...) }})
+	if err != nil {
+		return nil, err
+	}
+	o, b := res.Ours, res.Baseline
+	scaleS := fmt.Sprintf("REALTALK: %d chats, %s turns, %d questions; 1,500-token snippets", res.Chats, thousands(int64(res.Turns)), o.Questions)
+	vals := func(s figures.RecallScore) map[string]float64 {
+		v := map[string]float64{"recall": s.Recall, "any_found": s.AnyFound, "tokens": s.Tokens,
+			"p50_ms": figures.MS(figures.Pct(s.Latency, 0.5)), "p99_ms": figures.MS(figures.Pct(s.Latency, 0.99))}
+		for c, r := range s.ByCategory {
+			v["recall_cat"+c] = r
+		}
+		return v
+	}
+	ov, bv := vals(o), vals(b)
+	for k, v := range bv {
+		ov["baseline_"+k] = v
+	}
+	rows := []row{
+		{Figure: "archive snippets: evidence recall vs BM25 top-20", Ours: fmt.Sprintf("%.3f", o.Recall), Baseline: fmt.Sprintf("%.3f", b.Recall), Ratio: fmtRatio(o.Recall, b.Recall), Scale: scaleS, Values: ov},
+		{Figure: "archive snippets: any evidence found vs BM25 top-20", Ours: fmt.Sprintf("%.3f", o.AnyFound), Baseline: fmt.Sprintf("%.3f", b.AnyFound), Ratio: fmtRatio(o.AnyFound, b.AnyFound), Scale: scaleS},
+	}
+	cats := make([]string, 0, len(o.ByCategory))
+	for c := range o.ByCategory {
+		cats = append(cats, c)
+	}
+	slices.Sort(cats)
+	for _, c := range cats {
+		rows = append(rows, row{Figure: "archive snippets: evidence recall, category " + c + ", vs BM25 top-20",
+			Ours: fmt.Sprintf("%.3f", o.ByCategory[c]), Baseline: fmt.Sprintf("%.3f", b.ByCategory[c]), Ratio: fmtRatio(o.ByCategory[c], b.ByCategory[c]), Scale: scaleS})
+	}
+	rows = append(rows,
+		row{Figure: "archive snippets: tokens used vs BM25 top-20", Ours: thousands(int64(o.Tokens)), Baseline: thousands(int64(b.Tokens)), Ratio: fmtRatio(o.Tokens, b.Tokens), Scale: scaleS},
+		row{Figure: "archive snippets: retrieval p50 vs BM25 top-20", Ours: fmtMS(ov["p50_ms"]), Baseline: fmtMS(bv["p50_ms"]), Ratio: fmtRatio(ov["p50_ms"], bv["p50_ms"]), Scale: scaleS},
+		row{Figure: "archive snippets: retrieval p99 vs BM25 top-20", Ours: fmtMS(ov["p99_ms"]), Baseline: fmtMS(bv["p99_ms"]), Ratio: fmtRatio(ov["p99_ms"], bv["p99_ms"]), Scale: scaleS},
+	)
+	return rows, nil
 }

@@ -428,6 +428,18 @@ func (r *Responder) Preview(ctx context.Context, key pipeline.Key, text string) 
 	return p.Breakdown, err
 }
 
+// Search finds snippets of the conversation for text as a turn does (for
+// /search), when the assembler can.
+func (r *Responder) Search(ctx context.Context, key pipeline.Key, text string, budget int) ([]assemble.Snippet, error) {
+	s, ok := r.asm.(interface {
+		Search(ctx context.Context, key pipeline.Key, text string, budget int) ([]assemble.Snippet, error)
+	})
+	if !ok {
+		return nil, errors.New("this assembler does not search")
+	}
+	return s.Search(ctx, key, text, budget)
+}
+
 // Prompt assembles the prompt the next message would get.
 func (r *Responder) Prompt(ctx context.Context, key pipeline.Key, text string) (assemble.Prompt, error) {
 	st, err := r.store.Settings(ctx, key.Owner())

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/recallbot/recall/assemble"
 	"strings"
 
 	"github.com/recallbot/recall/memory"
@@ -18,6 +19,23 @@ func runSearch(ctx context.Context, c *Call) error {
 	}
 	if len(memory.Terms(c.Args)) == 0 {
 		return usage("Those are all very common words; search for something more specific, e.g. /search holiday Lisbon.")
+	}
+	// The blocks a turn would pull from the archive, recent messages
+	// included, when the assembler can search; the store's hits otherwise.
+	if s, ok := c.preview.(snippetSearcher); ok {
+		snips, err := s.Search(ctx, c.Key, c.Args, 3000)
+		if err != nil {
+			return err
+		}
+		if len(snips) == 0 {
+			return c.Reply(ctx, "Nothing in this conversation matches that.")
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "Found %d:\n", len(snips))
+		for _, sn := range snips {
+			b.WriteString("\n" + assemble.FormatSnippet(sn, 200) + "\n")
+		}
+		return c.Reply(ctx, strings.TrimRight(b.String(), "\n"))
 	}
 	hits, err := c.store.Search(ctx, c.Key, memory.Query{Text: c.Args, Limit: 10, TokenBudget: 3000})
 	if err != nil {
@@ -42,6 +60,11 @@ func runSearch(ctx context.Context, c *Call) error {
 		fmt.Fprintf(&b, "• %s, %s: %s\n", h.Message.Time.Format("2006-01-02"), who, string(text))
 	}
 	return c.Reply(ctx, strings.TrimRight(b.String(), "\n"))
+}
+
+// snippetSearcher finds archive snippets as a turn does (chat.Responder).
+type snippetSearcher interface {
+	Search(ctx context.Context, key pipeline.Key, text string, budget int) ([]assemble.Snippet, error)
 }
 
 func runContext(ctx context.Context, c *Call) error {

@@ -2,11 +2,15 @@ package commands_test
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/recallbot/recall/assemble"
+	"github.com/recallbot/recall/commands"
 	"github.com/recallbot/recall/memory"
+	"github.com/recallbot/recall/pipeline"
 )
 
 func TestSearch(t *testing.T) {
@@ -150,6 +154,38 @@ func TestExport(t *testing.T) {
 			}
 		}
 	})
+}
+
+// searchingPreviewer can also search as a turn does (chat.Responder).
+type searchingPreviewer struct {
+	fakePreviewer
+	snips []assemble.Snippet
+	asked string
+}
+
+func (s *searchingPreviewer) Search(_ context.Context, _ pipeline.Key, text string, _ int) ([]assemble.Snippet, error) {
+	s.asked = text
+	return s.snips, nil
+}
+
+// TestSearchShowsExchanges: with a responder that searches as a turn does,
+// /search shows the exchanges it found: the date, then each message with
+// its speaker, the answer next to the question.
+func TestSearchShowsExchanges(t *testing.T) {
+	h := newHarness(t, &recorder{})
+	at := time.Date(2026, 3, 3, 18, 0, 0, 0, time.UTC)
+	sp := &searchingPreviewer{snips: []assemble.Snippet{{Messages: []assemble.SnippetMessage{
+		{ID: 1, Role: memory.RoleUser, Sender: "Anna", Time: at, Text: "what are you bringing to the housewarming?", Hit: true},
+		{ID: 2, Role: memory.RoleUser, Sender: "Ben", Time: at.Add(time.Minute), Text: "Lasagna!"},
+	}}}}
+	h.cmds = commands.New(h.store, h.sum, sp, commands.Options{BotName: "RecallBot", Now: h.clock.Now})
+	got := h.reply(h.A, "/search housewarming")
+	mustContain(t, "exchange", got, "Found 1:", "[Tue 2026-03-03] Anna: what are you bringing to the housewarming?\nBen: Lasagna!")
+	if sp.asked != "housewarming" {
+		t.Errorf("searched for %q", sp.asked)
+	}
+	sp.snips = nil
+	mustContain(t, "nothing", h.reply(h.A, "/search zebra"), "Nothing in this conversation matches")
 }
 
 func TestContext(t *testing.T) {

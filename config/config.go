@@ -167,8 +167,18 @@ type Memory struct {
 	RetentionDays     int           `mapstructure:"retention_days"` // 0 = keep forever
 	RetentionInterval time.Duration `mapstructure:"retention_interval"`
 	WriteQueue        int           `mapstructure:"write_queue"`
+	Timezone          string        `mapstructure:"timezone"` // IANA name for time words in questions; "" = the server's
 	Budget            Budget        `mapstructure:"budget"`
 	Facts             Facts         `mapstructure:"facts"`
+}
+
+// Location is the time zone in which time words of questions ("yesterday",
+// "in May") are read: memory.timezone, or the server's when it is empty.
+func (m Memory) Location() (*time.Location, error) {
+	if m.Timezone == "" {
+		return time.Local, nil
+	}
+	return time.LoadLocation(m.Timezone)
 }
 
 // Budget owns the prompt token budget: the overall total and the share of

@@ -67,6 +67,9 @@ func (c Config) Validate() error {
 	v.bounded("memory.retention_days", m.RetentionDays, 0, MaxRetentionDays)
 	v.positiveDuration("memory.retention_interval", m.RetentionInterval)
 	v.bounded("memory.write_queue", m.WriteQueue, 1, maxQueue)
+	if _, err := m.Location(); err != nil {
+		v.addf("memory.timezone", "must be a time zone name such as Europe/Berlin or UTC, got %q", m.Timezone)
+	}
 	v.bounded("memory.budget.total", m.Budget.Total, 1, maxTokens)
 	v.bounded("memory.budget.system", m.Budget.System, 0, maxTokens)
 	v.bounded("memory.budget.memories", m.Budget.Memories, 0, maxTokens)

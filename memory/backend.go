@@ -45,6 +45,12 @@ type Backend interface {
 	// text and sender name (porter stemming), most recent first on ties. Any
 	// text is accepted; text without searchable words gives no hits.
 	Search(ctx context.Context, key pipeline.Key, q Query) ([]Hit, error)
+	// Around returns the given messages of the conversation with their
+	// neighbours: for each id, the message itself and the conversation's
+	// messages just before and just after it (by id, archived or active),
+	// each once, oldest first. Ids of other conversations, or of no message,
+	// bring nothing.
+	Around(ctx context.Context, key pipeline.Key, ids []int64) ([]Message, error)
 
 	// Settings returns the owner's stored settings; ok is false when none
 	// were ever stored.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -476,6 +477,53 @@ func runConformance(t *testing.T, open func(t *testing.T) Backend) {
 	})
 
 	t.Run("Search", func(t *testing.T) { cfTestSearch(t, open(t)) })
+	t.Run("Around", func(t *testing.T) {
+		b := open(t)
+		k, other := cfKey("telegram", "-100"), pipeline.Key{Channel: "telegram", Chat: "-100", Thread: "7"}
+		// Two conversations of one owner interleaved: neighbours are the
+		// conversation's own.
+		for i := range 6 {
+			cfAppend(t, b, cfUser(k, fmt.Sprint("k", i), fmt.Sprint("k", i), cfT0.Add(time.Duration(i)*time.Minute)),
+				cfUser(other, fmt.Sprint("o", i), fmt.Sprint("o", i), cfT0.Add(time.Duration(i)*time.Minute)))
+		}
+		msgs := cfActive(t, b, k)
+		cfArchive(t, b, k, cfIDs(msgs[:4]), "first four", cfT0.Add(time.Hour), 0)
+		oth := cfActive(t, b, other)
+		around := func(ids ...int64) []string {
+			t.Helper()
+			got, err := b.Around(cfCtx, k, ids)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range got {
+				if m.Key != k {
+					t.Errorf("%q has key %v", m.Text, m.Key)
+				}
+			}
+			return cfTexts(got)
+		}
+		for _, c := range []struct {
+			ids  []int64
+			want []string
+		}{
+			{[]int64{msgs[1].ID}, []string{"k0", "k1", "k2"}},
+			{[]int64{msgs[0].ID}, []string{"k0", "k1"}},
+			{[]int64{msgs[5].ID}, []string{"k4", "k5"}},
+			// The last archived one's next is active.
+			{[]int64{msgs[3].ID}, []string{"k2", "k3", "k4"}},
+			// Overlaps come once, oldest first.
+			{[]int64{msgs[4].ID, msgs[2].ID, msgs[3].ID}, []string{"k1", "k2", "k3", "k4", "k5"}},
+			{[]int64{oth[2].ID, 999999}, nil},
+			{nil, nil},
+		} {
+			if got := around(c.ids...); !reflect.DeepEqual(got, c.want) {
+				t.Errorf("Around(%v) = %q, want %q", c.ids, got, c.want)
+			}
+		}
+		if got, err := b.Around(cfCtx, cfKey("telegram", "-300"), []int64{msgs[1].ID}); err != nil || got != nil {
+			t.Errorf("Around in an unknown conversation: %v, %v", got, err)
+		}
+	})
 
 	t.Run("Settings", func(t *testing.T) {
 		b := open(t)

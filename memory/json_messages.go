@@ -1,8 +1,10 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/recallbot/recall/pipeline"
@@ -335,6 +337,44 @@ func (j *JSON) Status(ctx context.Context, key pipeline.Key) (Status, error) {
 	return st, nil
 }
 
+// Around implements Backend.
+func (j *JSON) Around(ctx context.Context, key pipeline.Key, ids []int64) ([]Message, error) {
+	if len(ids) == 0 {
+		return nil, j.check(ctx)
+	}
+	f, _, err := j.snapshot(ctx, key.Owner())
+	if err != nil {
+		return nil, err
+	}
+	c := f.conv(key)
+	if c == nil {
+		return nil, nil
+	}
+	byID := func(a, b Message) int { return cmp.Compare(a.ID, b.ID) }
+	msgs := c.Messages
+	if !slices.IsSortedFunc(msgs, byID) {
+		msgs = slices.Clone(msgs)
+		slices.SortFunc(msgs, byID)
+	}
+	take := make([]bool, len(msgs))
+	for _, id := range ids {
+		i, ok := slices.BinarySearchFunc(msgs, id, func(m Message, id int64) int { return cmp.Compare(m.ID, id) })
+		if !ok {
+			continue
+		}
+		for k := max(0, i-1); k <= min(len(msgs)-1, i+1); k++ {
+			take[k] = true
+		}
+	}
+	var out []Message
+	for i, m := range msgs {
+		if take[i] {
+			out = append(out, m)
+		}
+	}
+	return withKey(out, key), nil
+}
+
 // Search implements Backend.
 func (j *JSON) Search(ctx context.Context, key pipeline.Key, q Query) ([]Hit, error) {
 	phrases := queryPhrases(q.Text)
@@ -353,7 +393,7 @@ func (j *JSON) Search(ctx context.Context, key pipeline.Key, q Query) ([]Hit, er
 	scores := bm25Rank(docs, phrases, messageWeights, messageExtraTokens)
 	kept := scores[:0]
 	for _, s := range scores {
-		if !q.ArchivedOnly || !c.Messages[s.doc].Active {
+		if m := &c.Messages[s.doc]; (!q.ArchivedOnly || !m.Active) && q.inTime(m.Time) {
 			kept = append(kept, s)
 		}
 	}

@@ -679,6 +679,42 @@ func (s *SQLite) Provenance(ctx context.Context, key pipeline.Key, summaryID int
 	return out, err
 }
 
+// sqlAround selects messages ?2 (a JSON array of ids) of conversation ?1 and
+// their neighbours, through the (conv, is_active, id) index: the nearest
+// older and newer message among the archived and among the active ones,
+// the nearer of each pair kept.
+//
+// "+conv" keeps the planner on the primary key: the ids are few, the
+// conversation's messages many.
+const sqlAround = `WITH seed(id) AS MATERIALIZED (SELECT id FROM messages WHERE +conv = ?1 AND id IN (SELECT value FROM json_each(?2)))
+SELECT ` + msgColumns + ` FROM messages m WHERE +m.conv = ?1 AND m.id IN (
+	SELECT id FROM seed
+	UNION SELECT max(coalesce((SELECT id FROM messages WHERE conv = ?1 AND is_active = 0 AND id < j.id ORDER BY id DESC LIMIT 1), -1),
+	                 coalesce((SELECT id FROM messages WHERE conv = ?1 AND is_active = 1 AND id < j.id ORDER BY id DESC LIMIT 1), -1)) FROM seed j
+	UNION SELECT min(coalesce((SELECT id FROM messages WHERE conv = ?1 AND is_active = 0 AND id > j.id ORDER BY id LIMIT 1), 9223372036854775807),
+	                 coalesce((SELECT id FROM messages WHERE conv = ?1 AND is_active = 1 AND id > j.id ORDER BY id LIMIT 1), 9223372036854775807)) FROM seed j
+) ORDER BY m.id`
+
+// Around implements Backend.
+func (s *SQLite) Around(ctx context.Context, key pipeline.Key, ids []int64) ([]Message, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	conv, err := convID(ctx, s.rd, key)
+	if err != nil || conv == 0 {
+		return nil, err
+	}
+	rows, err := s.rd.QueryContext(ctx, sqlAround, conv, jsonIDs(ids))
+	if err != nil {
+		return nil, fmt.Errorf("reading around messages of %s: %w", key, err)
+	}
+	out, _, err := scanMessages(rows, key, false)
+	if err != nil {
+		return nil, fmt.Errorf("reading around messages of %s: %w", key, err)
+	}
+	return out, nil
+}
+
 // Status implements Backend.
 func (s *SQLite) Status(ctx context.Context, key pipeline.Key) (Status, error) {
 	st := Status{ActiveByLevel: map[int]int{}}

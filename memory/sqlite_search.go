@@ -300,8 +300,10 @@ const (
 	sqlPhraseRows = `SELECT recall_tf(messages_fts, ?2) FROM messages_fts WHERE messages_fts MATCH ?1 ORDER BY rowid DESC`
 	// The same, in the window (newest first: FTS5 seeks a lower bound on
 	// rowids slowly in ascending order).
-	sqlWindowRows  = `SELECT rowid, recall_tf(messages_fts, ?2) FROM messages_fts WHERE messages_fts MATCH ?1 AND rowid >= ?3 ORDER BY rowid DESC`
-	sqlActiveIDs   = `SELECT id FROM messages WHERE conv = ?1 AND is_active = 1 LIMIT ?2`
+	sqlWindowRows = `SELECT rowid, recall_tf(messages_fts, ?2) FROM messages_fts WHERE messages_fts MATCH ?1 AND rowid >= ?3 ORDER BY rowid DESC`
+	sqlActiveIDs  = `SELECT id FROM messages WHERE conv = ?1 AND is_active = 1 LIMIT ?2`
+	// The ids of the conversation's messages written in [?2, ?3) ms.
+	sqlTimeIDs     = `SELECT min(id), max(id) FROM messages WHERE +conv = ?1 AND created_at >= ?2 AND created_at < ?3`
 	sqlSearchFetch = `SELECT m.conv, ` + msgColumns + ` FROM messages m WHERE m.id IN (SELECT value FROM json_each(?1))`
 )
 
@@ -605,6 +607,30 @@ func (r *searchRun) top() ([]Hit, error) {
 		limit = 20
 	}
 	want := limit + len(r.q.Exclude)
+	// A time range: the messages' ids in it bound the candidates (their
+	// times are checked when they are read).
+	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
+	if r.q.timed() {
+		from, to := int64(math.MinInt64), int64(math.MaxInt64)
+		if !r.q.From.IsZero() {
+			from = r.q.From.UnixMilli()
+		}
+		if !r.q.To.IsZero() {
+			to = r.q.To.UnixMilli()
+		}
+		found := false
+		if err := r.each(sqlTimeIDs, func(st *sqlite3.Stmt) bool {
+			if st.ColumnType(0) != sqlite3.NULL {
+				lo, hi, found = st.ColumnInt64(0), st.ColumnInt64(1), true
+			}
+			return true
+		}, r.conv, from, to); err != nil {
+			return nil, err
+		}
+		if !found {
+			return nil, nil
+		}
+	}
 	var active map[int64]bool
 	activeKnown := !r.q.ArchivedOnly
 	if r.q.ArchivedOnly {
@@ -675,7 +701,7 @@ func (r *searchRun) top() ([]Hit, error) {
 		}
 		r.candidates++
 		id := ftsRowidID(rowid)
-		if active[id] {
+		if active[id] || id < lo || id > hi {
 			continue
 		}
 		D := float64(ftsRowidLen(rowid))
@@ -704,7 +730,7 @@ func (r *searchRun) top() ([]Hit, error) {
 			return nil, err
 		}
 		for _, c := range batch {
-			if m, ok := msgs[c.id]; ok && !(m.Active && !activeKnown) {
+			if m, ok := msgs[c.id]; ok && !(m.Active && !activeKnown) && r.q.inTime(m.Time) {
 				hits = append(hits, Hit{Message: *m, Score: c.score})
 			}
 		}

@@ -328,6 +328,14 @@ func (s *Store) Search(ctx context.Context, key pipeline.Key, q Query) ([]Hit, e
 	return s.backendFor(key.Owner()).Search(ctx, key, q)
 }
 
+// Around: see Backend.Around (committed messages).
+func (s *Store) Around(ctx context.Context, key pipeline.Key, ids []int64) ([]Message, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	return s.backendFor(key.Owner()).Around(ctx, key, ids)
+}
+
 // Settings returns the owner's settings, or the defaults when the owner never
 // chose; Storage always names where the owner's data is.
 func (s *Store) Settings(ctx context.Context, owner string) (Settings, error) {

@@ -120,7 +120,17 @@ type Query struct {
 	Limit        int     // 0 = 20
 	TokenBudget  int     // 0 = unlimited; hits are added until the next would exceed it
 	Exclude      []int64 // message ids already in context
+	// From and To, when set, keep the messages written in [From, To) only.
+	From, To time.Time
 }
+
+// inTime reports whether t is in the query's time range.
+func (q Query) inTime(t time.Time) bool {
+	return (q.From.IsZero() || !t.Before(q.From)) && (q.To.IsZero() || t.Before(q.To))
+}
+
+// timed reports whether the query has a time range.
+func (q Query) timed() bool { return !q.From.IsZero() || !q.To.IsZero() }
 
 // Hit is a search result.
 type Hit struct {

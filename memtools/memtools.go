@@ -208,11 +208,7 @@ func (b *Box) search(ctx context.Context, scope Scope, args string) (Result, err
 	if !to.IsZero() {
 		to = to.AddDate(0, 0, 1) // inclusive
 	}
-	q := memory.Query{Text: a.Query, ArchivedOnly: true, TokenBudget: b.opts.Budget}
-	if !from.IsZero() || !to.IsZero() {
-		// The range filters the ranked hits: ask for more of them.
-		q.TokenBudget, q.Limit = 0, 500
-	}
+	q := memory.Query{Text: a.Query, ArchivedOnly: true, TokenBudget: b.opts.Budget, From: from, To: to}
 	hits, err := b.store.Search(ctx, scope.Key, q)
 	if err != nil {
 		return Result{}, fmt.Errorf("the archive could not be searched right now")

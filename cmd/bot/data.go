@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/recallbot/recall/assemble"
 	"github.com/recallbot/recall/config"
 	"github.com/recallbot/recall/llm"
 	"github.com/recallbot/recall/memory"
@@ -131,37 +132,42 @@ func keyAndText(name string, args []string) (pipeline.Key, string, error) {
 	return k, strings.Join(fl.Args(), " "), nil
 }
 
+// runSearch prints the archive snippets the conversation's next prompt
+// would carry for the text, exactly as the turn assembles them.
 func runSearch(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) (err error) {
 	k, text, err := keyAndText("search", args)
 	if err != nil {
 		return err
 	}
-	s, err := openStore(ctx, cfg, true)
+	if err := memory.StoreExists(cfg.Data.Dir); err != nil {
+		return err
+	}
+	a, err := newApp(ctx, cfg, io.Discard)
 	if err != nil {
 		return err
 	}
-	defer closeStore(s, &err)
-	hits, err := s.Search(ctx, k, memory.Query{Text: text, Limit: 20, TokenBudget: cfg.Memory.Budget.Snippets})
+	defer func() {
+		if cerr := a.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	p, err := a.Responder.Prompt(ctx, k, text)
 	if err != nil {
 		return err
-	}
-	type hit struct {
-		ID     int64   `json:"id"`
-		Score  float64 `json:"score"`
-		Tokens int     `json:"tokens"`
-		Role   string  `json:"role"`
-		Active bool    `json:"is_active"`
-		Time   string  `json:"time"`
-		Text   string  `json:"text"`
 	}
 	out := struct {
-		Key   string   `json:"key"`
-		Query string   `json:"query"`
-		Terms []string `json:"terms"`
-		Hits  []hit    `json:"hits"`
-	}{Key: k.String(), Query: text, Terms: memory.Terms(text), Hits: []hit{}}
-	for _, h := range hits {
-		out.Hits = append(out.Hits, hit{h.Message.ID, h.Score, h.Message.Tokens, string(h.Message.Role), h.Message.Active, h.Message.Time.Format("2006-01-02T15:04:05Z07:00"), h.Message.Text})
+		Key      string             `json:"key"`
+		Query    string             `json:"query"`
+		Terms    []string           `json:"terms"`
+		Snippets []assemble.Snippet `json:"snippets"`
+		Tokens   int                `json:"tokens"`
+		Notes    []string           `json:"notes,omitempty"`
+	}{Key: k.String(), Query: text, Terms: memory.Terms(text), Snippets: p.Breakdown.Snippets, Notes: p.Breakdown.Notes}
+	if out.Snippets == nil {
+		out.Snippets = []assemble.Snippet{}
+	}
+	for _, s := range out.Snippets {
+		out.Tokens += s.Tokens
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")

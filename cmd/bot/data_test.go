@@ -20,8 +20,9 @@ func otherConversation() memory.Export {
 		Conversations: []memory.ConversationData{{
 			Key: "telegram:4242:",
 			Messages: []memory.Message{
-				{Role: memory.RoleUser, SenderID: "4242", PlatformID: "t1", Text: "tell me about zanzibar spices", Time: t0, Tokens: 6, Active: true},
-				{Role: memory.RoleAssistant, ReplyTo: "t1", Text: "zanzibar is famous for cloves", Time: t0.Add(time.Second), Tokens: 6, Active: true},
+				{Role: memory.RoleUser, SenderID: "4242", SenderName: "Zoe", PlatformID: "t1", Text: "tell me about zanzibar spices", Time: t0, Tokens: 6},
+				{Role: memory.RoleAssistant, ReplyTo: "t1", Text: "zanzibar is famous for cloves", Time: t0.Add(time.Second), Tokens: 6},
+				{Role: memory.RoleUser, SenderID: "4242", SenderName: "Zoe", PlatformID: "t2", Text: "and nutmeg?", Time: t0.Add(time.Minute), Tokens: 3},
 			},
 		}},
 	})
@@ -68,17 +69,20 @@ func sigs(msgs []memory.Message) []msgSig {
 }
 
 type searchOut struct {
-	Key   string   `json:"key"`
-	Query string   `json:"query"`
-	Terms []string `json:"terms"`
-	Hits  []struct {
-		ID     int64   `json:"id"`
-		Score  float64 `json:"score"`
-		Tokens int     `json:"tokens"`
-		Role   string  `json:"role"`
-		Active bool    `json:"is_active"`
-		Text   string  `json:"text"`
-	} `json:"hits"`
+	Key      string   `json:"key"`
+	Query    string   `json:"query"`
+	Terms    []string `json:"terms"`
+	Snippets []struct {
+		Messages []struct {
+			ID         int64  `json:"id"`
+			PlatformID string `json:"platform_id"`
+			Sender     string `json:"sender"`
+			Time       string `json:"time"`
+			Text       string `json:"text"`
+		} `json:"messages"`
+		Tokens int `json:"tokens"`
+	} `json:"snippets"`
+	Tokens int `json:"tokens"`
 }
 
 func (e botEnv) search(t *testing.T, key string, words ...string) searchOut {
@@ -88,8 +92,8 @@ func (e botEnv) search(t *testing.T, key string, words ...string) searchOut {
 	if err := json.Unmarshal([]byte(r.Stdout), &out); err != nil {
 		t.Fatalf("bot search output is not JSON: %v\n%s", err, r)
 	}
-	if out.Hits == nil {
-		t.Fatalf("bot search: hits must be a list, even an empty one:\n%s", r.Stdout)
+	if out.Snippets == nil {
+		t.Fatalf("bot search: snippets must be a list, even an empty one:\n%s", r.Stdout)
 	}
 	return out
 }
@@ -101,8 +105,8 @@ func TestDataSubcommands(t *testing.T) {
 	env.mustRun(t, lines(append([]string{"/remember pet a parrot"}, said...)...))
 	otherFile := writeJSONFile(t, "other.json", otherConversation())
 	rep, owners := importReport(t, env.mustRun(t, "", "import", otherFile))
-	if rep.Messages != 2 || owners != 1 {
-		t.Fatalf("importing the other conversation: %+v, %d owners; want 2 messages, 1 owner", rep, owners)
+	if rep.Messages != 3 || owners != 1 {
+		t.Fatalf("importing the other conversation: %+v, %d owners; want 3 messages, 1 owner", rep, owners)
 	}
 
 	// export: everything, one owner, one conversation.
@@ -143,8 +147,8 @@ func TestDataSubcommands(t *testing.T) {
 	}
 	fresh := newEnv(t, "")
 	rep, _ = importReport(t, fresh.mustRun(t, "", "import", fullFile))
-	if rep.Messages != len(console)+2 || rep.Memories != 1 {
-		t.Errorf("first import: %+v, want %d messages and 1 memory", rep, len(console)+2)
+	if rep.Messages != len(console)+3 || rep.Memories != 1 {
+		t.Errorf("first import: %+v, want %d messages and 1 memory", rep, len(console)+3)
 	}
 	again := fresh.export(t)
 	for _, key := range []string{consoleKey, "telegram:4242:"} {
@@ -160,30 +164,34 @@ func TestDataSubcommands(t *testing.T) {
 		t.Errorf("after importing twice: %d console messages, want %d", n, len(console))
 	}
 
-	// search: hits with ids, scores and token counts, per conversation.
-	s := env.search(t, consoleKey, "Pistachio")
-	if len(s.Hits) == 0 {
-		t.Fatalf("bot search for a word said earlier found nothing: %+v", s)
+	// search: the snippets the next prompt would carry, per conversation.
+	// The imported conversation is archived: the hit comes with the message
+	// after it, with names and times.
+	s := env.search(t, "telegram:4242:", "zanzibar spices")
+	if len(s.Snippets) != 1 || len(s.Snippets[0].Messages) != 3 || s.Snippets[0].Tokens <= 0 || s.Tokens != s.Snippets[0].Tokens {
+		t.Fatalf("bot search in the archived conversation: %+v, want one block of the three messages", s)
 	}
-	for _, h := range s.Hits {
-		if h.ID <= 0 || h.Score <= 0 || h.Tokens <= 0 || !strings.Contains(strings.ToLower(h.Text), "pistachio") {
-			t.Errorf("bad hit %+v", h)
+	for i, want := range []struct{ pid, sender, text string }{
+		{"t1", "Zoe", "tell me about zanzibar spices"}, {"", "assistant", "zanzibar is famous for cloves"}, {"t2", "Zoe", "and nutmeg?"},
+	} {
+		m := s.Snippets[0].Messages[i]
+		if m.ID <= 0 || m.PlatformID != want.pid || m.Sender != want.sender || m.Text != want.text || !strings.HasPrefix(m.Time, "2025-03-01T10:0") {
+			t.Errorf("snippet message %d = %+v, want %+v", i, m, want)
 		}
 	}
-	if s.Key != consoleKey || s.Query != "Pistachio" {
+	if s.Key != "telegram:4242:" || s.Query != "zanzibar spices" {
 		t.Errorf("search echo: key %q query %q", s.Key, s.Query)
 	}
-	if s := env.search(t, consoleKey, "zanzibar"); len(s.Hits) != 0 {
-		t.Errorf("a word of another conversation was found in the terminal chat: %+v", s.Hits)
+	// The terminal chat's words are all in its recent turns: the prompt
+	// shows them there, not again as snippets.
+	if s := env.search(t, consoleKey, "Pistachio"); len(s.Snippets) != 0 {
+		t.Errorf("a recent turn came back as a snippet: %+v", s.Snippets)
 	}
-	if s := env.search(t, "telegram:4242:", "Pistachio"); len(s.Hits) != 0 {
-		t.Errorf("a terminal word was found in another conversation: %+v", s.Hits)
+	if s := env.search(t, consoleKey, "zanzibar"); len(s.Snippets) != 0 {
+		t.Errorf("a word of another conversation was found in the terminal chat: %+v", s.Snippets)
 	}
-	if s := env.search(t, "telegram:4242:", "zanzibar"); len(s.Hits) != 2 {
-		t.Errorf("search in the other conversation: %d hits, want 2", len(s.Hits))
-	}
-	if s := env.search(t, consoleKey, "xylophone"); len(s.Hits) != 0 {
-		t.Errorf("a word never said was found: %+v", s.Hits)
+	if s := env.search(t, "telegram:4242:", "xylophone"); len(s.Snippets) != 0 {
+		t.Errorf("a word never said was found: %+v", s.Snippets)
 	}
 
 	// context: the breakdown and the assembled messages.

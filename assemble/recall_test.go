@@ -1,0 +1,201 @@
+package assemble_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/recallbot/recall/assemble"
+	"github.com/recallbot/recall/memory"
+	"github.com/recallbot/recall/pipeline"
+)
+
+var group = pipeline.Key{Channel: "telegram", Chat: "-1001"}
+
+// line is one archived group message: who, when, what.
+type line struct {
+	who  string
+	at   time.Time
+	text string
+}
+
+// archivedGroup opens a store (each backend) holding lines as the archived
+// messages of a group conversation, imported as `bot import` does.
+func archivedGroup(t *testing.T, storage memory.Storage, lines []line) *memory.Store {
+	t.Helper()
+	ctx := context.Background()
+	st, err := memory.Open(ctx, memory.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close(context.Background()) })
+	set := memory.Settings{Owner: group.Owner(), MemoryEnabled: true, Storage: storage, Threshold: 10}
+	conv := memory.ConversationData{Key: group.String()}
+	for i, l := range lines {
+		conv.Messages = append(conv.Messages, memory.Message{Role: memory.RoleUser, SenderID: strings.ToLower(l.who), SenderName: l.who,
+			PlatformID: fmt.Sprint(i + 1), Text: l.text, Time: l.at, Tokens: words{}.Count(l.text)})
+	}
+	if _, err := st.Import(ctx, memory.NewExport(memory.OwnerData{Owner: group.Owner(), Settings: &set, Conversations: []memory.ConversationData{conv}})); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func at(day, hour, min int) time.Time { return time.Date(2026, 3, day, hour, min, 0, 0, time.UTC) }
+
+// texts is every snippet's messages as "Sender: text".
+func texts(snips []assemble.Snippet) [][]string {
+	var out [][]string
+	for _, s := range snips {
+		var b []string
+		for _, m := range s.Messages {
+			b = append(b, m.Sender+": "+m.Text)
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+func eachBackend(t *testing.T, fn func(t *testing.T, storage memory.Storage)) {
+	for _, s := range []memory.Storage{memory.StorageSQLite, memory.StorageJSON} {
+		t.Run(string(s), func(t *testing.T) { fn(t, s) })
+	}
+}
+
+// TestSnippetsAreExchanges: a question finds the message that matches it
+// and brings the reply that answers it (which shares no word with the
+// question), in one block with the date and both speakers' names; a message
+// of the next day is not part of that exchange.
+func TestSnippetsAreExchanges(t *testing.T) {
+	eachBackend(t, func(t *testing.T, storage memory.Storage) {
+		st := archivedGroup(t, storage, []line{
+			{"Anna", at(2, 9, 0), "good morning all"},
+			{"Anna", at(3, 18, 0), "Ben, what are you bringing to the housewarming on Saturday?"},
+			{"Ben", at(3, 18, 4), "Lasagna, from my grandmother's recipe"},
+			{"Anna", at(3, 18, 5), "perfect, see you at the housewarming"},
+			{"Ben", at(3, 18, 30), "good night"},
+			{"Anna", at(4, 10, 0), "anyone seen my umbrella"},
+		})
+		p, err := assemble.New(st, words{}, assemble.DefaultBudget).Build(context.Background(),
+			assemble.Request{Key: group, Text: "what is Ben bringing to the housewarming?", Memory: true, Now: at(20, 12, 0)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The two hits' windows overlap: one block, from the message
+		// before the first hit to the one after the second, within the
+		// evening (not the morning of the day before, nor the next day).
+		got := texts(p.Breakdown.Snippets)
+		want := []string{"Anna: Ben, what are you bringing to the housewarming on Saturday?", "Ben: Lasagna, from my grandmother's recipe",
+			"Anna: perfect, see you at the housewarming", "Ben: good night"}
+		if len(got) != 1 || strings.Join(got[0], "|") != strings.Join(want, "|") {
+			t.Fatalf("snippets %q, want one block: %q", got, want)
+		}
+		block := p.Messages[0].Content
+		if !strings.Contains(block, "[Tue 2026-03-03] Anna: Ben, what are you bringing to the housewarming on Saturday?\nBen: Lasagna, from my grandmother's recipe\nAnna: perfect") {
+			t.Errorf("the prompt does not show the exchange as one block with its date and names:\n%s", block)
+		}
+	})
+}
+
+// TestSnippetsFillTheBudget: with many matching exchanges the snippets
+// fill their budget (no cap of 20 hits), each hit with the messages around
+// it.
+func TestSnippetsFillTheBudget(t *testing.T) {
+	eachBackend(t, func(t *testing.T, storage memory.Storage) {
+		var lines []line
+		for d := range 28 {
+			lines = append(lines,
+				line{"Anna", at(1, 0, 0).AddDate(0, 0, d).Add(9 * time.Hour), "anything new?"},
+				line{"Ben", at(1, 0, 0).AddDate(0, 0, d).Add(9*time.Hour + time.Minute), fmt.Sprintf("garden day %d: planted tomatoes", d)},
+				line{"Anna", at(1, 0, 0).AddDate(0, 0, d).Add(9*time.Hour + 2*time.Minute), "nice"},
+			)
+		}
+		st := archivedGroup(t, storage, lines)
+		b := assemble.DefaultBudget
+		b.Snippets = 300 // 21 blocks of 14 words
+		p, err := assemble.New(st, words{}, b).Build(context.Background(), assemble.Request{Key: group, Text: "garden", Memory: true, Now: at(30, 0, 0)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bd := p.Breakdown
+		hits, used := 0, 0
+		for _, s := range bd.Snippets {
+			used += s.Tokens
+			if len(s.Messages) != 3 || s.Messages[0].Hit || !s.Messages[1].Hit || s.Messages[2].Hit {
+				t.Errorf("block %q: want the day's garden message with the question before and the answer after", texts([]assemble.Snippet{s}))
+			}
+			for _, m := range s.Messages {
+				if m.Hit {
+					hits++
+				}
+			}
+		}
+		if hits <= 20 || used > b.Snippets || used < b.Snippets-14 {
+			t.Errorf("%d hits in %d blocks, %d of %d tokens: want more than 20 hits filling the budget", hits, len(bd.Snippets), used, b.Snippets)
+		}
+	})
+}
+
+// TestSnippetsSkipRecentTurns: a hit's neighbour that is already a recent
+// turn of the prompt is not repeated in the snippet.
+func TestSnippetsSkipRecentTurns(t *testing.T) {
+	ctx := context.Background()
+	st := archivedGroup(t, memory.StorageSQLite, []line{
+		{"Anna", at(3, 18, 0), "the housewarming is on Saturday"},
+	})
+	recent := memory.Message{Key: group, Role: memory.RoleUser, SenderID: "ben", SenderName: "Ben", PlatformID: "r1", Text: "I will bring lasagna", Time: at(3, 18, 1), Tokens: 4}
+	if err := st.Append(ctx, recent); err != nil {
+		t.Fatal(err)
+	}
+	p, err := assemble.New(st, words{}, assemble.DefaultBudget).Build(ctx, assemble.Request{Key: group, Text: "housewarming", Memory: true, Now: at(3, 18, 2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := texts(p.Breakdown.Snippets); len(got) != 1 || len(got[0]) != 1 || got[0][0] != "Anna: the housewarming is on Saturday" {
+		t.Errorf("snippets %q: want Anna's message alone (Ben's reply is a recent turn)", got)
+	}
+}
+
+// TestSnippetsNamesAndTime: "what did Anna say about …" ranks Anna's
+// message above Ben's on the same words, and a question naming a month
+// ranks that month's exchange first.
+func TestSnippetsNamesAndTime(t *testing.T) {
+	eachBackend(t, func(t *testing.T, storage memory.Storage) {
+		lines := []line{
+			{"Anna", time.Date(2026, 1, 10, 9, 0, 0, 0, time.UTC), "the dentist said my tooth is fine and I should floss more often"},
+			{"Ben", time.Date(2026, 3, 10, 9, 0, 0, 0, time.UTC), "the dentist said my tooth was bad"},
+		}
+		for d := range 20 { // other days: unrelated talk, both speaking as often
+			lines = append(lines, line{[]string{"Anna", "Ben"}[d%2], time.Date(2026, 2, 1+d, 9, 0, 0, 0, time.UTC), fmt.Sprintf("weather report %d", d)})
+		}
+		st := archivedGroup(t, storage, lines)
+		asm := assemble.New(st, words{}, assemble.DefaultBudget, assemble.InLocation(time.UTC))
+		first := func(q string) string {
+			t.Helper()
+			p, err := asm.Build(context.Background(), assemble.Request{Key: group, Text: q, Memory: true, Now: time.Date(2026, 5, 20, 12, 0, 0, 0, time.UTC)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := texts(p.Breakdown.Snippets)
+			if len(got) == 0 {
+				t.Fatalf("%q: no snippets", q)
+			}
+			return got[0][0]
+		}
+		// Without names or time the shorter message ranks first.
+		if got := first("what did the dentist say"); got != "Ben: the dentist said my tooth was bad" {
+			t.Errorf("plain question: first %q", got)
+		}
+		if got := first("what did Anna say about the dentist"); got != "Anna: the dentist said my tooth is fine and I should floss more often" {
+			t.Errorf("naming Anna: first %q", got)
+		}
+		if got := first("what did the dentist say in January"); got != "Anna: the dentist said my tooth is fine and I should floss more often" {
+			t.Errorf("naming January: first %q", got)
+		}
+		if got := first("what did the dentist say in March"); got != "Ben: the dentist said my tooth was bad" {
+			t.Errorf("naming March: first %q", got)
+		}
+	})
+}

@@ -1,0 +1,423 @@
+package assemble
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/recallbot/recall/memory"
+	"github.com/recallbot/recall/pipeline"
+)
+
+// Snippet is one block of the archive in the prompt: an exchange around one
+// or more search hits (the message a hit answers and the reply to it, from
+// the same conversation), shown with its date and the speakers' names.
+type Snippet struct {
+	Messages []SnippetMessage `json:"messages"`
+	Tokens   int              `json:"tokens"` // the block's lines, as the prompt carries them
+	Score    float64          `json:"score"`  // its rank: the best hit's, plus a share of the others'
+}
+
+// SnippetMessage is one message of a snippet.
+type SnippetMessage struct {
+	ID         int64       `json:"id"`
+	PlatformID string      `json:"platform_id,omitempty"`
+	Role       memory.Role `json:"role"`
+	Sender     string      `json:"sender"` // the speaker's name as the prompt shows it
+	Time       time.Time   `json:"time"`
+	Text       string      `json:"text"`
+	Hit        bool        `json:"hit,omitempty"` // found by the search (not only a neighbour)
+	tokens     int         // stored count of Text (0: unknown)
+}
+
+// Time is when the snippet's first message was written.
+func (s Snippet) Time() time.Time {
+	if len(s.Messages) == 0 {
+		return time.Time{}
+	}
+	return s.Messages[0].Time
+}
+
+// Retrieval's shape (see recall).
+const (
+	// tokensPerHit: a search returns budget/tokensPerHit hits to build
+	// snippets from (30 for 1,500 tokens): a hit's window of three chat
+	// messages with its header costs about 80 tokens, and windows share
+	// messages, so this fills the budget.
+	tokensPerHit = 50
+	// exchangeGap: a neighbour belongs to a hit's exchange when it was
+	// written at most this long before or after it (a reply the same
+	// evening, not the next conversation days later).
+	exchangeGap = time.Hour
+	// exchangeReach: a window reaches at most this many messages before
+	// and after its hit (while they are the hit's speaker's own).
+	exchangeReach = 1
+	// otherHits is the share of a block's other hits' scores added to its
+	// best hit's: an exchange where several messages match ranks higher.
+	otherHits = 0.25
+	// nameBoost multiplies the score of a hit whose sender the question
+	// names.
+	nameBoost = 1.5
+)
+
+// recall finds the archive snippets for a turn: the search's hits, each
+// with the message before and after it in the conversation (within
+// exchangeGap, never one in exclude), merged where they overlap, ranked,
+// and taken while they fit the budget: a block that does not fit whole is
+// taken as its hits alone when they fit. A question naming a time ("last
+// week", "in May", see parseWhen) searches that time first and fills the
+// rest of the budget from the whole archive. The search asks for about as
+// many hits as the budget holds; when their blocks leave more than a tenth
+// of it empty and there may be more, it asks again for three times as many.
+func (a *Assembler) recall(ctx context.Context, req Request, exclude []int64, budget int) ([]Snippet, error) {
+	if budget <= 0 {
+		return nil, nil
+	}
+	limit := max(10, budget/tokensPerHit)
+	for {
+		snips, used, more, err := a.recallPass(ctx, req, exclude, budget, limit)
+		if err != nil || !more || used >= budget-budget/10 || limit >= 1000 {
+			return snips, err
+		}
+		limit *= 3
+	}
+}
+
+// recallPass is one try of recall with limit hits per search; more reports
+// whether a search returned as many as it was asked for.
+func (a *Assembler) recallPass(ctx context.Context, req Request, exclude []int64, budget, limit int) (out []Snippet, used int, more bool, err error) {
+	var hits []memory.Hit
+	text := req.Text
+	if w, ok := parseWhen(req.Text, req.Now, a.loc); ok {
+		text = w.rest
+		in, err := a.src.Search(ctx, req.Key, memory.Query{Text: text, Limit: limit, Exclude: exclude, From: w.from, To: w.to})
+		if err != nil {
+			return nil, 0, false, err
+		}
+		hits = in
+		more = len(in) >= limit
+	}
+	all, err := a.src.Search(ctx, req.Key, memory.Query{Text: text, Limit: limit, Exclude: exclude})
+	if err != nil {
+		return nil, 0, false, err
+	}
+	more = more || len(all) >= limit
+	// The time-narrowed hits rank first; the others follow.
+	if len(hits) > 0 {
+		top := hits[0].Score
+		for _, h := range all {
+			top = max(top, h.Score)
+		}
+		for i := range hits {
+			hits[i].Score += top
+		}
+	}
+	hits = append(hits, all...)
+	if len(hits) == 0 {
+		return nil, 0, false, nil
+	}
+	// A question that names a speaker ("what did Anna say about…") ranks
+	// that speaker's messages higher: in a group, a name is in so many
+	// messages (as their sender) that BM25 gives it no weight.
+	if named := namedSenders(text, hits); len(named) > 0 {
+		for i := range hits {
+			if named[strings.ToLower(hits[i].Message.SenderName)] {
+				hits[i].Score *= nameBoost
+			}
+		}
+	}
+	skip := make(map[int64]bool, len(exclude))
+	for _, id := range exclude {
+		skip[id] = true
+	}
+	score := map[int64]float64{}
+	var ids []int64
+	for _, h := range hits {
+		if skip[h.Message.ID] || (req.MessageID != "" && h.Message.PlatformID == req.MessageID) {
+			continue
+		}
+		if _, dup := score[h.Message.ID]; dup {
+			continue
+		}
+		score[h.Message.ID] = h.Score
+		ids = append(ids, h.Message.ID)
+	}
+	if len(ids) == 0 {
+		return nil, 0, more, nil
+	}
+	// The messages around the hits, exchangeReach each way: each Around
+	// reaches one further.
+	msgs, err := a.src.Around(ctx, req.Key, ids)
+	for r := 1; r < exchangeReach && err == nil; r++ {
+		next := make([]int64, len(msgs))
+		for i, m := range msgs {
+			next[i] = m.ID
+		}
+		msgs, err = a.src.Around(ctx, req.Key, next)
+	}
+	if err != nil {
+		return nil, 0, false, err
+	}
+	// Hits missing from Around (a purge in between) still count alone.
+	have := make(map[int64]bool, len(msgs))
+	for _, m := range msgs {
+		have[m.ID] = true
+	}
+	for _, h := range hits {
+		if _, ok := score[h.Message.ID]; ok && !have[h.Message.ID] {
+			have[h.Message.ID] = true
+			msgs = append(msgs, h.Message)
+		}
+	}
+	slices.SortFunc(msgs, func(x, y memory.Message) int { return compareID(x.ID, y.ID) })
+	blocks := exchanges(msgs, score, skip, req.MessageID)
+	for i := range blocks {
+		a.countSnippet(&blocks[i])
+	}
+	slices.SortStableFunc(blocks, func(x, y Snippet) int {
+		switch {
+		case x.Score > y.Score:
+			return -1
+		case x.Score < y.Score:
+			return 1
+		}
+		return -compareID(x.Messages[0].ID, y.Messages[0].ID) // newer first on ties
+	})
+	for _, b := range blocks {
+		if used+b.Tokens > budget {
+			b = a.hitsOnly(b)
+			if len(b.Messages) == 0 || used+b.Tokens > budget {
+				continue
+			}
+		}
+		used += b.Tokens
+		out = append(out, b)
+	}
+	return out, used, more, nil
+}
+
+func compareID(x, y int64) int {
+	switch {
+	case x < y:
+		return -1
+	case x > y:
+		return 1
+	}
+	return 0
+}
+
+// exchanges groups msgs (sorted by id: hits and the messages around them,
+// every message between two of them included) into blocks: each hit with
+// the message it answers and the reply to it, that is the messages before
+// and after it up to the first one by another speaker (at most
+// exchangeReach each way), written within exchangeGap of the one next to
+// it; windows that overlap merge.
+func exchanges(msgs []memory.Message, score map[int64]float64, skip map[int64]bool, currentPID string) []Snippet {
+	usable := func(n memory.Message, next memory.Message) bool {
+		return !skip[n.ID] && !(currentPID != "" && n.PlatformID == currentPID) && absDur(n.Time.Sub(next.Time)) <= exchangeGap
+	}
+	type span struct{ lo, hi int }
+	var spans []span
+	for i, m := range msgs {
+		if _, hit := score[m.ID]; !hit {
+			continue
+		}
+		sp := span{i, i}
+		for step := 1; step <= exchangeReach && i-step >= 0 && usable(msgs[i-step], msgs[i-step+1]); step++ {
+			sp.lo = i - step
+			if !sameSpeaker(msgs[i-step], m) {
+				break
+			}
+		}
+		for step := 1; step <= exchangeReach && i+step < len(msgs) && usable(msgs[i+step], msgs[i+step-1]); step++ {
+			sp.hi = i + step
+			if !sameSpeaker(msgs[i+step], m) {
+				break
+			}
+		}
+		if n := len(spans); n > 0 && sp.lo <= spans[n-1].hi {
+			spans[n-1].hi = max(spans[n-1].hi, sp.hi)
+			continue
+		}
+		spans = append(spans, sp)
+	}
+	blocks := make([]Snippet, 0, len(spans))
+	for _, sp := range spans {
+		var b Snippet
+		var best, rest float64
+		for _, m := range msgs[sp.lo : sp.hi+1] {
+			s, hit := score[m.ID]
+			if hit {
+				if s > best {
+					rest += best
+					best = s
+				} else {
+					rest += s
+				}
+			}
+			b.Messages = append(b.Messages, SnippetMessage{ID: m.ID, PlatformID: m.PlatformID, Role: m.Role, Sender: senderName(m),
+				Time: m.Time, Text: m.Text, Hit: hit, tokens: m.Tokens})
+		}
+		b.Score = best + otherHits*rest
+		blocks = append(blocks, b)
+	}
+	return blocks
+}
+
+// sameSpeaker reports whether two messages have one author.
+func sameSpeaker(a, b memory.Message) bool {
+	return a.Role == b.Role && a.SenderID == b.SenderID && a.SenderName == b.SenderName
+}
+
+func absDur(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
+}
+
+// hitsOnly is b without its neighbours (the hits kept together only where
+// they were next to each other).
+func (a *Assembler) hitsOnly(b Snippet) Snippet {
+	var out Snippet
+	out.Score = b.Score
+	for _, m := range b.Messages {
+		if m.Hit {
+			out.Messages = append(out.Messages, m)
+		}
+	}
+	if len(out.Messages) == len(b.Messages) {
+		return Snippet{} // nothing to drop: it does not fit
+	}
+	a.countSnippet(&out)
+	return out
+}
+
+// senderName is how a snippet names a message's author.
+func senderName(m memory.Message) string {
+	switch {
+	case m.Role == memory.RoleAssistant:
+		return "assistant"
+	case m.Role == memory.RoleSystem:
+		return "system"
+	case m.SenderName != "" && m.Key.Channel != "console":
+		return m.SenderName
+	}
+	return "user"
+}
+
+// snippetLines renders a snippet: one line per message, "Name: text", the
+// first of each day after its date.
+func snippetLines(s Snippet) []string {
+	lines := make([]string, 0, len(s.Messages))
+	var day string
+	for _, m := range s.Messages {
+		line := m.Sender + ": " + flatten(m.Text)
+		if d := m.Time.Format("2006-01-02"); d != day {
+			day = d
+			line = dateHeader(m.Time) + " " + line
+		}
+		lines = append(lines, line)
+	}
+	return lines
+}
+
+// dateHeader is "[Mon 2026-01-05]".
+func dateHeader(t time.Time) string { return "[" + t.Format("Mon 2006-01-02") + "]" }
+
+// flatten keeps a message on its line.
+func flatten(s string) string {
+	if !strings.ContainsAny(s, "\r\n") {
+		return s
+	}
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// snippetText is the snippet as the prompt carries it.
+func snippetText(s Snippet) string { return strings.Join(snippetLines(s), "\n") }
+
+// countSnippet sets s.Tokens from the messages' stored counts (taken by the
+// same counter when they were stored), so that a turn does not tokenize the
+// text of dozens of archived messages again. Each line is counted in pieces
+// that repeat from turn to turn (the counter caches them): the date, the
+// speaker's "Name:", a space between pieces, and the stored count of the
+// text. A counter splits text at the "]" and ":" ending the first pieces,
+// and a space joins the word after it at most one token dearer than alone:
+// this is at least the line's exact count and at most a token or two more
+// (TestBlockTokensBound). A message without a stored count, or whose text
+// was flattened, is counted whole.
+func (a *Assembler) countSnippet(s *Snippet) {
+	n := 0
+	var day string
+	space := a.count.Count(" ")
+	for i, m := range s.Messages {
+		if i > 0 {
+			n += a.count.Count("\n")
+		}
+		if d := m.Time.Format("2006-01-02"); d != day {
+			day = d
+			n += a.count.Count(dateHeader(m.Time)) + space
+		}
+		if m.tokens <= 0 || strings.ContainsAny(m.Text, "\r\n") {
+			n += a.count.Count(m.Sender + ": " + flatten(m.Text))
+			continue
+		}
+		n += a.count.Count(m.Sender+":") + space + m.tokens
+	}
+	s.Tokens = n
+}
+
+// FormatSnippet renders a snippet for a user (/search, /context): its
+// date, then each message shortened to width runes.
+func FormatSnippet(s Snippet, width int) string {
+	var b strings.Builder
+	for i, line := range snippetLines(s) {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		r := []rune(line)
+		if width > 0 && len(r) > width {
+			r = append(r[:width], '…')
+		}
+		b.WriteString(string(r))
+	}
+	return b.String()
+}
+
+// Search finds snippets of the whole conversation for text (/search) the
+// way a turn finds them, recent messages included, within budget tokens.
+func (a *Assembler) Search(ctx context.Context, key pipeline.Key, text string, budget int) ([]Snippet, error) {
+	snips, err := a.recall(ctx, Request{Key: key, Text: text, Now: time.Now()}, nil, budget)
+	if err != nil {
+		return nil, fmt.Errorf("searching %s: %w", key, err)
+	}
+	return snips, nil
+}
+
+// namedSenders returns the senders (lowercased names) of hits that text
+// names: a word of the text is a word of their name.
+func namedSenders(text string, hits []memory.Hit) map[string]bool {
+	words := map[string]bool{}
+	for _, w := range memory.Terms(text) {
+		words[w] = true
+	}
+	var out map[string]bool
+	for _, h := range hits {
+		n := strings.ToLower(h.Message.SenderName)
+		if n == "" || h.Message.Role != memory.RoleUser || out[n] {
+			continue
+		}
+		for _, w := range memory.Terms(n) {
+			if words[w] {
+				if out == nil {
+					out = map[string]bool{}
+				}
+				out[n] = true
+				break
+			}
+		}
+	}
+	return out
+}

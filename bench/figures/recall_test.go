@@ -1,0 +1,56 @@
+package figures
+
+import (
+	"context"
+	"reflect"
+	"testing"
+)
+
+// TestEvidenceIDs: REALTALK's evidence lists in all the shapes its files
+// use become plain dia_ids.
+func TestEvidenceIDs(t *testing.T) {
+	for _, c := range []struct {
+		in   []string
+		want []string
+	}{
+		{[]string{"D1:6", "D3:69"}, []string{"D1:6", "D3:69"}},
+		{[]string{"D 2:18"}, []string{"D2:18"}},
+		{[]string{"23:29"}, []string{"D23:29"}},
+		{[]string{"D13:4. D14:4"}, []string{"D13:4", "D14:4"}},
+		{[]string{"D14:8-D14:10;D15:16"}, []string{"D14:8", "D14:9", "D14:10", "D15:16"}},
+		{[]string{"D1:2-D3:4", "nonsense", ""}, nil}, // a range across sessions is not expanded
+	} {
+		if got := EvidenceIDs(c.in); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("EvidenceIDs(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// TestRecallFixture: the figure reads the top-level chats only (the
+// fixture's locomo/ subfolder holds a file that would not even parse),
+// imports them, and scores each question that has evidence in the chat.
+func TestRecallFixture(t *testing.T) {
+	chats, err := LoadRecallChats("testdata/realtalk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(chats) != 1 || len(chats[0].Turns) != 7 || len(chats[0].Questions) != 3 {
+		t.Fatalf("loaded %+v", chats)
+	}
+	if tt := chats[0].Turns[4]; tt.ID != "D2:1" || tt.Speaker != "Ana" || tt.Time.Format("2006-01-02 15:04") != "2024-01-07 10:00" {
+		t.Errorf("fifth turn %+v", tt)
+	}
+	res, err := Recall(context.Background(), chats, RecallOptions{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Ours.Questions != 2 || res.Baseline.Questions != 2 {
+		t.Fatalf("scored %d and %d questions, want the 2 with evidence in the chat", res.Ours.Questions, res.Baseline.Questions)
+	}
+	if res.Ours.ByCategory["1"] != 1 || res.Ours.AnyFound != 1 {
+		t.Errorf("ours: %+v; the climbing gym and the cake are both found", res.Ours)
+	}
+	if res.Ours.Tokens <= 0 || len(res.Ours.Latency) != 2 {
+		t.Errorf("ours: %v tokens, %d latencies", res.Ours.Tokens, len(res.Ours.Latency))
+	}
+}
