@@ -52,7 +52,13 @@ type Config struct {
 	HTTP     HTTP     `mapstructure:"http"`
 	Limits   Limits   `mapstructure:"limits"`
 	Shutdown Shutdown `mapstructure:"shutdown"`
+
+	warnings []string // what Load found usable but unwise (Warnings)
 }
+
+// Warnings returns what Load found usable but unwise, for the bot to log at
+// start: a secret written in the configuration file itself.
+func (c Config) Warnings() []string { return c.warnings }
 
 // Data owns where Recall keeps its on-disk state (databases, JSON stores,
 // WhatsApp session).

@@ -31,8 +31,12 @@ import (
 	"github.com/recallbot/recall/summary"
 )
 
-// loadConfig reads --config, or config.yaml when it exists, plus the environment.
+// loadConfig reads --config, or config.yaml when it exists, plus the
+// environment and the RECALL_* variables of .env in the working directory.
 func loadConfig(path string) (config.Config, error) {
+	if err := config.LoadDotEnv(".env"); err != nil {
+		return config.Config{}, err
+	}
 	if path == "" {
 		if _, err := os.Stat("config.yaml"); err == nil {
 			path = "config.yaml"
@@ -70,6 +74,9 @@ const notConfigured = "I'm running, but no language model is configured yet, so 
 func newApp(ctx context.Context, cfg config.Config, logw io.Writer) (*app, error) {
 	a := &app{cfg: cfg, closeLog: func() {}}
 	a.log = logs.New(logw, cfg.Log.Level, cfg.Log.Format, cfg.Secrets())
+	for _, w := range cfg.Warnings() {
+		a.log.Warn(w)
+	}
 	defaults := memory.Settings{
 		MemoryEnabled: cfg.Memory.EnabledByDefault,
 		Storage:       memory.Storage(cfg.Memory.Storage),
