@@ -3,25 +3,30 @@ package config
 import (
 	"strings"
 	"time"
+
+	"github.com/recallbot/recall/logs"
+	"github.com/recallbot/recall/memory"
+	"github.com/recallbot/recall/pipeline"
 )
 
-// Enumerated values accepted by string settings.
+// Enumerated values accepted by string settings. Each is declared once, by
+// the package that acts on it; these name them for the configuration.
 const (
-	LogLevelDebug = "debug"
-	LogLevelInfo  = "info"
-	LogLevelWarn  = "warn"
-	LogLevelError = "error"
+	LogLevelDebug = logs.LevelDebug
+	LogLevelInfo  = logs.LevelInfo
+	LogLevelWarn  = logs.LevelWarn
+	LogLevelError = logs.LevelError
 
-	LogFormatText = "text"
-	LogFormatJSON = "json"
+	LogFormatText = logs.FormatText
+	LogFormatJSON = logs.FormatJSON
 
-	StorageSQLite = "sqlite"
-	StorageJSON   = "json"
+	StorageSQLite = string(memory.StorageSQLite)
+	StorageJSON   = string(memory.StorageJSON)
 
 	// GroupReplyMention answers in group chats only when the bot is
 	// mentioned or replied to; GroupReplyAlways answers every message.
-	GroupReplyMention = "mention"
-	GroupReplyAlways  = "always"
+	GroupReplyMention = string(pipeline.GroupReplyMention)
+	GroupReplyAlways  = string(pipeline.GroupReplyAlways)
 )
 
 // DefaultLLMBaseURL is the OpenAI API endpoint. Any other base URL is taken
