@@ -67,8 +67,8 @@ var _ chat.Observer = (*metrics.Metrics)(nil)
 
 // notConfigured is what the user reads when no LLM is set up.
 const notConfigured = "I'm running, but no language model is configured yet, so I can't answer. " +
-	"Set llm.base_url and llm.api_key in config.yaml, or the environment variables " +
-	"RECALL_LLM_BASE_URL and RECALL_LLM_API_KEY (any OpenAI-compatible server works, e.g. a local Ollama at http://localhost:11434/v1), then restart me. " +
+	"Set RECALL_LLM_API_KEY in the environment or in .env, and llm.base_url (RECALL_LLM_BASE_URL) for a server other than OpenAI " +
+	"(any OpenAI-compatible server works, e.g. a local Ollama at http://localhost:11434/v1: no key needed), then restart me. " +
 	"Commands such as /help, /remember and /summary_status work meanwhile."
 
 func newApp(ctx context.Context, cfg config.Config, logw io.Writer) (*app, error) {
@@ -105,7 +105,6 @@ func newApp(ctx context.Context, cfg config.Config, logw io.Writer) (*app, error
 		})
 		model = a.model
 		a.health.Add(ops.LLM(a.model))
-		_ = a.model.CheckAtStart(ctx, a.log) // logged with the fix; the bot runs on (commands work)
 	}
 	b := cfg.Memory.Budget
 	asm := assemble.New(store, counter, assemble.Budget{Total: b.Total, System: b.System, Memories: b.Memories + cfg.Memory.Facts.Budget*boolInt(cfg.Memory.Facts.Enabled), Summaries: b.Summaries, Snippets: b.Snippets, Recent: b.Recent})
@@ -240,6 +239,9 @@ func runBot(ctx context.Context, cfg config.Config, stdin io.Reader, stdout, std
 	}
 	if logFile != nil {
 		a.closeLog = func() { logFile.Close() }
+	}
+	if a.model != nil {
+		_ = a.model.CheckAtStart(ctx, a.log) // logged with the fix; the bot runs on (commands work)
 	}
 	stopHTTP, err := a.serveHTTP(terminal)
 	if err != nil {
