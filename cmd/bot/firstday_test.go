@@ -33,6 +33,9 @@ func TestWrongKeyIsNamedAtStart(t *testing.T) {
 	if r.Code != 0 || !strings.Contains(r.Stdout, "refused the bot's API key (operator: check llm.api_key") {
 		t.Fatalf("the user was not told the key was refused:\n%s", r)
 	}
+	if !strings.Contains(r.Stderr, "warning: the model server at "+srv.URL+" refused the API key: set llm.api_key") {
+		t.Errorf("the terminal user was not warned at start:\n%s", r)
+	}
 	log, err := os.ReadFile(filepath.Join(env.Data, "recall.log"))
 	if err != nil {
 		t.Fatal(err)

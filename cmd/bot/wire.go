@@ -241,7 +241,11 @@ func runBot(ctx context.Context, cfg config.Config, stdin io.Reader, stdout, std
 		a.closeLog = func() { logFile.Close() }
 	}
 	if a.model != nil {
-		_ = a.model.CheckAtStart(ctx, a.log) // logged with the fix; the bot runs on (commands work)
+		// Logged with the fix; the bot runs on (commands work). The
+		// terminal chat logs to a file: its user reads it on stderr too.
+		if err := a.model.CheckAtStart(ctx, a.log); err != nil && terminal {
+			fmt.Fprintln(stderr, "warning:", logs.NewRedactor(nil, cfg.Secrets()).Redact(err.Error()))
+		}
 	}
 	stopHTTP, err := a.serveHTTP(terminal)
 	if err != nil {
