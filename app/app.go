@@ -99,8 +99,8 @@ var _ chat.Observer = (*metrics.Metrics)(nil)
 
 // NotConfigured is what the user reads when no LLM is set up.
 const NotConfigured = "I'm running, but no language model is configured yet, so I can't answer. " +
-	"Set llm.base_url and llm.api_key in config.yaml, or the environment variables " +
-	"RECALL_LLM_BASE_URL and RECALL_LLM_API_KEY (any OpenAI-compatible server works, e.g. a local Ollama at http://localhost:11434/v1), then restart me. " +
+	"Set RECALL_LLM_API_KEY in the environment or in .env, and llm.base_url (RECALL_LLM_BASE_URL) for a server other than OpenAI " +
+	"(any OpenAI-compatible server works, e.g. a local Ollama at http://localhost:11434/v1: no key needed), then restart me. " +
 	"Commands such as /help, /remember and /summary_status work meanwhile."
 
 // OutboxFile, in the data dir, is the journal of replies being delivered.
@@ -115,6 +115,9 @@ func New(ctx context.Context, cfg config.Config, parts Parts) (*App, error) {
 			w = os.Stderr
 		}
 		a.Log = logs.New(w, cfg.Log.Level, cfg.Log.Format, cfg.Secrets())
+	}
+	for _, w := range cfg.Warnings() {
+		a.Log.Warn(w)
 	}
 	now := parts.Now
 	if now == nil {
@@ -148,7 +151,6 @@ func New(ctx context.Context, cfg config.Config, parts Parts) (*App, error) {
 	}
 	if c, ok := a.Model.(*llm.Client); ok {
 		a.Health.Add(ops.LLM(c))
-		_ = c.CheckAtStart(ctx, a.Log) // logged with the fix; the bot runs on (commands work)
 	}
 	if err := a.build(ctx, parts, defaults, now); err != nil {
 		return nil, errors.Join(err, store.Close(context.Background()))

@@ -3,25 +3,30 @@ package config
 import (
 	"strings"
 	"time"
+
+	"github.com/recallbot/recall/logs"
+	"github.com/recallbot/recall/memory"
+	"github.com/recallbot/recall/pipeline"
 )
 
-// Enumerated values accepted by string settings.
+// Enumerated values accepted by string settings. Each is declared once, by
+// the package that acts on it; these name them for the configuration.
 const (
-	LogLevelDebug = "debug"
-	LogLevelInfo  = "info"
-	LogLevelWarn  = "warn"
-	LogLevelError = "error"
+	LogLevelDebug = logs.LevelDebug
+	LogLevelInfo  = logs.LevelInfo
+	LogLevelWarn  = logs.LevelWarn
+	LogLevelError = logs.LevelError
 
-	LogFormatText = "text"
-	LogFormatJSON = "json"
+	LogFormatText = logs.FormatText
+	LogFormatJSON = logs.FormatJSON
 
-	StorageSQLite = "sqlite"
-	StorageJSON   = "json"
+	StorageSQLite = string(memory.StorageSQLite)
+	StorageJSON   = string(memory.StorageJSON)
 
 	// GroupReplyMention answers in group chats only when the bot is
 	// mentioned or replied to; GroupReplyAlways answers every message.
-	GroupReplyMention = "mention"
-	GroupReplyAlways  = "always"
+	GroupReplyMention = string(pipeline.GroupReplyMention)
+	GroupReplyAlways  = string(pipeline.GroupReplyAlways)
 )
 
 // DefaultLLMBaseURL is the OpenAI API endpoint. Any other base URL is taken
@@ -53,7 +58,13 @@ type Config struct {
 	Limits   Limits   `mapstructure:"limits"`
 	Shutdown Shutdown `mapstructure:"shutdown"`
 	Media    Media    `mapstructure:"media"`
+
+	warnings []string // what Load found usable but unwise (Warnings)
 }
+
+// Warnings returns what Load found usable but unwise, for the bot to log at
+// start: a secret written in the configuration file itself.
+func (c Config) Warnings() []string { return c.warnings }
 
 // Media owns what Recall does with voice notes, photos and documents.
 type Media struct {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -47,5 +48,60 @@ func TestCheckEnv(t *testing.T) {
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("%v: got %v, want %q", tc.env, err, tc.want)
 		}
+	}
+}
+
+// A key or token written in the configuration file itself is loaded, with a
+// warning for the bot to log (never the value).
+func TestSecretInFileWarns(t *testing.T) {
+	isolateEnv(t)
+	p := writeFile(t, "llm:\n  api_key: sk-in-the-file\ntelegram:\n  token: \"\"\n")
+	c, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := c.Warnings()
+	if len(w) != 1 || !strings.Contains(w[0], "llm.api_key") || !strings.Contains(w[0], "RECALL_LLM_API_KEY") || strings.Contains(w[0], "sk-in-the-file") {
+		t.Errorf("warnings = %q, want one naming llm.api_key and RECALL_LLM_API_KEY, without the value", w)
+	}
+	if c.LLM.APIKey != "sk-in-the-file" {
+		t.Errorf("the key was not loaded")
+	}
+	// The example file holds no secret.
+	c, err = Load(exampleFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Warnings()) != 0 {
+		t.Errorf("config.yaml: %q", c.Warnings())
+	}
+}
+
+// .env beside the bot holds the secrets config.yaml must not; the
+// environment wins over it, and a misspelled name in it is caught too.
+func TestLoadDotEnv(t *testing.T) {
+	isolateEnv(t)
+	t.Setenv("RECALL_LLM_MODEL", "from-env")
+	p := writeFile(t, "# secrets\nRECALL_LLM_API_KEY=sk-dot\nexport RECALL_TELEGRAM_TOKEN=\"123:AAH x\"\nRECALL_LLM_MODEL=from-file\nRECALL_LOG_LEVEL=debug # comment\nPATH=/nowhere\n\n")
+	if err := LoadDotEnv(p); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.LLM.APIKey != "sk-dot" || c.Telegram.Token != "123:AAH x" || c.LLM.Model != "from-env" || c.Log.Level != "debug" {
+		t.Errorf("loaded %q %q %q %q", c.LLM.APIKey, c.Telegram.Token, c.LLM.Model, c.Log.Level)
+	}
+	if err := LoadDotEnv(filepath.Join(t.TempDir(), "none")); err != nil {
+		t.Errorf("a missing .env: %v", err)
+	}
+	t.Setenv("RECALL_LLM_APIKEY", "") // restored after the test
+	bad := writeFile(t, "RECALL_LLM_APIKEY=sk-typo\n")
+	if err := LoadDotEnv(bad); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(""); err == nil || !strings.Contains(err.Error(), "did you mean RECALL_LLM_API_KEY?") {
+		t.Errorf("a typo in .env: %v", err)
 	}
 }

@@ -40,6 +40,7 @@ func load(path string) (Config, error) {
 	if err := CheckEnv(os.Environ()); err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
+	var warnings []string
 	v := viper.New()
 	v.SetConfigType("yaml")
 	defaults := reflect.ValueOf(Default())
@@ -61,6 +62,7 @@ func load(path string) (Config, error) {
 		if err := checkFileKeys(data); err != nil {
 			return Config{}, fmt.Errorf("config: %s: %w", path, err)
 		}
+		warnings = fileSecrets(path, data)
 		if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
 			return Config{}, fmt.Errorf("config: parsing %s: %w", path, err)
 		}
@@ -75,7 +77,27 @@ func load(path string) (Config, error) {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
 	normalizeLists(&c)
+	c.warnings = warnings
 	return c, nil
+}
+
+// fileSecrets warns about each secret (llm.api_key, telegram.token, …) the
+// file itself holds: a file that is copied, committed or shared carries it.
+// The value is never quoted.
+func fileSecrets(path string, data []byte) []string {
+	fv := viper.New()
+	fv.SetConfigType("yaml")
+	if err := fv.ReadConfig(bytes.NewReader(data)); err != nil {
+		return nil
+	}
+	var out []string
+	for _, l := range leaves() {
+		if l.secret && fv.IsSet(l.key) && fmt.Sprint(fv.Get(l.key)) != "" {
+			out = append(out, fmt.Sprintf("%s holds a secret (%s): move it to the environment (%s) or to a .env file that is never committed, and leave it empty in %s",
+				path, l.key, envName(l.key), path))
+		}
+	}
+	return out
 }
 
 // checkFileKeys rejects keys in a YAML document that do not correspond to a

@@ -91,8 +91,8 @@ func TestCheckAtStart(t *testing.T) {
 			if log := buf.String(); !strings.Contains(log, "level=ERROR") || !strings.Contains(log, tc.fix) || strings.Contains(log, "sk-wrong") {
 				t.Errorf("log is not an error with the fix (and no key):\n%s", log)
 			}
-			if c.Health() == nil {
-				t.Error("a failed check leaves the model healthy")
+			if err := c.Health(); err == nil || !strings.Contains(err.Error(), "the start-up check failed") {
+				t.Errorf("after a failed check, Health() = %v", err)
 			}
 		})
 	}

@@ -131,7 +131,7 @@ func UserMessage(err error) string {
 	case err == nil:
 		return ""
 	case errors.Is(err, ErrNotConfigured):
-		return "No language model is configured yet. The operator should set llm.base_url and llm.api_key (or RECALL_LLM_API_KEY) in config.yaml."
+		return "No language model is configured yet. The operator should set RECALL_LLM_API_KEY (in the environment or .env) and, for a server other than OpenAI, llm.base_url."
 	case errors.As(err, &se):
 		if errors.Is(err, context.Canceled) {
 			return "The answer was stopped before it was finished."

@@ -12,9 +12,10 @@ import (
 type health struct {
 	after int // consecutive failures that make the model unhealthy
 
-	mu     sync.Mutex
-	failed int   // consecutive failed calls
-	last   error // the last failure
+	mu      sync.Mutex
+	failed  int   // consecutive failed calls
+	last    error // the last failure
+	atStart bool  // last is the start-up check's, and no call came since
 }
 
 // record notes the outcome of one call. A call the caller cancelled, or one
@@ -26,6 +27,7 @@ func (h *health) record(err error) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.atStart = false
 	if err == nil {
 		h.failed, h.last = 0, nil
 		return
@@ -41,6 +43,7 @@ func (h *health) fail(err error) {
 	defer h.mu.Unlock()
 	h.failed = max(h.failed, h.after)
 	h.last = err
+	h.atStart = true
 }
 
 func (h *health) err() error {
@@ -48,6 +51,9 @@ func (h *health) err() error {
 	defer h.mu.Unlock()
 	if h.failed < h.after {
 		return nil
+	}
+	if h.atStart {
+		return fmt.Errorf("the start-up check failed: %w", h.last)
 	}
 	return fmt.Errorf("the last %d calls to the model failed; the last one: %w", h.failed, h.last)
 }

@@ -13,23 +13,34 @@ import (
 	"strings"
 )
 
+// Level and format names (log.level, log.format).
+const (
+	LevelDebug = "debug"
+	LevelInfo  = "info"
+	LevelWarn  = "warn"
+	LevelError = "error"
+
+	FormatText = "text"
+	FormatJSON = "json"
+)
+
 // New returns a logger writing to w. level is debug|info|warn|error, format
 // text|json; secrets are never written.
 func New(w io.Writer, level, format string, secrets []string) *slog.Logger {
 	var lv slog.Level
 	switch strings.ToLower(level) {
-	case "debug":
+	case LevelDebug:
 		lv = slog.LevelDebug
-	case "warn":
+	case LevelWarn:
 		lv = slog.LevelWarn
-	case "error":
+	case LevelError:
 		lv = slog.LevelError
 	default:
 		lv = slog.LevelInfo
 	}
 	opts := &slog.HandlerOptions{Level: lv}
 	var h slog.Handler
-	if strings.ToLower(format) == "json" {
+	if strings.ToLower(format) == FormatJSON {
 		h = slog.NewJSONHandler(w, opts)
 	} else {
 		h = slog.NewTextHandler(w, opts)

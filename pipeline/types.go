@@ -216,3 +216,16 @@ func PickChoice(text string, choices []Choice) (Choice, bool) {
 func labelWords(label string) []string {
 	return strings.FieldsFunc(label, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
 }
+
+// GroupReply says which group messages a channel answers (the
+// telegram.groups.reply and whatsapp.groups.reply settings).
+type GroupReply string
+
+// Group reply policies.
+const (
+	// GroupReplyMention answers only messages addressed to the bot
+	// (mentioned, replied to, commanded).
+	GroupReplyMention GroupReply = "mention"
+	// GroupReplyAlways answers every group message.
+	GroupReplyAlways GroupReply = "always"
+)

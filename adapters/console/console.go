@@ -115,6 +115,8 @@ type message struct {
 // and answered; reading goes on with the next one. A read error other than
 // end of input is returned.
 func (a *Adapter) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx) // the reader goroutine ends with Run
+	defer cancel()
 	read, done, err := a.reader()
 	if err != nil {
 		return err
@@ -122,8 +124,8 @@ func (a *Adapter) Run(ctx context.Context) error {
 	defer done()
 	// One goroutine reads, one message each time it is asked, so nothing
 	// is read (and no prompt drawn) while a turn runs. It ends at end of
-	// input; when ctx ends first it is left blocked in Read, which only the
-	// process's end can interrupt.
+	// input or when Run returns, unless it is blocked in Read then: only
+	// the input's end (or the process's) interrupts that.
 	next := make(chan struct{})
 	msgs := make(chan message)
 	errc := make(chan error, 1)

@@ -149,3 +149,33 @@ func TestSendFileWritesTheFile(t *testing.T) {
 		t.Errorf("the file's content was printed:\n%s", out)
 	}
 }
+
+// A slow answer's note replaces "thinking…", stays through the typing
+// refreshes, and is erased before the answer.
+func TestTerminalWaitNote(t *testing.T) {
+	type waitNoter interface {
+		ShowWaitNote(ctx context.Context, key pipeline.Key, text string) (func(context.Context) error, error)
+	}
+	h := &recorder{reply: func(ctx context.Context, t *pipeline.Turn) error {
+		typer := t.Out.(pipeline.Typer)
+		_ = typer.Typing(ctx, t.In.Key)
+		remove, err := t.Out.(waitNoter).ShowWaitNote(ctx, t.In.Key, "⏳ still thinking…")
+		if err != nil {
+			return err
+		}
+		_ = typer.Typing(ctx, t.In.Key) // the note stays
+		if err := remove(ctx); err != nil {
+			return err
+		}
+		_, err = t.Out.Send(ctx, pipeline.Outbound{Text: "answer"})
+		return err
+	}}
+	out := runWith(t, "question\r", h, console.WithEditor())
+	i, j := strings.Index(out, "still thinking…"), strings.Index(out, "answer")
+	if i < 0 || j < i || strings.Count(out, "thinking…") != 2 {
+		t.Fatalf("want thinking…, then the note once, then the answer: %q", out)
+	}
+	if !strings.Contains(out[i:j], "\r\x1b[K") {
+		t.Errorf("the note is not erased before the answer: %q", out[i:j])
+	}
+}

@@ -17,8 +17,8 @@ const Channel = "telegram"
 
 // Group reply policies (Options.GroupsReply).
 const (
-	GroupsReplyMention = "mention" // answer only when mentioned, replied to, commanded or a button is pressed
-	GroupsReplyAlways  = "always"  // answer every group message
+	GroupsReplyMention = string(pipeline.GroupReplyMention) // answer only when mentioned, replied to, commanded or a button is pressed
+	GroupsReplyAlways  = string(pipeline.GroupReplyAlways)  // answer every group message
 )
 
 // TextOnlyReply is what a user reads after sending a sticker, a photo without

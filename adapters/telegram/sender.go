@@ -352,6 +352,29 @@ func (s *sender) Typing(ctx context.Context, key pipeline.Key) error {
 	return nil
 }
 
+// ShowWaitNote sends text (a slow answer's "still thinking" note) as a plain
+// message, without retries; remove deletes it again.
+func (s *sender) ShowWaitNote(ctx context.Context, key pipeline.Key, text string) (remove func(context.Context) error, err error) {
+	chat, thread, err := target(key)
+	if err != nil {
+		return nil, err
+	}
+	sctx, cancel := context.WithTimeout(ctx, s.sendTimeout)
+	defer cancel()
+	m, err := s.api.SendMessage(sctx, &bot.SendMessageParams{ChatID: chat, MessageThreadID: thread, Text: text})
+	if err != nil {
+		return nil, fmt.Errorf("showing a note in %s: %w", key, err)
+	}
+	return func(ctx context.Context) error {
+		dctx, cancel := context.WithTimeout(ctx, s.sendTimeout)
+		defer cancel()
+		if _, err := s.api.DeleteMessage(dctx, &bot.DeleteMessageParams{ChatID: chat, MessageID: m.ID}); err != nil {
+			return fmt.Errorf("deleting the note in %s: %w", key, err)
+		}
+		return nil
+	}, nil
+}
+
 // Edit replaces the text of message id (as returned by Send). Text longer
 // than one message is cut to its first part. "message is not modified" is
 // not an error.

@@ -13,8 +13,8 @@ const Channel = "whatsapp"
 
 // Group reply policies (Options.GroupsReply, whatsapp.groups.reply).
 const (
-	GroupsReplyMention = "mention" // answer only when mentioned, replied to or commanded
-	GroupsReplyAlways  = "always"  // answer every group message
+	GroupsReplyMention = string(pipeline.GroupReplyMention) // answer only when mentioned, replied to or commanded
+	GroupsReplyAlways  = string(pipeline.GroupReplyAlways)  // answer every group message
 )
 
 // Defaults for Options.

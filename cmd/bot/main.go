@@ -35,7 +35,8 @@ Usage:
   bot version                              print the version
 
 Configuration: config.yaml in the working directory (or --config FILE), and
-environment variables RECALL_<KEY> (e.g. RECALL_LLM_API_KEY, RECALL_DATA_DIR).
+environment variables RECALL_<KEY> (e.g. RECALL_LLM_API_KEY, RECALL_DATA_DIR),
+also read from .env in the working directory (the environment wins).
 
 Stopping: the first SIGINT or SIGTERM stops taking messages and lets work in
 progress finish (shutdown.timeout), then exits 0; a second one exits at once

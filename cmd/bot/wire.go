@@ -13,10 +13,15 @@ import (
 	"github.com/recallbot/recall/app"
 	"github.com/recallbot/recall/config"
 	"github.com/recallbot/recall/llm"
+	"github.com/recallbot/recall/logs"
 )
 
-// loadConfig reads --config, or config.yaml when it exists, plus the environment.
+// loadConfig reads --config, or config.yaml when it exists, plus the
+// environment and the RECALL_* variables of .env in the working directory.
 func loadConfig(path string) (config.Config, error) {
+	if err := config.LoadDotEnv(".env"); err != nil {
+		return config.Config{}, err
+	}
 	if path == "" {
 		if _, err := os.Stat("config.yaml"); err == nil {
 			path = "config.yaml"
@@ -60,6 +65,13 @@ func runBot(ctx context.Context, cfg config.Config, stdin io.Reader, stdout, std
 	preloaded := make(chan struct{})
 	go func() { defer close(preloaded); llm.Preload(a.Counter) }()
 	defer func() { <-preloaded }()
+	if c, ok := a.Model.(*llm.Client); ok {
+		// Logged with the fix; the bot runs on (commands work). The
+		// terminal chat logs to a file: its user reads it on stderr too.
+		if err := c.CheckAtStart(ctx, a.Log); err != nil && terminal {
+			fmt.Fprintln(stderr, "warning:", logs.NewRedactor(nil, cfg.Secrets()).Redact(err.Error()))
+		}
+	}
 	stopHTTP, err := a.ServeHTTP(terminal)
 	if err != nil {
 		return errors.Join(err, a.Close())

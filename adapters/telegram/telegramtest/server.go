@@ -635,6 +635,15 @@ func (f *Server) handleLocked(c *Call) (any, *Err) {
 		c.MsgID = id
 		me := f.Me()
 		return models.Message{ID: id, Date: int(time.Now().Unix()), Chat: models.Chat{ID: chat, Type: chatType(chat)}, Text: f.texts[k], From: &me}, nil
+	case "deleteMessage":
+		chat, _ := strconv.ParseInt(c.Fields["chat_id"], 10, 64)
+		id, _ := strconv.Atoi(c.Fields["message_id"])
+		if _, ok := f.texts[[2]int64{chat, int64(id)}]; !ok {
+			return nil, &Err{Code: 400, Description: "Bad Request: message to delete not found"}
+		}
+		delete(f.texts, [2]int64{chat, int64(id)})
+		c.MsgID = id
+		return true, nil
 	case "editMessageText":
 		chat, _ := strconv.ParseInt(c.Fields["chat_id"], 10, 64)
 		id, _ := strconv.Atoi(c.Fields["message_id"])
