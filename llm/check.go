@@ -65,6 +65,7 @@ func (c *Client) probe(ctx context.Context) error {
 	if req.MaxCompletionTokens > 0 {
 		req.MaxCompletionTokens = 1
 	} else {
+		//lint:ignore SA1019 max_tokens is what other OpenAI-compatible servers (Ollama, vLLM, llama.cpp) know
 		req.MaxTokens = 1
 	}
 	f, _ := c.attemptOnce(ctx, false, func(actx context.Context, _ *attemptInfo, _ func(bool)) error {

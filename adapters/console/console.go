@@ -492,7 +492,7 @@ func (a *Adapter) write(s string) {
 
 func (a *Adapter) writeLocked(s string) {
 	if a.term != nil {
-		a.term.Write([]byte(s)) // "\n" becomes "\r\n" in raw mode
+		_, _ = a.term.Write([]byte(s)) // "\n" becomes "\r\n" in raw mode
 		return
 	}
 	io.WriteString(a.out, s)

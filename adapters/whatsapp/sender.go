@@ -112,9 +112,15 @@ func (a *Adapter) waitPace(ctx context.Context, i int) error {
 // the same reply sent again (a retry, the outbox after a restart) carries
 // the same id and WhatsApp shows it once. Without replyTo the id is random.
 // Its shape is whatsmeow's: "3EB0" and 18 hex digits.
+// randomID is a message id for a send not repeated with the same id.
+func randomID() types.MessageID {
+	//lint:ignore SA1019 the client's GenerateMessageID needs the logged-in client behind our narrow interface; an id only has to be unique
+	return whatsmeow.GenerateMessageID()
+}
+
 func partID(chat types.JID, replyTo string, i int, text string) types.MessageID {
 	if replyTo == "" {
-		return whatsmeow.GenerateMessageID()
+		return randomID()
 	}
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00%d\x00", chat.String(), replyTo, i)
@@ -316,14 +322,14 @@ func (a *Adapter) SendFile(ctx context.Context, key pipeline.Key, f pipeline.Fil
 	if err := a.waitPace(ctx, 0); err != nil {
 		return err
 	}
-	if err := a.send(ctx, chat, &waE2E.Message{DocumentMessage: doc}, whatsmeow.GenerateMessageID()); err != nil {
+	if err := a.send(ctx, chat, &waE2E.Message{DocumentMessage: doc}, randomID()); err != nil {
 		return fmt.Errorf("whatsapp: sending %s to %s: %w", name, key, err)
 	}
 	for i, p := range parts {
 		if err := a.waitPace(ctx, i+1); err != nil {
 			return err
 		}
-		if err := a.send(ctx, chat, textMessage(p, "", nil, a.expirationOf(chat)), whatsmeow.GenerateMessageID()); err != nil {
+		if err := a.send(ctx, chat, textMessage(p, "", nil, a.expirationOf(chat)), randomID()); err != nil {
 			return fmt.Errorf("whatsapp: sending the caption of %s to %s: %w", name, key, err)
 		}
 	}

@@ -93,7 +93,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "error:", err)
 			return 1
 		}
-		defer lock.Release()
+		defer func() { _ = lock.Release() }() // the kernel releases it at exit anyway
 	}
 	ctx, stop := shutdownContext(stderr, os.Exit)
 	defer stop()
