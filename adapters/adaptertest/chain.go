@@ -39,6 +39,7 @@ type ChainOptions struct {
 	Dir     string   // the data directory
 	LLMURL  string   // the fake OpenAI server (llmtest.Server.URL)
 	Allowed []string // access.allowed_users
+	Admins  []string // access.admins (none by default)
 	BotName string   // for /cmd@botname
 	Log     *slog.Logger
 	// Journal opens the delivery journal (App.Outbox) in Dir.
@@ -72,7 +73,9 @@ func NewChain(t testing.TB, o ChainOptions) *Chain {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	model := llm.New(llm.Options{BaseURL: o.LLMURL, Model: "test-model", MaxRetries: -1, Timeout: 10 * time.Second})
-	a, err := app.New(context.Background(), Config(o.Dir, o.Allowed), app.Parts{
+	cfg := Config(o.Dir, o.Allowed)
+	cfg.Access.Admins = o.Admins
+	a, err := app.New(context.Background(), cfg, app.Parts{
 		Model: model, Logger: o.Log, BotName: o.BotName, Journal: o.Journal, Chat: o.Chat,
 	})
 	if err != nil {

@@ -24,10 +24,11 @@ func replyToBot(api *fakeAPI, chat models.Chat, from int64, sent fakeCall, text 
 // message) takes answers only from the member who asked, and only when they
 // are addressed to the bot: another member's chatter, another member's
 // "yes" (typed as a reply, or pressed) and the asker's own unaddressed "yes"
-// pass by as if no question were pending.
+// pass by as if no question were pending. The asker is one of the bot's
+// admins: in a group only they may /purge (the memory is everyone's there).
 func TestGroupQuestionAnsweredOnlyByItsAsker(t *testing.T) {
 	api := newFakeAPI(t)
-	st := newStack(t, api, stackOptions{})
+	st := newStack(t, api, stackOptions{admins: []string{"telegram:111"}})
 	group := groupChat(-100700, false)
 
 	remember := api.TextMessage(group, 111, "@"+fakeBotName+" the plan is secret")

@@ -254,7 +254,16 @@ func (s *sender) call(ctx context.Context, chat int64, edit bool, timeout time.D
 		cctx, cancel := context.WithTimeout(ctx, timeout)
 		err := fn(cctx)
 		cancel()
-		if err == nil || ctx.Err() != nil {
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			var tm *bot.TooManyRequestsError
+			if errors.As(err, &tm) {
+				// A 429 answered as ctx ended: the wait it asks for is what
+				// ctx ended, not the 429.
+				return fmt.Errorf("%w (while rate limited: %v)", ctx.Err(), err)
+			}
 			return err
 		}
 		if s.rateLimited(chat, err) {

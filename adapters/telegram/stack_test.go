@@ -24,6 +24,7 @@ import (
 type stackOptions struct {
 	groupsReply string
 	allowed     []string        // default: telegram:111, telegram:222
+	admins      []string        // the bot's admins (access.admins); default none
 	llm         llmtest.Handler // default: Echo("echo: ")
 	webhook     *Webhook
 	// submit wraps the dispatcher's Submit (crash tests).
@@ -100,7 +101,7 @@ func (s *stack) start() {
 	t.Helper()
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(s.logs, &slog.HandlerOptions{Level: s.logLevel()}))
-	c := adaptertest.NewChain(t, adaptertest.ChainOptions{Dir: s.dir, LLMURL: s.llm.URL, Allowed: s.opts.allowed,
+	c := adaptertest.NewChain(t, adaptertest.ChainOptions{Dir: s.dir, LLMURL: s.llm.URL, Allowed: s.opts.allowed, Admins: s.opts.admins,
 		BotName: fakeBotName, Log: log, Journal: true, Chat: func(o *chat.Options) { o.TypingEvery = s.opts.typingEvery }})
 	store, resp, sum, disp, cmds, access, intake := c.Store, c.Resp, c.Sum, c.Disp, c.Cmds, c.Access, c.Intake
 	outbox := c.App.Outbox
