@@ -32,6 +32,8 @@ type noticeGate struct {
 	mu        sync.Mutex
 	albums    map[string]bool // media group id → answered (a caption) or noticed
 	albumList []string        // insertion order, for the bound
+	firsts    map[string]bool // albums whose first item without caption was seen
+	firstList []string        // insertion order, for the bound
 	last      map[pipeline.Key]time.Time
 }
 
@@ -61,6 +63,26 @@ func (g *noticeGate) coverLocked(album string) {
 		delete(g.albums, g.albumList[0])
 		g.albumList = g.albumList[1:]
 	}
+}
+
+// firstOf reports whether this is the first item without caption seen of
+// album (items arrive in order: only the first may answer the album).
+func (g *noticeGate) firstOf(album string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.firsts == nil {
+		g.firsts = map[string]bool{}
+	}
+	if g.firsts[album] {
+		return false
+	}
+	g.firsts[album] = true
+	g.firstList = append(g.firstList, album)
+	if len(g.firstList) > maxNoticeMemory {
+		delete(g.firsts, g.firstList[0])
+		g.firstList = g.firstList[1:]
+	}
+	return true
 }
 
 // claim marks album as taken care of and reports whether it was not yet

@@ -46,6 +46,9 @@ func (a *Adapter) prepare(u *models.Update, me Me) item {
 			// An album's item without caption: the album is answered
 			// once — through its captioned item, or else through its
 			// first item once the others had time to arrive.
+			if !a.notices.firstOf(it.album) {
+				return it
+			}
 			in.Media.Fetch = fetcher(a.api, a.files, a.opts.Token, in.Media.Ref)
 			it.in, it.albumItem = in, true
 			return it

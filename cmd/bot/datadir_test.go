@@ -52,7 +52,7 @@ func TestOneWriterPerDataDirectory(t *testing.T) {
 	b.send("still here?")
 	b.waitLine("echo: still here?")
 	b.stop()
-	if r := env.mustRun(t, "", "import", importFile); !strings.Contains(r.Stdout, `"messages":2`) {
+	if r := env.mustRun(t, "", "import", importFile); !strings.Contains(r.Stdout, `"messages":3`) {
 		t.Errorf("bot import after the bot stopped:\n%s", r)
 	}
 }
