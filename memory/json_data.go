@@ -64,26 +64,9 @@ func (j *JSON) Purge(ctx context.Context, scope PurgeScope) (PurgeReport, error)
 					msgs = append(msgs, m)
 				}
 			}
-			doomed := idSet(plan.deleteSummaries)
-			back := idSet(plan.reactivateSummaries)
-			var sums []Summary
-			for _, s := range c.Summaries {
-				if doomed[s.ID] {
-					rep.Summaries++
-					continue
-				}
-				if back[s.ID] {
-					s.Active = true
-				}
-				sums = append(sums, s)
-			}
-			chunks := idSet(plan.reactivateChunks)
-			for i := range msgs {
-				if chunks[msgs[i].ChunkID] {
-					msgs[i].Active, msgs[i].ChunkID = true, 0
-				}
-			}
-			c.Messages, c.Summaries = msgs, sums
+			var gone int64
+			c.Messages, c.Summaries, gone = plan.applyTo(msgs, c.Summaries)
+			rep.Summaries += gone
 			convs = append(convs, c)
 		}
 		f.Data.Conversations = convs

@@ -139,25 +139,9 @@ func (j *JSON) purgeMessage(ctx context.Context, key pipeline.Key, platformID, s
 			}
 			c.Messages = msgs
 			plan := planChunks(c.Summaries, chunks)
-			doomed, back := idSet(plan.deleteSummaries), idSet(plan.reactivateSummaries)
-			var sums []Summary
-			for _, s := range c.Summaries {
-				if doomed[s.ID] {
-					rep.Summaries++
-					continue
-				}
-				if back[s.ID] {
-					s.Active = true
-				}
-				sums = append(sums, s)
-			}
-			c.Summaries = sums
-			chunkBack := idSet(plan.reactivateChunks)
-			for i := range c.Messages {
-				if chunkBack[c.Messages[i].ChunkID] {
-					c.Messages[i].Active, c.Messages[i].ChunkID = true, 0
-				}
-			}
+			var gone int64
+			c.Messages, c.Summaries, gone = plan.applyTo(c.Messages, c.Summaries)
+			rep.Summaries += gone
 			return true, nil
 		}
 		return false, nil

@@ -101,3 +101,29 @@ func planChunks(sums []Summary, chunks []int64) purgePlan {
 	}
 	return planPurgeChunks(sums, set)
 }
+
+// applyTo carries the plan out on one JSON conversation's messages (those
+// left after the purge) and summaries: the doomed summaries go, the ones to
+// reactivate come back, and the messages of the chunks to reactivate become
+// active again. It returns them, and how many summaries went.
+func (p purgePlan) applyTo(msgs []Message, sums []Summary) ([]Message, []Summary, int64) {
+	doomed, back, chunks := idSet(p.deleteSummaries), idSet(p.reactivateSummaries), idSet(p.reactivateChunks)
+	var kept []Summary
+	var gone int64
+	for _, s := range sums {
+		if doomed[s.ID] {
+			gone++
+			continue
+		}
+		if back[s.ID] {
+			s.Active = true
+		}
+		kept = append(kept, s)
+	}
+	for i := range msgs {
+		if chunks[msgs[i].ChunkID] {
+			msgs[i].Active, msgs[i].ChunkID = true, 0
+		}
+	}
+	return msgs, kept, gone
+}

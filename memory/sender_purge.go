@@ -243,24 +243,9 @@ func (j *JSON) purgeSender(ctx context.Context, owner, sender string) (PurgeRepo
 				}
 				msgs = append(msgs, m)
 			}
-			doomed, back, reChunks := idSet(plan.deleteSummaries), idSet(plan.reactivateSummaries), idSet(plan.reactivateChunks)
-			var sums []Summary
-			for _, s := range c.Summaries {
-				if doomed[s.ID] {
-					rep.Summaries++
-					continue
-				}
-				if back[s.ID] {
-					s.Active = true
-				}
-				sums = append(sums, s)
-			}
-			for i := range msgs {
-				if reChunks[msgs[i].ChunkID] {
-					msgs[i].Active, msgs[i].ChunkID = true, 0
-				}
-			}
-			c.Messages, c.Summaries = msgs, sums
+			var gone int64
+			c.Messages, c.Summaries, gone = plan.applyTo(msgs, c.Summaries)
+			rep.Summaries += gone
 		}
 		if rep.Messages == 0 {
 			return false, nil

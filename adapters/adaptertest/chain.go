@@ -46,6 +46,8 @@ type ChainOptions struct {
 	Journal bool
 	// Chat adjusts the responder's options (timings).
 	Chat func(*chat.Options)
+	// Config adjusts the configuration (e.g. media.*) before the bot is built.
+	Config func(*config.Config)
 }
 
 // Defaults are the memory settings of a Chain's users.
@@ -75,6 +77,10 @@ func NewChain(t testing.TB, o ChainOptions) *Chain {
 	model := llm.New(llm.Options{BaseURL: o.LLMURL, Model: "test-model", MaxRetries: -1, Timeout: 10 * time.Second})
 	cfg := Config(o.Dir, o.Allowed)
 	cfg.Access.Admins = o.Admins
+	cfg.LLM.BaseURL = o.LLMURL // also where media.transcription goes by default
+	if o.Config != nil {
+		o.Config(&cfg)
+	}
 	a, err := app.New(context.Background(), cfg, app.Parts{
 		Model: model, Logger: o.Log, BotName: o.BotName, Journal: o.Journal, Chat: o.Chat,
 	})

@@ -585,6 +585,11 @@ func (a *Adapter) onMessage(ctx context.Context, ev *events.Message) bool {
 	if !ok {
 		return true
 	}
+	if in.Media != nil {
+		if _, msg := mediaOf(ev.Message); msg != nil {
+			in.Media.Fetch = fetcher(a.client, msg, in.Media.Size)
+		}
+	}
 	if a.isStopping() {
 		return false // not acknowledged: WhatsApp delivers it again at the next start
 	}

@@ -52,6 +52,8 @@ type Client interface {
 	MarkRead(ctx context.Context, ids []types.MessageID, at time.Time, chat, sender types.JID) error
 	// Upload encrypts and uploads media for a message.
 	Upload(ctx context.Context, data []byte, kind whatsmeow.MediaType) (whatsmeow.UploadResponse, error)
+	// Download fetches and decrypts the media of a received message.
+	Download(ctx context.Context, msg whatsmeow.DownloadableMessage) ([]byte, error)
 }
 
 // Me is the bot's own WhatsApp account.
@@ -129,4 +131,8 @@ func (w *waClient) MarkRead(ctx context.Context, ids []types.MessageID, at time.
 
 func (w *waClient) Upload(ctx context.Context, data []byte, kind whatsmeow.MediaType) (whatsmeow.UploadResponse, error) {
 	return w.c.Upload(ctx, data, kind)
+}
+
+func (w *waClient) Download(ctx context.Context, msg whatsmeow.DownloadableMessage) ([]byte, error) {
+	return w.c.Download(ctx, msg)
 }

@@ -27,7 +27,8 @@ type fakeClient struct {
 	deliverMu sync.Mutex // one event at a time, like whatsmeow's handler queue
 
 	mu          sync.Mutex
-	changed     chan struct{} // closed and replaced on every recorded change
+	media       map[string][]byte // direct path → the media Download returns (addMedia)
+	changed     chan struct{}     // closed and replaced on every recorded change
 	me          Me
 	session     bool
 	connected   bool // the websocket is up and logged in
@@ -298,6 +299,28 @@ func (f *fakeClient) MarkRead(_ context.Context, ids []types.MessageID, _ time.T
 	f.reads = append(f.reads, read{IDs: ids, Chat: chat, Sender: sender})
 	f.notifyLocked()
 	return nil
+}
+
+// Download returns the media registered for the message's direct path
+// (addMedia), as whatsmeow returns it decrypted.
+func (f *fakeClient) Download(_ context.Context, msg whatsmeow.DownloadableMessage) ([]byte, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	data, ok := f.media[msg.GetDirectPath()]
+	if !ok {
+		return nil, errors.New("fake: no media at " + msg.GetDirectPath())
+	}
+	return data, nil
+}
+
+// addMedia makes data downloadable at path.
+func (f *fakeClient) addMedia(path string, data []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.media == nil {
+		f.media = map[string][]byte{}
+	}
+	f.media[path] = data
 }
 
 func (f *fakeClient) Upload(_ context.Context, data []byte, kind whatsmeow.MediaType) (whatsmeow.UploadResponse, error) {

@@ -49,7 +49,8 @@ func toInbound(ev *events.Message, me Me, mapLID func(types.JID) types.JID, grou
 		return in, false, false
 	}
 	text, ci := textOf(m)
-	if strings.TrimSpace(text) == "" {
+	media, _ := mediaOf(m)
+	if strings.TrimSpace(text) == "" && media == nil {
 		return in, false, false
 	}
 	resolve := func(j types.JID) types.JID { return phoneJID(j.ToNonAD(), info, mapLID) }
@@ -81,9 +82,10 @@ func toInbound(ev *events.Message, me Me, mapLID func(types.JID) types.JID, grou
 		text, in.MentionsBot = stripMentions(text, ci.GetMentionedJID(), me)
 	}
 	in.Text = strings.TrimSpace(text)
-	if in.Text == "" {
+	if in.Text == "" && media == nil {
 		return pipeline.Inbound{}, false, false // only "@Recall": nothing to answer
 	}
+	in.Media = media
 	if group && groupsReply == GroupsReplyAlways {
 		in.MentionsBot = true
 	}
@@ -118,6 +120,8 @@ func textOf(m *waE2E.Message) (string, *waE2E.ContextInfo) {
 	case m.GetDocumentMessage() != nil:
 		x := m.GetDocumentMessage()
 		return x.GetCaption(), x.GetContextInfo()
+	case m.GetAudioMessage() != nil:
+		return "", m.GetAudioMessage().GetContextInfo()
 	}
 	return "", nil
 }

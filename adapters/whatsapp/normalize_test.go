@@ -209,7 +209,7 @@ func TestToInbound(t *testing.T) {
 			ev: with(msgEvent(pnJID, pnJID, "C1", ""), func(ev *events.Message) {
 				ev.Message = &waE2E.Message{ImageMessage: &waE2E.ImageMessage{Caption: proto.String("what is this?")}}
 			}),
-			want:   pipeline.Inbound{Key: dmKey(pnJID), SenderID: userPhone, SenderName: "Ada", MessageID: "C1", Text: "what is this?"},
+			want:   pipeline.Inbound{Key: dmKey(pnJID), SenderID: userPhone, SenderName: "Ada", MessageID: "C1", Text: "what is this?", Media: &pipeline.Media{Kind: pipeline.MediaPhoto}},
 			answer: true,
 		},
 		{
@@ -228,13 +228,29 @@ func TestToInbound(t *testing.T) {
 					ContextInfo: &waE2E.ContextInfo{MentionedJID: []string{testMe.PN.String()}},
 				}}
 			}),
-			want:   pipeline.Inbound{Key: group, SenderID: userPhone, SenderName: "Ada", MessageID: "C3", Text: "summarize", IsGroup: true, MentionsBot: true},
+			want:   pipeline.Inbound{Key: group, SenderID: userPhone, SenderName: "Ada", MessageID: "C3", Text: "summarize", IsGroup: true, MentionsBot: true, Media: &pipeline.Media{Kind: pipeline.MediaDocument}},
 			answer: true,
 		},
 		{
 			name: "image without caption",
 			ev: with(msgEvent(pnJID, pnJID, "C4", ""), func(ev *events.Message) {
 				ev.Message = &waE2E.Message{ImageMessage: &waE2E.ImageMessage{}}
+			}),
+			want:   pipeline.Inbound{Key: dmKey(pnJID), SenderID: userPhone, SenderName: "Ada", MessageID: "C4", Media: &pipeline.Media{Kind: pipeline.MediaPhoto}},
+			answer: true,
+		},
+		{
+			name: "voice note",
+			ev: with(msgEvent(pnJID, pnJID, "C5", ""), func(ev *events.Message) {
+				ev.Message = &waE2E.Message{AudioMessage: &waE2E.AudioMessage{PTT: proto.Bool(true), Seconds: proto.Uint32(14)}}
+			}),
+			want:   pipeline.Inbound{Key: dmKey(pnJID), SenderID: userPhone, SenderName: "Ada", MessageID: "C5", Media: &pipeline.Media{Kind: pipeline.MediaVoice}},
+			answer: true,
+		},
+		{
+			name: "sticker",
+			ev: with(msgEvent(pnJID, pnJID, "C6", ""), func(ev *events.Message) {
+				ev.Message = &waE2E.Message{StickerMessage: &waE2E.StickerMessage{}}
 			}),
 			ignored: true,
 		},
@@ -315,6 +331,12 @@ func TestToInbound(t *testing.T) {
 			}
 			want := tt.want
 			want.Time = tt.ev.Info.Timestamp.UTC()
+			if got.Media != nil {
+				if want.Media == nil || got.Media.Kind != want.Media.Kind {
+					t.Errorf("media %+v, want %+v", got.Media, want.Media)
+				}
+				got.Media, want.Media = nil, nil
+			}
 			if got != want {
 				t.Errorf("got  %+v\nwant %+v", got, want)
 			}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/recallbot/recall/adapters/adaptertest"
 	"github.com/recallbot/recall/chat"
+	"github.com/recallbot/recall/config"
 	"github.com/recallbot/recall/llm"
 	"github.com/recallbot/recall/llm/llmtest"
 	"github.com/recallbot/recall/memory"
@@ -38,6 +39,8 @@ type stackOptions struct {
 	accept func(ctx context.Context, in pipeline.Inbound, next AcceptFunc) error
 	// tune adjusts the adapter before it runs.
 	tune func(a *Adapter)
+	// config adjusts the bot's configuration.
+	config func(*config.Config)
 }
 
 // stack is a running bot on the fake client.
@@ -93,7 +96,7 @@ func (s *stack) start() {
 	t.Helper()
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	c := adaptertest.NewChain(t, adaptertest.ChainOptions{Dir: s.dir, LLMURL: s.llm.URL, Allowed: s.opts.allowed, Log: log, Journal: true})
+	c := adaptertest.NewChain(t, adaptertest.ChainOptions{Dir: s.dir, LLMURL: s.llm.URL, Allowed: s.opts.allowed, Log: log, Journal: true, Config: s.opts.config})
 	store, resp, sum, disp, intake := c.Store, c.Resp, c.Sum, c.Disp, c.Intake
 
 	var accept AcceptFunc = intake.Accept
