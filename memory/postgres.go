@@ -871,3 +871,6 @@ func (p *Postgres) Owners(ctx context.Context) ([]string, error) {
 	}
 	return out, rows.Err()
 }
+
+// Ping checks that the database answers (the health check).
+func (p *Postgres) Ping(ctx context.Context) error { return p.pool.Ping(ctx) }

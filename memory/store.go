@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/recallbot/recall/pipeline"
 )
 
@@ -28,6 +30,11 @@ type Options struct {
 	// to open recall.db through; "" is the operating system's. Tests use it
 	// to inject storage faults.
 	VFS string
+	// DatabaseURL (database.url), when set, keeps conversations, summaries,
+	// notes and facts in that PostgreSQL database instead of
+	// Dir/recall.db. Access rules, pairing, token usage and handled
+	// message ids stay in Dir/recall.db (local to this process).
+	DatabaseURL string
 }
 
 // Store is what the rest of Recall uses: it routes each owner to its backend
@@ -35,7 +42,9 @@ type Options struct {
 // overlays queued messages on reads, and moves owners between backends.
 type Store struct {
 	opts   Options
-	sqlite *SQLite
+	sqlite *SQLite   // Dir/recall.db: the database backend unless pg is set, and access, usage, handled ids
+	pg     *Postgres // database.url: the database backend when set
+	db     Backend   // the database backend: sqlite or pg
 	json   *JSON
 	w      *writer
 	log    *slog.Logger
@@ -72,15 +81,29 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		sq.Close()
 		return nil, err
 	}
-	s := &Store{opts: opts, sqlite: sq, json: js, log: opts.Logger}
-	if err := sq.pruneHandled(ctx, time.Now()); err != nil {
+	s := &Store{opts: opts, sqlite: sq, db: sq, json: js, log: opts.Logger}
+	closeAll := func() {
 		sq.Close()
 		js.Close()
+		if s.pg != nil {
+			s.pg.Close()
+		}
+	}
+	if opts.DatabaseURL != "" {
+		pg, err := OpenPostgres(ctx, opts.DatabaseURL)
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		s.pg, s.db = pg, pg
+		s.warnLocalData(ctx)
+	}
+	if err := sq.pruneHandled(ctx, time.Now()); err != nil {
+		closeAll()
 		return nil, err
 	}
 	if err := s.recoverMoves(ctx); err != nil {
-		sq.Close()
-		js.Close()
+		closeAll()
 		return nil, err
 	}
 	s.w = newWriter(writerOptions{maxMsgs: opts.QueueSize, base: opts.RetryBase, maxWait: opts.RetryMax, log: opts.Logger, routeFor: s.backendFor})
@@ -92,11 +115,30 @@ func (s *Store) backendFor(owner string) Backend {
 	if s.json.Has(owner) {
 		return s.json
 	}
-	return s.sqlite
+	return s.db
+}
+
+// ErrNoJSONStorage: per-user JSON files are not offered with PostgreSQL.
+var ErrNoJSONStorage = errors.New("a separate JSON file is not available on this bot: its conversations are kept in a shared PostgreSQL database, which a file on one machine cannot be part of")
+
+// warnLocalData logs, on PostgreSQL, what this machine still holds of an
+// earlier SQLite or JSON store: it is not in the database (nothing moves it
+// there yet) and is not shown to users, except JSON owners, who are still
+// served from their files on this machine.
+func (s *Store) warnLocalData(ctx context.Context) {
+	if owners, err := s.sqlite.Owners(ctx); err == nil && len(owners) > 0 {
+		s.log.Warn("database.url is set: the conversations in data.dir/recall.db are not in PostgreSQL and are not used", "owners", len(owners), "file", s.sqlite.Path())
+	}
+	if owners, err := s.json.Owners(ctx); err == nil && len(owners) > 0 {
+		s.log.Warn("database.url is set: owners with a JSON file in data.dir are still served from it, on this machine only; /summary moves them to the database", "owners", len(owners))
+	}
 }
 
 // SQLite exposes the SQLite backend (backups, checkpoints, benchmarks).
 func (s *Store) SQLite() *SQLite { return s.sqlite }
+
+// Postgres is the PostgreSQL backend, nil unless database.url is set.
+func (s *Store) Postgres() *Postgres { return s.pg }
 
 // recoverMoves finishes a move that was interrupted. A move to JSON writes and
 // verifies the JSON file before removing the SQLite copy, and a move to SQLite
@@ -104,6 +146,11 @@ func (s *Store) SQLite() *SQLite { return s.sqlite }
 // JSON file and SQLite data too, the JSON file is complete and the SQLite data
 // is the stale copy.
 func (s *Store) recoverMoves(ctx context.Context) error {
+	if s.pg != nil {
+		// Other processes may share the database: an owner's rows there
+		// are never taken for a stale copy on the strength of a local file.
+		return nil
+	}
 	owners, err := s.json.Owners(ctx)
 	if err != nil {
 		return fmt.Errorf("listing JSON owners: %w", err)
@@ -132,7 +179,11 @@ func (s *Store) recoverMoves(ctx context.Context) error {
 // error names what could not be written.
 func (s *Store) Close(ctx context.Context) error {
 	werr := s.w.close(ctx)
-	return errors.Join(werr, s.json.Close(), s.sqlite.Close())
+	var perr error
+	if s.pg != nil {
+		perr = s.pg.Close()
+	}
+	return errors.Join(werr, s.json.Close(), s.sqlite.Close(), perr)
 }
 
 // Enqueue queues messages of one conversation for writing and returns at once;
@@ -331,6 +382,9 @@ func (s *Store) PutSettings(ctx context.Context, st Settings) error {
 	if !st.Storage.Valid() {
 		return fmt.Errorf("storage type must be sqlite or json, got %q", st.Storage)
 	}
+	if s.pg != nil && st.Storage == StorageJSON {
+		return ErrNoJSONStorage
+	}
 	if err := s.Move(ctx, st.Owner, st.Storage); err != nil {
 		return err
 	}
@@ -351,8 +405,11 @@ func (s *Store) PutSettings(ctx context.Context, st Settings) error {
 // the old copy. Interrupted at any point it loses nothing (see recoverMoves).
 func (s *Store) Move(ctx context.Context, owner string, to Storage) error {
 	return s.do(ctx, owner, func(ctx context.Context, from Backend) error {
-		var target Backend = s.sqlite
+		target := s.db
 		if to == StorageJSON {
+			if s.pg != nil {
+				return ErrNoJSONStorage
+			}
 			target = s.json
 		}
 		if from == target {
@@ -371,7 +428,7 @@ func (s *Store) Move(ctx context.Context, owner string, to Storage) error {
 		if to == StorageSQLite {
 			// Any SQLite data of a JSON owner is a stale copy: clear it so
 			// the verification compares like with like.
-			if _, err := s.sqlite.Purge(ctx, PurgeScope{Owner: owner}); err != nil {
+			if _, err := s.db.Purge(ctx, PurgeScope{Owner: owner}); err != nil {
 				return fmt.Errorf("moving %s: clearing stale copy: %w", owner, err)
 			}
 		}
@@ -469,7 +526,7 @@ func (s *Store) Purge(ctx context.Context, scope PurgeScope) (PurgeReport, error
 
 // Owners lists every owner in both backends.
 func (s *Store) Owners(ctx context.Context) ([]string, error) {
-	a, err := s.sqlite.Owners(ctx)
+	a, err := s.db.Owners(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -520,7 +577,7 @@ func (s *Store) Import(ctx context.Context, e Export) (ImportReport, error) {
 			return total, err
 		}
 		err := s.do(ctx, d.Owner, func(ctx context.Context, b Backend) error {
-			if d.Settings != nil && d.Settings.Storage == StorageJSON && b == Backend(s.sqlite) {
+			if d.Settings != nil && d.Settings.Storage == StorageJSON && b == Backend(s.sqlite) && s.pg == nil {
 				if has, err := s.hasData(ctx, b, d.Owner); err == nil && !has {
 					b = s.json
 				}
@@ -609,7 +666,13 @@ func (s *Store) Unanswered(ctx context.Context, channel string, since time.Time)
 	if err := s.Flush(ctx); err != nil {
 		return nil, err
 	}
-	out, err := s.sqlite.unanswered(ctx, channel, since)
+	var out []Message
+	var err error
+	if s.pg != nil {
+		out, err = s.pgUnanswered(ctx, channel, since)
+	} else {
+		out, err = s.sqlite.unanswered(ctx, channel, since)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -663,7 +726,12 @@ func (s *Store) TurnsSinceSummary(ctx context.Context, key pipeline.Key) (int, e
 	// between is missed once (the trigger fires a turn later), never
 	// counted twice.
 	var turns int
-	if b := s.backendFor(key.Owner()); b != Backend(s.sqlite) {
+	if b := s.backendFor(key.Owner()); b == Backend(s.pg) {
+		err := s.pg.pool.QueryRow(ctx, `SELECT turns_since_summary FROM conversations WHERE key = $1`, key.String()).Scan(&turns)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return 0, err
+		}
+	} else if b != Backend(s.sqlite) {
 		st, err := b.Status(ctx, key) // in memory for JSON owners
 		if err != nil {
 			return 0, err
@@ -696,4 +764,24 @@ func privateDir(dir string, log *slog.Logger) {
 		return
 	}
 	log.Info("made the data directory private (0700)", "dir", dir, "was", fmt.Sprintf("%#o", fi.Mode().Perm()))
+}
+
+// pgUnanswered is Unanswered's database part on PostgreSQL: the handled
+// ids are in SQLite, so they are filtered here.
+func (s *Store) pgUnanswered(ctx context.Context, channel string, since time.Time) ([]Message, error) {
+	all, err := s.pg.unanswered(ctx, channel, since)
+	if err != nil {
+		return nil, err
+	}
+	var out []Message
+	for _, m := range all {
+		handled, err := s.Handled(ctx, m.Key, m.PlatformID)
+		if err != nil {
+			return nil, err
+		}
+		if !handled {
+			out = append(out, m)
+		}
+	}
+	return out, nil
 }

@@ -1,0 +1,106 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/recallbot/recall/pipeline"
+)
+
+// openStoreOn opens a Store in dir whose database is PostgreSQL at url.
+func openStoreOn(t *testing.T, dir, url string) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), Options{Dir: dir, DatabaseURL: url, RetryBase: time.Millisecond, RetryMax: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(context.Background()) })
+	return s
+}
+
+// TestStoreOnPostgres: with database.url set, conversations go to
+// PostgreSQL, not to data.dir, and a second process on the same database
+// (another machine: its own data.dir) sees them; a per-user JSON file is
+// refused with a clear error and nothing moves.
+func TestStoreOnPostgres(t *testing.T) {
+	ctx := context.Background()
+	u := pgTestURL(t)
+	a, b := openStoreOn(t, t.TempDir(), u), openStoreOn(t, t.TempDir(), u)
+	k := pipeline.Key{Channel: "telegram", Chat: "1"}
+	must(t, a.Append(ctx, exchange(k, 1, "we are moving to Lisbon", "lovely")...))
+	must(t, a.Append(ctx, exchange(k, 2, "the piano comes too", "of course")...))
+	if owners, err := a.SQLite().Owners(ctx); err != nil || len(owners) != 0 {
+		t.Fatalf("data.dir/recall.db holds owners %q (%v); want none", owners, err)
+	}
+	recent, err := b.Recent(ctx, k, 0, 0)
+	if err != nil || len(recent) != 4 {
+		t.Fatalf("the other process sees %d messages (%v), want 4", len(recent), err)
+	}
+	if hits, err := b.Search(ctx, k, Query{Text: "lisbon"}); err != nil || len(hits) != 1 || hits[0].Message.Text != "we are moving to Lisbon" {
+		t.Fatalf("search from the other process: %+v %v", hits, err)
+	}
+	if turns, err := b.TurnsSinceSummary(ctx, k); err != nil || turns != 2 {
+		t.Fatalf("TurnsSinceSummary = %d, %v; want 2", turns, err)
+	}
+	owners, err := b.Owners(ctx)
+	if err != nil || strings.Join(owners, ",") != k.Owner() {
+		t.Fatalf("owners %q %v", owners, err)
+	}
+
+	err = a.PutSettings(ctx, Settings{Owner: k.Owner(), Storage: StorageJSON, Threshold: 10, MemoryEnabled: true})
+	if !errors.Is(err, ErrNoJSONStorage) {
+		t.Fatalf("asking for a JSON file on PostgreSQL: %v", err)
+	}
+	if a.json.Has(k.Owner()) {
+		t.Fatal("a JSON file was written")
+	}
+	if st, err := a.Settings(ctx, k.Owner()); err != nil || st.Storage != StorageSQLite {
+		t.Fatalf("settings after the refusal: %+v %v", st, err)
+	}
+	if n, _ := b.Recent(ctx, k, 0, 0); len(n) != 4 {
+		t.Fatalf("after the refusal the database holds %d messages, want 4", len(n))
+	}
+
+	// Memory off: only the recent window is kept.
+	if n, err := a.TrimToWindow(ctx, k, time.Time{}, 1); err != nil || n != 2 {
+		t.Fatalf("TrimToWindow = %d, %v; want 2", n, err)
+	}
+	if hits, _ := b.Search(ctx, k, Query{Text: "lisbon"}); len(hits) != 0 {
+		t.Fatal("a trimmed message is still found")
+	}
+}
+
+// TestUnansweredOnPostgres: after a restart, the user messages left
+// without a reply are found in PostgreSQL, less those handled otherwise.
+func TestUnansweredOnPostgres(t *testing.T) {
+	ctx := context.Background()
+	s := openStoreOn(t, t.TempDir(), pgTestURL(t))
+	tg := pipeline.Key{Channel: "telegram", Chat: "1"}
+	wa := pipeline.Key{Channel: "whatsapp", Chat: "2@s.whatsapp.net"}
+	now := func(ms []Message) []Message {
+		for i := range ms {
+			ms[i].Time = time.Now()
+		}
+		return ms
+	}
+	must(t, s.Append(ctx, now(exchange(tg, 1, "answered", "yes"))...))
+	must(t, s.Append(ctx, now(exchange(tg, 2, "waiting for a reply", "")[:1])...))
+	must(t, s.Append(ctx, now(exchange(tg, 3, "the model failed on this one", "")[:1])...))
+	if _, err := s.MarkHandled(ctx, tg, "3"); err != nil {
+		t.Fatal(err)
+	}
+	must(t, s.Append(ctx, now(exchange(wa, 4, "other channel", "")[:1])...))
+	got, err := s.Unanswered(ctx, "telegram", time.Now().Add(-time.Hour))
+	must(t, err)
+	if len(got) != 1 || got[0].Text != "waiting for a reply" || got[0].Key != tg {
+		t.Fatalf("Unanswered = %+v", got)
+	}
+	st, err := s.Stats(ctx, time.Now())
+	must(t, err)
+	if st.Messages != 5 || st.Owners != 2 || st.Senders != 2 || st.SchemaVersion != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
