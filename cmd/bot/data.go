@@ -18,7 +18,7 @@ import (
 // openStore opens the store alone, for the data subcommands.
 func openStore(ctx context.Context, cfg config.Config) (*memory.Store, error) {
 	return memory.Open(ctx, memory.Options{
-		Dir: cfg.Data.Dir, MaxMemories: cfg.Memory.MaxMemories,
+		Dir: cfg.Data.Dir, MaxMemories: cfg.Memory.MaxMemories, DatabaseURL: cfg.Database.URL,
 		Defaults: memory.Settings{MemoryEnabled: cfg.Memory.EnabledByDefault, Storage: memory.Storage(cfg.Memory.Storage), Threshold: cfg.Memory.Threshold},
 	})
 }
