@@ -32,6 +32,7 @@ var pgMigrationFiles embed.FS
 // has its single writer connection.
 type Postgres struct {
 	pool *pgxpool.Pool
+	tune *pgSearchTuning // nil: defaultPGSearchTuning (tests set it)
 }
 
 var _ Backend = (*Postgres)(nil)
@@ -165,6 +166,9 @@ const (
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT DO NOTHING RETURNING id`
 	pgInsertTerms = `INSERT INTO message_terms(conv, term, msg, tf_text, tf_sender, doc_len)
 		SELECT * FROM unnest($1::bigint[], $2::bytea[], $3::bigint[], $4::int[], $5::int[], $6::int[])`
+	pgAddTermStats = `INSERT INTO term_stats(conv, term, df)
+		SELECT conv, term, count(*) FROM unnest($1::bigint[], $2::bytea[]) t(conv, term) GROUP BY conv, term ORDER BY conv, term
+		ON CONFLICT (conv, term) DO UPDATE SET df = term_stats.df + excluded.df`
 	pgMsgColumns  = `m.id, m.role, m.sender_id, m.sender_name, m.platform_id, m.reply_to, m.text, m.created_at, m.tokens, m.is_active, m.chunk_id`
 	pgSumColumns  = `id, level, text, is_active, sources, from_at, to_at, tokens, created_at`
 	pgInsertSum   = `INSERT INTO summaries(conv, level, text, is_active, sources, from_at, to_at, tokens, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`
@@ -281,6 +285,9 @@ func pgInsertMessages(ctx context.Context, tx pgx.Tx, rows []pgRow) ([]pgRow, er
 	if len(terms) > 0 {
 		if _, err := tx.Exec(ctx, pgInsertTerms, convs, terms, msgs, tfText, tfSender, dls); err != nil {
 			return nil, fmt.Errorf("indexing %d messages for search: %w", len(added), err)
+		}
+		if _, err := tx.Exec(ctx, pgAddTermStats, convs, terms); err != nil {
+			return nil, fmt.Errorf("counting search terms: %w", err)
 		}
 	}
 	return added, nil

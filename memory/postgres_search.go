@@ -11,6 +11,70 @@ import (
 	"github.com/recallbot/recall/pipeline"
 )
 
+// pgSearchTuning bounds the postings one search reads (see Postgres.Search).
+type pgSearchTuning struct {
+	// exactUpTo: conversations with at most this many messages are ranked
+	// exactly: every posting of every query stem is read.
+	exactUpTo int64
+	// budget: in a bigger conversation, at most this many postings are read
+	// in all, the rarest stems first; a stem is read whole when it fits
+	// what is left, else only its newest postings, at least minPer.
+	budget, minPer int64
+}
+
+var defaultPGSearchTuning = pgSearchTuning{exactUpTo: 5000, budget: 4000, minPer: 300}
+
+func (p *Postgres) tuning() pgSearchTuning {
+	if p.tune != nil {
+		return *p.tune
+	}
+	return defaultPGSearchTuning
+}
+
+// pruneLimits reads the stems' n (term_stats) and decides how many of each
+// stem's newest postings the search reads: the rarest first, each whole
+// while the budget allows, the rest their newest share of what is left (at
+// least minPer each). A stem no message holds gets 0.
+func (p *Postgres) pruneLimits(ctx context.Context, conv int64, terms [][]byte) (map[string]int64, []int32, error) {
+	df := make(map[string]int64, len(terms))
+	rows, err := p.pool.Query(ctx, `SELECT term, df FROM term_stats WHERE conv = $1 AND term = ANY($2)`, conv, terms)
+	if err != nil {
+		return nil, nil, err
+	}
+	for rows.Next() {
+		var term []byte
+		var n int64
+		if err := rows.Scan(&term, &n); err != nil {
+			rows.Close()
+			return nil, nil, err
+		}
+		df[string(term)] = n
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	tune := p.tuning()
+	order := make([]int, len(terms))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return df[string(terms[order[a]])] < df[string(terms[order[b]])] })
+	limits := make([]int32, len(terms))
+	left := tune.budget
+	for k, i := range order {
+		n := df[string(terms[i])]
+		share := left / int64(len(order)-k) // what is left, shared by the stems still to read
+		lim := min(n, max(share, tune.minPer))
+		if n <= left {
+			lim = n // fits whole
+		}
+		limits[i] = int32(lim)
+		left = max(0, left-lim)
+	}
+	return df, limits, nil
+}
+
 // Search implements Backend, with the ranking of the SQLite and JSON
 // backends: BM25 (k1 = 1.2, b = 0.75, text weighted 1.0 and the sender's
 // name 0.5, FTS5's unicode61 tokenizer and Porter stemmer ported to Go,
@@ -28,6 +92,16 @@ import (
 // conversation (one index range per stem), scores in Go exactly as
 // bm25Rank does, and reads only the messages returned. A phrase of several
 // tokens is checked on the text of the messages that hold all its stems.
+//
+// Pruning, the one approximation, bounds the postings read. A conversation
+// of up to exactUpTo (5,000) messages is ranked exactly: the same results
+// and scores as the JSON backend (and as SQLite, which is exact there too).
+// In a bigger one at most budget (4,000) postings are read: the query's
+// stems rarest first, each whole while it fits, the common ones only their
+// newest postings; n of a stem is always exact (term_stats), so a common
+// stem weighs what it should where it is counted, and is not counted in the
+// older messages beyond its share. A phrase of several tokens is checked
+// on the messages read.
 func (p *Postgres) Search(ctx context.Context, key pipeline.Key, q Query) ([]Hit, error) {
 	phrases := queryPhrases(q.Text)
 	if len(phrases) == 0 {
@@ -60,7 +134,23 @@ func (p *Postgres) Search(ctx context.Context, key pipeline.Key, q Query) ([]Hit
 	type posting struct{ text, sender int32 }
 	post := make(map[string]map[int64]posting, len(terms))
 	docLen := map[int64]int32{}
-	rows, err := p.pool.Query(ctx, `SELECT term, msg, tf_text, tf_sender, doc_len FROM message_terms WHERE conv = $1 AND term = ANY($2)`, conv, terms)
+	// df: the stems' n from term_stats when the conversation is big enough
+	// to prune; nil when every posting is read (n is then counted).
+	var df map[string]int64
+	var rows pgx.Rows
+	if nDocs <= p.tuning().exactUpTo {
+		rows, err = p.pool.Query(ctx, `SELECT term, msg, tf_text, tf_sender, doc_len FROM message_terms WHERE conv = $1 AND term = ANY($2)`, conv, terms)
+	} else {
+		var limits []int32
+		df, limits, err = p.pruneLimits(ctx, conv, terms)
+		if err != nil {
+			return nil, fmt.Errorf("searching %s: %w", key, err)
+		}
+		rows, err = p.pool.Query(ctx, `SELECT t.term, p.msg, p.tf_text, p.tf_sender, p.doc_len
+			FROM unnest($2::bytea[], $3::int[]) t(term, lim),
+			LATERAL (SELECT msg, tf_text, tf_sender, doc_len FROM message_terms
+				WHERE conv = $1 AND term = t.term ORDER BY msg DESC LIMIT t.lim) p`, conv, terms, limits)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("searching %s: %w", key, err)
 	}
@@ -169,6 +259,14 @@ func (p *Postgres) Search(ctx context.Context, key pipeline.Key, q Query) ([]Hit
 		}
 		if !any {
 			delete(freq, msg)
+		}
+	}
+	if df != nil {
+		// A common stem was read in part: its n is the stored one.
+		for i, ph := range phrases {
+			if len(ph) == 1 {
+				hits[i] = float64(df[ph[0]])
+			}
 		}
 	}
 	if len(freq) == 0 {

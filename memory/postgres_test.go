@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -150,14 +151,69 @@ func TestPostgresPurgeLeavesNoTerms(t *testing.T) {
 	if d, tk := stats(); d != 1 || tk != 5 {
 		t.Fatalf("statistics after purge: %d messages, %d tokens, want 1, 5", d, tk)
 	}
+	var stale int
+	if err := p.pool.QueryRow(ctx, `SELECT count(*) FROM term_stats WHERE term = ANY($1)`, [][]byte{[]byte(porterStem("lisbon")), []byte(porterStem("secret"))}).Scan(&stale); err != nil || stale != 0 {
+		t.Fatalf("%d term statistics of purged words remain (%v)", stale, err)
+	}
 	if _, err := p.Purge(ctx, PurgeScope{Owner: k.Owner()}); err != nil {
 		t.Fatal(err)
 	}
 	var left int
-	if err := p.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM message_terms) + (SELECT count(*) FROM messages) + (SELECT count(*) FROM conversations)`).Scan(&left); err != nil {
+	if err := p.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM message_terms) + (SELECT count(*) FROM term_stats) + (SELECT count(*) FROM messages) + (SELECT count(*) FROM conversations)`).Scan(&left); err != nil {
 		t.Fatal(err)
 	}
 	if left != 0 {
 		t.Fatalf("%d rows remain after purging the owner", left)
+	}
+}
+
+// TestPostgresPrunedSearch: in a conversation big enough to prune, a
+// search whose postings all fit the budget returns exactly the full
+// ranking (so the stored n of every stem is right), and with a small
+// budget every message holding the query's rarest word is still found.
+func TestPostgresPrunedSearch(t *testing.T) {
+	p := cfOpenPostgres(t)
+	ctx := context.Background()
+	k := cfKey("telegram", "big")
+	g := newBenchText(9)
+	people := []string{"Ana", "Rui"}
+	var msgs []Message
+	for i := range 1500 {
+		m := cfUser(k, fmt.Sprint(i), g.message(RoleUser, people), cfT0.Add(time.Duration(i)*time.Second))
+		if i%300 == 7 {
+			m.Text += " zanzibar"
+		}
+		msgs = append(msgs, m)
+	}
+	cfAppend(t, p, msgs...)
+	// Some purged, so the counts were taken from too.
+	if _, err := p.Purge(ctx, PurgeScope{Owner: k.Owner(), OlderThan: cfT0.Add(100 * time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	qg := newBenchText(10)
+	search := func(tune pgSearchTuning, q Query) []Hit {
+		t.Helper()
+		p.tune = &tune
+		defer func() { p.tune = nil }()
+		return cfSearch(t, p, k, q)
+	}
+	exact := pgSearchTuning{exactUpTo: 1 << 40}
+	roomy := pgSearchTuning{exactUpTo: 10, budget: 1 << 40, minPer: 1}
+	for range 40 {
+		q := Query{Text: qg.query(people), Limit: 30}
+		if a, b := search(exact, q), search(roomy, q); !sameHits(a, b) {
+			t.Fatalf("%q: pruned with room for everything\n%s\nexact\n%s", q.Text, hitList(b), hitList(a))
+		}
+	}
+	tight := pgSearchTuning{exactUpTo: 10, budget: 200, minPer: 20}
+	hits := search(tight, Query{Text: "zanzibar " + qg.query(people) + " " + qg.query(people), Limit: 100})
+	found := 0
+	for _, h := range hits {
+		if strings.Contains(h.Message.Text, "zanzibar") {
+			found++
+		}
+	}
+	if found != 4 { // 1500/300 = 5, one of them purged
+		t.Fatalf("the rare word found in %d messages, want 4: %s", found, hitList(hits))
 	}
 }

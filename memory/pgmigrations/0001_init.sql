@@ -61,6 +61,28 @@ CREATE TABLE message_terms (
 );
 CREATE INDEX message_terms_msg ON message_terms(msg);
 
+-- How many of a conversation's messages hold each stem (BM25's n), kept with
+-- the postings: added to by the insert (postgres.go), taken from by the
+-- trigger below when postings go, and a stem no message holds any more is
+-- deleted (a purge leaves no trace here either). A search of a big
+-- conversation reads a common stem's newest postings only, and its n here.
+CREATE TABLE term_stats (
+    conv BIGINT NOT NULL,
+    term BYTEA NOT NULL,
+    df   BIGINT NOT NULL,
+    PRIMARY KEY (conv, term)
+);
+CREATE FUNCTION recall_term_stats_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    WITH gone AS (SELECT conv, term, count(*) AS n FROM old_terms GROUP BY conv, term)
+    UPDATE term_stats s SET df = s.df - gone.n FROM gone WHERE s.conv = gone.conv AND s.term = gone.term;
+    DELETE FROM term_stats s USING (SELECT DISTINCT conv, term FROM old_terms) g
+        WHERE s.conv = g.conv AND s.term = g.term AND s.df <= 0;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER message_terms_stats AFTER DELETE ON message_terms
+    REFERENCING OLD TABLE AS old_terms FOR EACH STATEMENT EXECUTE FUNCTION recall_term_stats_delete();
+
 CREATE FUNCTION recall_search_count() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP = 'INSERT' THEN
