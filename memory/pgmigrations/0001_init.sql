@@ -57,7 +57,10 @@ CREATE TABLE message_terms (
     tf_text   INTEGER NOT NULL,
     tf_sender INTEGER NOT NULL,
     doc_len   INTEGER NOT NULL,
-    PRIMARY KEY (conv, term, msg)
+    -- The counts ride in the index: a search reads one contiguous range of
+    -- it per stem (an index-only scan once vacuumed), not a heap page per
+    -- posting.
+    PRIMARY KEY (conv, term, msg) INCLUDE (tf_text, tf_sender, doc_len)
 );
 CREATE INDEX message_terms_msg ON message_terms(msg);
 
