@@ -217,3 +217,29 @@ func TestPostgresPrunedSearch(t *testing.T) {
 		t.Fatalf("the rare word found in %d messages, want 4: %s", found, hitList(hits))
 	}
 }
+
+// TestPostgresStoresBinaryText: text PostgreSQL cannot hold (NUL bytes,
+// invalid UTF-8) is stored with U+FFFD in their place — the message is
+// kept and found, never refused (a refused write would stall the queue).
+func TestPostgresStoresBinaryText(t *testing.T) {
+	p := cfOpenPostgres(t)
+	k := cfKey("telegram", "1")
+	m := cfUser(k, "1\x00", "lis\x00bon \xff\xfe harbour", cfT0)
+	m.SenderName = "An\x00n"
+	if n := cfAppend(t, p, m); n != 1 {
+		t.Fatalf("stored %d messages, want 1", n)
+	}
+	if n := cfAppend(t, p, m); n != 0 {
+		t.Fatal("a redelivery of the same message was stored again")
+	}
+	got := cfActive(t, p, k)
+	if len(got) != 1 || got[0].Text != "lis\uFFFDbon \uFFFD harbour" || got[0].SenderName != "An\uFFFDn" {
+		t.Fatalf("stored %+v", got)
+	}
+	if stored, _, err := p.Lookup(cfCtx, k, "1\x00"); err != nil || !stored {
+		t.Fatalf("Lookup = %v, %v", stored, err)
+	}
+	if hits := cfSearch(t, p, k, Query{Text: "harbour"}); len(hits) != 1 {
+		t.Fatalf("search found %d", len(hits))
+	}
+}
