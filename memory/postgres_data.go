@@ -415,11 +415,13 @@ func (p *Postgres) trimWindow(ctx context.Context, key pipeline.Key, since time.
 }
 
 // unanswered lists a channel's user messages since a time that no
-// assistant message answers (the Store filters the handled ones).
+// assistant message answers and that were not handled otherwise (see
+// Store.Unanswered).
 func (p *Postgres) unanswered(ctx context.Context, channel string, since time.Time) ([]Message, error) {
 	rows, err := p.pool.Query(ctx, `SELECT c.key, `+pgMsgColumns+` FROM messages m JOIN conversations c ON c.id = m.conv
 		WHERE starts_with(c.key, $1) AND m.role = 'user' AND m.platform_id <> '' AND m.created_at >= $2
 		AND NOT EXISTS (SELECT 1 FROM messages a WHERE a.conv = m.conv AND a.reply_to = m.platform_id AND a.reply_to <> '' AND a.role = 'assistant')
+		AND NOT EXISTS (SELECT 1 FROM handled h WHERE h.conv_key = c.key AND h.platform_id = m.platform_id)
 		ORDER BY m.created_at, m.id`, channel+":", since.UnixMilli())
 	if err != nil {
 		return nil, err

@@ -100,7 +100,58 @@ func TestUnansweredOnPostgres(t *testing.T) {
 	}
 	st, err := s.Stats(ctx, time.Now())
 	must(t, err)
-	if st.Messages != 5 || st.Owners != 2 || st.Senders != 2 || st.SchemaVersion != 1 {
+	if st.Messages != 5 || st.Owners != 2 || st.Senders != 2 || st.SchemaVersion != 2 {
 		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestSharedTablesOnPostgres: two processes on one database share the
+// access decisions, pairing requests, the daily token quota and the
+// handled message ids — a message one of them handled is not handled
+// again by the other.
+func TestSharedTablesOnPostgres(t *testing.T) {
+	ctx := context.Background()
+	u := pgTestURL(t)
+	a, b := openStoreOn(t, t.TempDir(), u), openStoreOn(t, t.TempDir(), u)
+	k := pipeline.Key{Channel: "telegram", Chat: "1"}
+
+	first, err := a.MarkHandled(ctx, k, "42")
+	if err != nil || !first {
+		t.Fatalf("MarkHandled on a = %v, %v", first, err)
+	}
+	if first, err := b.MarkHandled(ctx, k, "42"); err != nil || first {
+		t.Fatalf("MarkHandled of the same message on b = %v, %v; want not first", first, err)
+	}
+	if ok, err := b.Handled(ctx, k, "42"); err != nil || !ok {
+		t.Fatalf("Handled on b = %v, %v", ok, err)
+	}
+
+	now := time.Now()
+	must(t, a.AddUsage(ctx, "telegram:7", now, 1000))
+	must(t, b.AddUsage(ctx, "telegram:7", now, 500))
+	if n, err := a.Usage(ctx, "telegram:7", now); err != nil || n != 1500 {
+		t.Fatalf("shared usage = %d, %v; want 1500", n, err)
+	}
+	if tokens, users, err := b.UsageOn(ctx, now); err != nil || tokens != 1500 || users != 1 {
+		t.Fatalf("UsageOn = %d, %d, %v", tokens, users, err)
+	}
+
+	must(t, a.PutAccessRule(ctx, pipeline.AccessRule{UserID: "telegram:7", Allowed: true, By: "telegram:1"}))
+	rules, err := b.AccessRules(ctx)
+	if err != nil || len(rules) != 1 || !rules[0].Allowed || rules[0].By != "telegram:1" {
+		t.Fatalf("access rules on b = %+v, %v", rules, err)
+	}
+	must(t, a.PutPairingRequest(ctx, pipeline.PairingRequest{UserID: "telegram:8", Code: "ABC123", Name: "Bo", Key: k, Created: now, Expires: now.Add(time.Hour)}))
+	reqs, err := b.PairingRequests(ctx)
+	if err != nil || len(reqs) != 1 || reqs[0].Code != "ABC123" || reqs[0].Key != k {
+		t.Fatalf("pairing requests on b = %+v, %v", reqs, err)
+	}
+	must(t, b.DeletePairingRequest(ctx, "telegram:8"))
+	if reqs, _ := a.PairingRequests(ctx); len(reqs) != 0 {
+		t.Fatalf("pairing requests after deleting on b: %+v", reqs)
+	}
+	var rows int
+	if err := a.SQLite().DB().QueryRowContext(ctx, `SELECT (SELECT count(*) FROM handled) + (SELECT count(*) FROM usage) + (SELECT count(*) FROM access)`).Scan(&rows); err != nil || rows != 0 {
+		t.Fatalf("data.dir/recall.db got %d rows (%v); want none", rows, err)
 	}
 }

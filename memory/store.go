@@ -31,9 +31,9 @@ type Options struct {
 	// to inject storage faults.
 	VFS string
 	// DatabaseURL (database.url), when set, keeps conversations, summaries,
-	// notes and facts in that PostgreSQL database instead of
-	// Dir/recall.db. Access rules, pairing, token usage and handled
-	// message ids stay in Dir/recall.db (local to this process).
+	// notes and facts, access decisions, pairing requests, token usage and
+	// handled message ids in that PostgreSQL database instead of
+	// Dir/recall.db (which is still opened, and holds nothing new).
 	DatabaseURL string
 }
 
@@ -42,7 +42,7 @@ type Options struct {
 // overlays queued messages on reads, and moves owners between backends.
 type Store struct {
 	opts   Options
-	sqlite *SQLite   // Dir/recall.db: the database backend unless pg is set, and access, usage, handled ids
+	sqlite *SQLite   // Dir/recall.db: the database unless pg is set
 	pg     *Postgres // database.url: the database backend when set
 	db     Backend   // the database backend: sqlite or pg
 	json   *JSON
@@ -101,6 +101,12 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err := sq.pruneHandled(ctx, time.Now()); err != nil {
 		closeAll()
 		return nil, err
+	}
+	if s.pg != nil {
+		if err := s.pg.pruneHandled(ctx, time.Now().Add(-handledKeep)); err != nil {
+			closeAll()
+			return nil, fmt.Errorf("pruning handled message ids: %w", err)
+		}
 	}
 	if err := s.recoverMoves(ctx); err != nil {
 		closeAll()
@@ -669,7 +675,7 @@ func (s *Store) Unanswered(ctx context.Context, channel string, since time.Time)
 	var out []Message
 	var err error
 	if s.pg != nil {
-		out, err = s.pgUnanswered(ctx, channel, since)
+		out, err = s.pg.unanswered(ctx, channel, since)
 	} else {
 		out, err = s.sqlite.unanswered(ctx, channel, since)
 	}
@@ -764,24 +770,4 @@ func privateDir(dir string, log *slog.Logger) {
 		return
 	}
 	log.Info("made the data directory private (0700)", "dir", dir, "was", fmt.Sprintf("%#o", fi.Mode().Perm()))
-}
-
-// pgUnanswered is Unanswered's database part on PostgreSQL: the handled
-// ids are in SQLite, so they are filtered here.
-func (s *Store) pgUnanswered(ctx context.Context, channel string, since time.Time) ([]Message, error) {
-	all, err := s.pg.unanswered(ctx, channel, since)
-	if err != nil {
-		return nil, err
-	}
-	var out []Message
-	for _, m := range all {
-		handled, err := s.Handled(ctx, m.Key, m.PlatformID)
-		if err != nil {
-			return nil, err
-		}
-		if !handled {
-			out = append(out, m)
-		}
-	}
-	return out, nil
 }
