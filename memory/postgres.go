@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -50,7 +51,7 @@ type pgQuerier interface {
 func OpenPostgres(ctx context.Context, url string) (*Postgres, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("reading database.url: %w", redactURLError(err))
+		return nil, fmt.Errorf("reading database.url: %w", redactURLError(err, url))
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -64,15 +65,18 @@ func OpenPostgres(ctx context.Context, url string) (*Postgres, error) {
 	return p, nil
 }
 
-// redactURLError keeps a password in the URL out of error messages: pgx's
-// parse errors can quote the connection string.
-func redactURLError(err error) error {
-	var pe *pgconn.ParseConfigError
-	if errors.As(err, &pe) {
-		return errors.New("not a valid postgres:// URL (" + pe.Unwrap().Error() + ")")
+// redactURLError keeps a password in the URL out of error messages: parse
+// errors can quote the connection string.
+func redactURLError(err error, url string) error {
+	msg := err.Error()
+	if m := urlPassword.FindStringSubmatch(url); m != nil && m[1] != "" {
+		msg = strings.ReplaceAll(msg, m[1], "xxxxx")
 	}
-	return err
+	return errors.New(msg)
 }
+
+// urlPassword finds the password of a postgres://user:password@host URL.
+var urlPassword = regexp.MustCompile(`^[a-zA-Z]+://[^:/@]*:([^@]*)@`)
 
 // Pool exposes the connection pool (maintenance, tests).
 func (p *Postgres) Pool() *pgxpool.Pool { return p.pool }

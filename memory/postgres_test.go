@@ -243,3 +243,24 @@ func TestPostgresStoresBinaryText(t *testing.T) {
 		t.Fatalf("search found %d", len(hits))
 	}
 }
+
+// TestOpenPostgresErrorsKeepThePassword: a database that cannot be reached,
+// or a URL that is not one, gives an error that does not quote the
+// password.
+func TestOpenPostgresErrorsKeepThePassword(t *testing.T) {
+	for _, u := range []string{
+		"postgres://recall:hunter2-secret@127.0.0.1:1/recall?sslmode=disable&connect_timeout=2",
+		"postgres://recall:hunter2-secret@127.0.0.1:1/recall?sslmode=bogus",
+		"postgres://recall:hunter2-secret@127.0.0.1:notaport/recall",
+	} {
+		p, err := OpenPostgres(context.Background(), u)
+		if err == nil {
+			p.Close()
+			t.Fatalf("%s: opened", u)
+		}
+		t.Log(err)
+		if strings.Contains(err.Error(), "hunter2-secret") {
+			t.Errorf("error quotes the password: %v", err)
+		}
+	}
+}
