@@ -103,6 +103,8 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (Stats, error) {
 	return st, nil
 }
 
+// sqliteCounts counts SQLite's messages (all and since day) into st and
+// adds their distinct senders ("channel:id") to senders.
 func (s *Store) sqliteCounts(ctx context.Context, day time.Time, st *Stats, senders map[string]bool) error {
 	if err := s.sqlite.r.QueryRowContext(ctx, sqlCountMessages, day.UnixMilli()).Scan(&st.Messages, &st.MessagesToday); err != nil {
 		return fmt.Errorf("counting messages: %w", err)
