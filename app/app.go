@@ -126,7 +126,7 @@ func New(ctx context.Context, cfg config.Config, parts Parts) (*App, error) {
 	defaults := Defaults(cfg)
 	mopts := memory.Options{
 		Dir: cfg.Data.Dir, Defaults: defaults, MaxMemories: cfg.Memory.MaxMemories,
-		QueueSize: cfg.Memory.WriteQueue, Logger: a.Log,
+		QueueSize: cfg.Memory.WriteQueue, Logger: a.Log, DatabaseURL: cfg.Database.URL,
 	}
 	if parts.Store != nil {
 		parts.Store(&mopts)
@@ -137,8 +137,11 @@ func New(ctx context.Context, cfg config.Config, parts Parts) (*App, error) {
 	}
 	a.Store = store
 	a.Metrics = metrics.New(metrics.Options{Version: parts.Version, Channels: enabledChannels(cfg), WriteQueue: store})
-	a.Health = ops.NewHealth(logs.NewRedactor(nil, cfg.Secrets()).Redact,
-		ops.Database(store.SQLite().DB()), ops.WriteQueueCheck(store))
+	checks := []ops.Check{ops.Database(store.SQLite().DB()), ops.WriteQueueCheck(store)}
+	if pg := store.Postgres(); pg != nil {
+		checks = append(checks, ops.Check{Name: "postgres", Run: pg.Ping})
+	}
+	a.Health = ops.NewHealth(logs.NewRedactor(nil, cfg.Secrets()).Redact, checks...)
 	a.Counter = llm.NewCounter(cfg.LLM.Model)
 	a.Model = parts.Model
 	if a.Model == nil && cfg.LLM.Configured() {

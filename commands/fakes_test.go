@@ -216,6 +216,10 @@ func withMaxMemories(n int) harnessOpt {
 	return func(m *memory.Options, _ *commands.Options) { m.MaxMemories = n }
 }
 
+func withDatabaseURL(url string) harnessOpt {
+	return func(m *memory.Options, _ *commands.Options) { m.DatabaseURL = url }
+}
+
 func withBotName(name string) harnessOpt {
 	return func(_ *memory.Options, c *commands.Options) { c.BotName = name }
 }

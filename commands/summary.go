@@ -112,7 +112,11 @@ func applySummary(ctx context.Context, c *Call, storage memory.Storage, n int) e
 	}
 	moving := st.Storage != storage
 	st.Storage, st.Threshold, st.MemoryEnabled = storage, n, true
-	if err := c.store.PutSettings(ctx, st); err != nil {
+	if err := c.store.PutSettings(ctx, st); errors.Is(err, memory.ErrNoJSONStorage) {
+		return c.Reply(ctx, fmt.Sprintf("A separate JSON file is not available on this bot: it keeps every conversation in one shared database, "+
+			"and a file on one machine could not be part of it. Nothing changed. To summarize every %s in the database, send /summary sqlite %d.",
+			plural(n, "message", "messages"), n))
+	} else if err != nil {
 		return err
 	}
 	msg := fmt.Sprintf("Long-term memory is configured.\nStorage: %s\nSummarize every %s.", storageLabel(storage), plural(n, "message", "messages"))

@@ -7,6 +7,7 @@ import (
 
 	"github.com/recallbot/recall/commands"
 	"github.com/recallbot/recall/memory"
+	"github.com/recallbot/recall/memory/pgtest"
 	"github.com/recallbot/recall/pipeline"
 	"github.com/recallbot/recall/summary"
 )
@@ -450,4 +451,21 @@ func TestSummaryNow(t *testing.T) {
 // summarizer and no previewer.
 func newCommandsWithoutModel(h *harness) *commands.Commands {
 	return commands.New(h.store, nil, nil, commands.Options{Now: h.clock.Now, FlowTTL: ttl})
+}
+
+// TestSummaryJSONOnPostgres: on a bot whose conversations are in PostgreSQL
+// (database.url), asking for a JSON file gets a clear answer, the history
+// stays where it is and is still found, and the database choice works.
+func TestSummaryJSONOnPostgres(t *testing.T) {
+	h := newHarness(t, &recorder{}, withDatabaseURL(pgtest.URL(t)))
+	h.seed(h.A, h.clock.Now(), "the lighthouse keeper")
+	mustContain(t, "/summary json 15", h.reply(h.A, "/summary json 15"), "not available on this bot", "Nothing changed", "/summary sqlite 15")
+	if st := h.settings(h.A.Owner()); st.Storage != memory.StorageSQLite {
+		t.Errorf("settings after the refusal = %+v", st)
+	}
+	mustContain(t, "search", h.reply(h.A, "/search lighthouse"), "the lighthouse keeper")
+	mustContain(t, "/summary sqlite 15", h.reply(h.A, "/summary sqlite 15"), "configured", "every 15 messages.")
+	if st := h.settings(h.A.Owner()); st.Threshold != 15 || !st.MemoryEnabled {
+		t.Errorf("settings = %+v", st)
+	}
 }

@@ -47,6 +47,7 @@ const redactedValue = "***"
 // RECALL_ prefix, the environment variable names).
 type Config struct {
 	Data     Data     `mapstructure:"data"`
+	Database Database `mapstructure:"database"`
 	Log      Log      `mapstructure:"log"`
 	LLM      LLM      `mapstructure:"llm"`
 	Memory   Memory   `mapstructure:"memory"`
@@ -98,6 +99,14 @@ const (
 // WhatsApp session).
 type Data struct {
 	Dir string `mapstructure:"dir"`
+}
+
+// Database owns where conversations live when they are not in data.dir:
+// URL "" keeps them in SQLite (data.dir/recall.db, the default); a
+// postgres:// URL puts them in that PostgreSQL database. It is a secret: it
+// may hold a password.
+type Database struct {
+	URL string `mapstructure:"url" secret:"true"`
 }
 
 // Log owns the process logger: minimum level and output format.

@@ -7,6 +7,11 @@ import (
 	"strings"
 )
 
+// TestEnvPrefix starts the variables of the test suite (CI sets
+// RECALL_TEST_POSTGRES_URL for every test, the bot's processes included):
+// no configuration key starts with "test", and CheckEnv leaves them alone.
+const TestEnvPrefix = EnvPrefix + "_TEST_"
+
 // CheckEnv rejects RECALL_* variables in environ ("NAME=value" entries, as
 // os.Environ returns them) that set no key, naming the nearest variable that
 // does: a misspelled RECALL_LLM_BASEURL must stop the start, not leave the
@@ -27,6 +32,9 @@ func CheckEnv(environ []string) error {
 		name, value, _ := strings.Cut(kv, "=")
 		if !strings.HasPrefix(strings.ToUpper(name), EnvPrefix+"_") || value == "" || known[name] {
 			continue
+		}
+		if strings.HasPrefix(name, TestEnvPrefix) {
+			continue // the test suite's own (RECALL_TEST_POSTGRES_URL), never a key
 		}
 		unknown = append(unknown, name)
 	}

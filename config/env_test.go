@@ -37,6 +37,8 @@ func TestCheckEnv(t *testing.T) {
 	}{
 		{[]string{"RECALL_LLM_MODEL=x", "HOME=/root", "RECALLX=1"}, ""},
 		{[]string{"RECALL_TELEGRAM_TOKEN="}, ""},
+		{[]string{"RECALL_TEST_POSTGRES_URL=postgres://127.0.0.1:5432/postgres"}, ""},
+		{[]string{"RECALL_TESTS=1"}, "did you mean"},
 		{[]string{"RECALL_TELEGRAM_TOKN=1"}, "did you mean RECALL_TELEGRAM_TOKEN?"},
 		{[]string{"RECALL_DATA=/x"}, "did you mean RECALL_DATA_DIR?"},
 		{[]string{"recall_llm_model=x"}, "did you mean RECALL_LLM_MODEL?"},
@@ -103,5 +105,14 @@ func TestLoadDotEnv(t *testing.T) {
 	}
 	if _, err := Load(""); err == nil || !strings.Contains(err.Error(), "did you mean RECALL_LLM_API_KEY?") {
 		t.Errorf("a typo in .env: %v", err)
+	}
+}
+
+// The test suite's variables (RECALL_TEST_*) can never shadow a key.
+func TestNoKeyIsATestVariable(t *testing.T) {
+	for _, l := range leaves() {
+		if strings.HasPrefix(envName(l.key), TestEnvPrefix) {
+			t.Errorf("key %s: its variable %s starts with %s, which CheckEnv ignores", l.key, envName(l.key), TestEnvPrefix)
+		}
 	}
 }

@@ -19,6 +19,15 @@ func (c Config) Validate() error {
 	v := &validator{}
 
 	v.nonEmpty("data.dir", c.Data.Dir)
+	if c.Database.URL != "" {
+		// Never quote the URL: it may hold a password.
+		if u, err := url.Parse(c.Database.URL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
+			v.addf("database.url", "must be empty (SQLite in data.dir) or a postgres://user:password@host:port/database URL")
+		}
+		if c.Memory.Storage == StorageJSON {
+			v.addf("memory.storage", "must be sqlite (the database) with database.url: per-user JSON files are not offered on PostgreSQL, a file on one machine cannot be shared")
+		}
+	}
 
 	v.oneOf("log.level", c.Log.Level, LogLevelDebug, LogLevelInfo, LogLevelWarn, LogLevelError)
 	v.oneOf("log.format", c.Log.Format, LogFormatText, LogFormatJSON)

@@ -14,6 +14,13 @@ func TestValidate(t *testing.T) {
 		want   string // substring of the error; "" = valid
 	}{
 		{"data.dir empty", func(c *Config) { c.Data.Dir = "" }, "data.dir: must not be empty"},
+		{"database.url postgres", func(c *Config) { c.Database.URL = "postgres://recall:pw@db:5432/recall" }, ""},
+		{"database.url postgresql", func(c *Config) { c.Database.URL = "postgresql://db/recall?sslmode=disable" }, ""},
+		{"database.url other scheme", func(c *Config) { c.Database.URL = "mysql://db/recall" }, "database.url: must be empty (SQLite in data.dir) or a postgres://"},
+		{"database.url no host", func(c *Config) { c.Database.URL = "postgres:recall" }, "database.url: must be empty"},
+		{"database.url with json storage", func(c *Config) {
+			c.Database.URL, c.Memory.Storage = "postgres://db/recall", StorageJSON
+		}, "memory.storage: must be sqlite (the database) with database.url"},
 		{"log.level", func(c *Config) { c.Log.Level = "trace" }, `log.level: must be one of debug|info|warn|error, got "trace"`},
 		{"log.format", func(c *Config) { c.Log.Format = "xml" }, "log.format: must be one of text|json"},
 		{"llm.base_url scheme", func(c *Config) { c.LLM.BaseURL = "ftp://x/v1" }, "llm.base_url: must be an http(s) URL"},
@@ -127,6 +134,15 @@ func TestValidateCollectsAllProblems(t *testing.T) {
 		if !strings.Contains(err.Error(), key) {
 			t.Errorf("error %q does not name %s", err, key)
 		}
+	}
+}
+
+func TestValidateNeverEchoesDatabaseURL(t *testing.T) {
+	c := Default()
+	c.Database.URL = "mysql://recall:hunter2-password@db/recall"
+	err := c.Validate()
+	if err == nil || strings.Contains(err.Error(), "hunter2-password") {
+		t.Fatalf("Validate() = %v; want an error that does not contain the password", err)
 	}
 }
 

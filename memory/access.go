@@ -26,6 +26,13 @@ const (
 
 // AccessRules implements pipeline.AccessStore.
 func (s *Store) AccessRules(ctx context.Context) ([]pipeline.AccessRule, error) {
+	if s.pg != nil {
+		out, err := s.pg.accessRules(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("reading access decisions: %w", err)
+		}
+		return out, nil
+	}
 	rows, err := s.sqlite.r.QueryContext(ctx, sqlAccessRules)
 	if err != nil {
 		return nil, fmt.Errorf("reading access decisions: %w", err)
@@ -52,6 +59,12 @@ func (s *Store) PutAccessRule(ctx context.Context, r pipeline.AccessRule) error 
 	if r.Updated.IsZero() {
 		r.Updated = time.Now()
 	}
+	if s.pg != nil {
+		if err := s.pg.putAccessRule(ctx, r); err != nil {
+			return fmt.Errorf("storing the access decision for %s: %w", r.UserID, err)
+		}
+		return nil
+	}
 	if _, err := s.sqlite.w.ExecContext(ctx, sqlPutAccess, r.UserID, r.Allowed, r.By, r.Updated.UnixMilli()); err != nil {
 		return fmt.Errorf("storing the access decision for %s: %w", r.UserID, err)
 	}
@@ -60,6 +73,13 @@ func (s *Store) PutAccessRule(ctx context.Context, r pipeline.AccessRule) error 
 
 // PairingRequests implements pipeline.AccessStore.
 func (s *Store) PairingRequests(ctx context.Context) ([]pipeline.PairingRequest, error) {
+	if s.pg != nil {
+		out, err := s.pg.pairingRequests(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("reading pairing requests: %w", err)
+		}
+		return out, nil
+	}
 	rows, err := s.sqlite.r.QueryContext(ctx, sqlPairing)
 	if err != nil {
 		return nil, fmt.Errorf("reading pairing requests: %w", err)
@@ -91,7 +111,12 @@ func (s *Store) PutPairingRequest(ctx context.Context, r pipeline.PairingRequest
 	if !r.Key.IsZero() {
 		key = r.Key.String()
 	}
-	_, err := s.sqlite.w.ExecContext(ctx, sqlPutPairing, r.UserID, r.Code, r.Name, key, r.Created.UnixMilli(), r.Expires.UnixMilli())
+	var err error
+	if s.pg != nil {
+		err = s.pg.putPairingRequest(ctx, r, key)
+	} else {
+		_, err = s.sqlite.w.ExecContext(ctx, sqlPutPairing, r.UserID, r.Code, r.Name, key, r.Created.UnixMilli(), r.Expires.UnixMilli())
+	}
 	if err != nil {
 		return fmt.Errorf("storing the pairing request of %s: %w", r.UserID, err)
 	}
@@ -100,6 +125,12 @@ func (s *Store) PutPairingRequest(ctx context.Context, r pipeline.PairingRequest
 
 // DeletePairingRequest implements pipeline.AccessStore.
 func (s *Store) DeletePairingRequest(ctx context.Context, userID string) error {
+	if s.pg != nil {
+		if err := s.pg.deletePairingRequest(ctx, userID); err != nil {
+			return fmt.Errorf("deleting the pairing request of %s: %w", userID, err)
+		}
+		return nil
+	}
 	if _, err := s.sqlite.w.ExecContext(ctx, sqlDeletePairing, userID); err != nil {
 		return fmt.Errorf("deleting the pairing request of %s: %w", userID, err)
 	}

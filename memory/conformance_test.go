@@ -49,6 +49,12 @@ func TestConformanceJSON(t *testing.T) {
 	runConformance(t, func(t *testing.T) Backend { return cfOpenJSON(t) })
 }
 
+// TestConformancePostgres needs RECALL_TEST_POSTGRES_URL (see postgres_test.go).
+func TestConformancePostgres(t *testing.T) {
+	pgTestURL(t) // skips without a server
+	runConformance(t, func(t *testing.T) Backend { return cfOpenPostgres(t) })
+}
+
 // cfOtherKind opens a fresh backend of the other implementation.
 func cfOtherKind(t *testing.T, b Backend) Backend {
 	if _, ok := b.(*SQLite); ok {

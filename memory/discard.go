@@ -30,6 +30,8 @@ func (s *Store) Discard(ctx context.Context, key pipeline.Key, platformID string
 			gone, err = b.discard(ctx, key, platformID)
 		case *JSON:
 			gone, err = b.discard(ctx, key, platformID)
+		case *Postgres:
+			gone, err = b.discard(ctx, key, platformID)
 		default:
 			err = fmt.Errorf("discarding a message: backend %T", b)
 		}

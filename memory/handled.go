@@ -32,6 +32,13 @@ func (s *Store) MarkHandled(ctx context.Context, key pipeline.Key, platformID st
 	if platformID == "" {
 		return true, nil
 	}
+	if s.pg != nil {
+		first, err := s.pg.markHandled(ctx, key.String(), platformID, time.Now())
+		if err != nil {
+			return false, fmt.Errorf("recording message %s of %s as handled: %w", platformID, key, err)
+		}
+		return first, nil
+	}
 	res, err := s.sqlite.w.ExecContext(ctx, sqlMarkHandled, key.String(), platformID, time.Now().UnixMilli())
 	if err != nil {
 		return false, fmt.Errorf("recording message %s of %s as handled: %w", platformID, key, err)
@@ -47,6 +54,13 @@ func (s *Store) MarkHandled(ctx context.Context, key pipeline.Key, platformID st
 func (s *Store) Handled(ctx context.Context, key pipeline.Key, platformID string) (bool, error) {
 	if platformID == "" {
 		return false, nil
+	}
+	if s.pg != nil {
+		ok, err := s.pg.handled(ctx, key.String(), platformID)
+		if err != nil {
+			return false, fmt.Errorf("looking up message %s of %s: %w", platformID, key, err)
+		}
+		return ok, nil
 	}
 	var n int
 	if err := s.sqlite.r.QueryRowContext(ctx, sqlHandled, key.String(), platformID).Scan(&n); err != nil {

@@ -29,7 +29,7 @@ func (s *Store) PurgeMessage(ctx context.Context, key pipeline.Key, platformID, 
 			rep, err = b.purgeMessage(ctx, key, platformID, senderID)
 		case *JSON:
 			rep, err = b.purgeMessage(ctx, key, platformID, senderID)
-		default:
+		default: // PostgreSQL: WhatsApp (whose deletions this serves) does not run on it yet
 			err = fmt.Errorf("purging one message: backend %T cannot", b)
 		}
 		return err

@@ -88,6 +88,8 @@ func (s *Store) PurgeSender(ctx context.Context, sc SenderScope) (PurgeReport, e
 				rep, err = b.purgeSender(ctx, o, sc.SenderID)
 			case *JSON:
 				rep, err = b.purgeSender(ctx, o, sc.SenderID)
+			case *Postgres:
+				rep, err = b.purgeSender(ctx, o, sc.SenderID)
 			default:
 				err = fmt.Errorf("backend %T", b)
 			}

@@ -15,10 +15,16 @@ import (
 // messages come back into play; what others said and the person's own
 // chat stay.
 func TestPurgeSender(t *testing.T) {
-	for _, storage := range []Storage{StorageSQLite, StorageJSON} {
-		t.Run(string(storage), func(t *testing.T) {
+	for _, name := range []string{"sqlite", "json", "postgres"} {
+		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			s := openStore(t, t.TempDir())
+			storage := Storage(name)
+			var s *Store
+			if name == "postgres" {
+				s, storage = openStoreOn(t, t.TempDir(), pgTestURL(t)), StorageSQLite
+			} else {
+				s = openStore(t, t.TempDir())
+			}
 			group := pipeline.Key{Channel: "telegram", Chat: "-100", Thread: "3"}
 			other := pipeline.Key{Channel: "telegram", Chat: "-200"}
 			own := pipeline.Key{Channel: "telegram", Chat: "7"}

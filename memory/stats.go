@@ -44,25 +44,13 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (Stats, error) {
 		return st, fmt.Errorf("listing owners: %w", err)
 	}
 	st.Owners = len(owners)
-	if err := s.sqlite.r.QueryRowContext(ctx, sqlCountMessages, day.UnixMilli()).Scan(&st.Messages, &st.MessagesToday); err != nil {
-		return st, fmt.Errorf("counting messages: %w", err)
-	}
 	senders := map[string]bool{}
-	rows, err := s.sqlite.r.QueryContext(ctx, sqlSenders)
-	if err != nil {
-		return st, fmt.Errorf("counting senders: %w", err)
-	}
-	for rows.Next() {
-		var channel, id string
-		if err := rows.Scan(&channel, &id); err != nil {
-			rows.Close()
-			return st, fmt.Errorf("counting senders: %w", err)
+	if s.pg != nil {
+		if st.Messages, st.MessagesToday, err = s.pg.countMessages(ctx, day, senders); err != nil {
+			return st, err
 		}
-		senders[channel+":"+id] = true
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return st, fmt.Errorf("counting senders: %w", err)
+	} else if err := s.sqliteCounts(ctx, day, &st, senders); err != nil {
+		return st, err
 	}
 	jsonOwners, err := s.json.Owners(ctx)
 	if err != nil {
@@ -94,7 +82,12 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (Stats, error) {
 	if st.TokensToday, st.TokenUsers, err = s.UsageOn(ctx, now); err != nil {
 		return st, err
 	}
-	if st.SchemaVersion, err = s.sqlite.SchemaVersion(ctx); err != nil {
+	if s.pg != nil {
+		st.SchemaVersion, err = s.pg.SchemaVersion(ctx)
+	} else {
+		st.SchemaVersion, err = s.sqlite.SchemaVersion(ctx)
+	}
+	if err != nil {
 		return st, fmt.Errorf("reading the schema version: %w", err)
 	}
 	path := s.sqlite.Path()
@@ -108,4 +101,53 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (Stats, error) {
 	}
 	st.DataDir = filepath.Clean(st.DataDir)
 	return st, nil
+}
+
+// sqliteCounts counts SQLite's messages (all and since day) into st and
+// adds their distinct senders ("channel:id") to senders.
+func (s *Store) sqliteCounts(ctx context.Context, day time.Time, st *Stats, senders map[string]bool) error {
+	if err := s.sqlite.r.QueryRowContext(ctx, sqlCountMessages, day.UnixMilli()).Scan(&st.Messages, &st.MessagesToday); err != nil {
+		return fmt.Errorf("counting messages: %w", err)
+	}
+	rows, err := s.sqlite.r.QueryContext(ctx, sqlSenders)
+	if err != nil {
+		return fmt.Errorf("counting senders: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var channel, id string
+		if err := rows.Scan(&channel, &id); err != nil {
+			return fmt.Errorf("counting senders: %w", err)
+		}
+		senders[channel+":"+id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("counting senders: %w", err)
+	}
+	return nil
+}
+
+// countMessages counts the stored messages, those since day, and adds the
+// distinct senders ("channel:id") to senders.
+func (p *Postgres) countMessages(ctx context.Context, day time.Time, senders map[string]bool) (all, today int64, err error) {
+	if err := p.pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE created_at >= $1) FROM messages`, day.UnixMilli()).Scan(&all, &today); err != nil {
+		return 0, 0, fmt.Errorf("counting messages: %w", err)
+	}
+	rows, err := p.pool.Query(ctx, `SELECT DISTINCT split_part(c.key, ':', 1), m.sender_id
+		FROM messages m JOIN conversations c ON c.id = m.conv WHERE m.role = 'user' AND m.sender_id <> ''`)
+	if err != nil {
+		return 0, 0, fmt.Errorf("counting senders: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var channel, id string
+		if err := rows.Scan(&channel, &id); err != nil {
+			return 0, 0, fmt.Errorf("counting senders: %w", err)
+		}
+		senders[channel+":"+id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return 0, 0, fmt.Errorf("counting senders: %w", err)
+	}
+	return all, today, nil
 }

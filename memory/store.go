@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/recallbot/recall/pipeline"
 )
 
@@ -34,6 +36,11 @@ type Options struct {
 	// created), and an interrupted move between backends is left to the
 	// writer to finish.
 	Existing bool
+	// DatabaseURL (database.url), when set, keeps conversations, summaries,
+	// notes and facts, access decisions, pairing requests, token usage and
+	// handled message ids in that PostgreSQL database instead of
+	// Dir/recall.db (which is still opened, and holds nothing new).
+	DatabaseURL string
 }
 
 // DatabaseFile is the SQLite database's file name in the data directory.
@@ -44,7 +51,9 @@ const DatabaseFile = "recall.db"
 // overlays queued messages on reads, and moves owners between backends.
 type Store struct {
 	opts   Options
-	sqlite *SQLite
+	sqlite *SQLite   // Dir/recall.db: the database unless pg is set
+	pg     *Postgres // database.url: the database backend when set
+	db     Backend   // the database backend: sqlite or pg
 	json   *JSON
 	w      *writer
 	log    *slog.Logger
@@ -85,16 +94,42 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, errors.Join(err, sq.Close())
 	}
-	s := &Store{opts: opts, sqlite: sq, json: js, log: opts.Logger}
+	s := &Store{opts: opts, sqlite: sq, db: sq, json: js, log: opts.Logger}
+	closeAll := func() {
+		sq.Close()
+		js.Close()
+		if s.pg != nil {
+			s.pg.Close()
+		}
+	}
+	if opts.DatabaseURL != "" {
+		pg, err := OpenPostgres(ctx, opts.DatabaseURL)
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		s.pg, s.db = pg, pg
+		if !opts.Existing {
+			s.warnLocalData(ctx)
+		}
+	}
 	if !opts.Existing {
 		// A reader (Existing) changes nothing: it leaves the handled ids
 		// to the writer, and moves alone (it would take a move the
 		// writer is making for an interrupted one).
 		if err := sq.pruneHandled(ctx, time.Now()); err != nil {
-			return nil, errors.Join(err, sq.Close(), js.Close())
+			closeAll()
+			return nil, err
+		}
+		if s.pg != nil {
+			if err := s.pg.pruneHandled(ctx, time.Now().Add(-handledKeep)); err != nil {
+				closeAll()
+				return nil, fmt.Errorf("pruning handled message ids: %w", err)
+			}
 		}
 		if err := s.recoverMoves(ctx); err != nil {
-			return nil, errors.Join(err, sq.Close(), js.Close())
+			closeAll()
+			return nil, err
 		}
 	}
 	s.w = newWriter(writerOptions{maxMsgs: opts.QueueSize, base: opts.RetryBase, maxWait: opts.RetryMax, log: opts.Logger, routeFor: s.backendFor})
@@ -121,11 +156,30 @@ func (s *Store) backendFor(owner string) Backend {
 	if s.json.Has(owner) {
 		return s.json
 	}
-	return s.sqlite
+	return s.db
+}
+
+// ErrNoJSONStorage: per-user JSON files are not offered with PostgreSQL.
+var ErrNoJSONStorage = errors.New("a separate JSON file is not available on this bot: its conversations are kept in a shared PostgreSQL database, which a file on one machine cannot be part of")
+
+// warnLocalData logs, on PostgreSQL, what this machine still holds of an
+// earlier SQLite or JSON store: it is not in the database (nothing moves it
+// there yet) and is not shown to users, except JSON owners, who are still
+// served from their files on this machine.
+func (s *Store) warnLocalData(ctx context.Context) {
+	if owners, err := s.sqlite.Owners(ctx); err == nil && len(owners) > 0 {
+		s.log.Warn("database.url is set: the conversations in data.dir/recall.db are not in PostgreSQL and are not used", "owners", len(owners), "file", s.sqlite.Path())
+	}
+	if owners, err := s.json.Owners(ctx); err == nil && len(owners) > 0 {
+		s.log.Warn("database.url is set: owners with a JSON file in data.dir are still served from it, on this machine only; /summary moves them to the database", "owners", len(owners))
+	}
 }
 
 // SQLite exposes the SQLite backend (backups, checkpoints, benchmarks).
 func (s *Store) SQLite() *SQLite { return s.sqlite }
+
+// Postgres is the PostgreSQL backend, nil unless database.url is set.
+func (s *Store) Postgres() *Postgres { return s.pg }
 
 // recoverMoves finishes a move that was interrupted. A move to JSON writes and
 // verifies the JSON file before removing the SQLite copy, and a move to SQLite
@@ -133,6 +187,11 @@ func (s *Store) SQLite() *SQLite { return s.sqlite }
 // JSON file and SQLite data too, the JSON file is complete and the SQLite data
 // is the stale copy.
 func (s *Store) recoverMoves(ctx context.Context) error {
+	if s.pg != nil {
+		// Other processes may share the database: an owner's rows there
+		// are never taken for a stale copy on the strength of a local file.
+		return nil
+	}
 	owners, err := s.json.Owners(ctx)
 	if err != nil {
 		return fmt.Errorf("listing JSON owners: %w", err)
@@ -161,7 +220,11 @@ func (s *Store) recoverMoves(ctx context.Context) error {
 // error names what could not be written.
 func (s *Store) Close(ctx context.Context) error {
 	werr := s.w.close(ctx)
-	return errors.Join(werr, s.json.Close(), s.sqlite.Close())
+	var perr error
+	if s.pg != nil {
+		perr = s.pg.Close()
+	}
+	return errors.Join(werr, s.json.Close(), s.sqlite.Close(), perr)
 }
 
 // Enqueue queues messages of one conversation for writing and returns at once;
@@ -368,6 +431,9 @@ func (s *Store) PutSettings(ctx context.Context, st Settings) error {
 	if !st.Storage.Valid() {
 		return fmt.Errorf("storage type must be sqlite or json, got %q", st.Storage)
 	}
+	if s.pg != nil && st.Storage == StorageJSON {
+		return ErrNoJSONStorage
+	}
 	if err := s.Move(ctx, st.Owner, st.Storage); err != nil {
 		return err
 	}
@@ -388,8 +454,11 @@ func (s *Store) PutSettings(ctx context.Context, st Settings) error {
 // the old copy. Interrupted at any point it loses nothing (see recoverMoves).
 func (s *Store) Move(ctx context.Context, owner string, to Storage) error {
 	return s.do(ctx, owner, func(ctx context.Context, from Backend) error {
-		var target Backend = s.sqlite
+		target := s.db
 		if to == StorageJSON {
+			if s.pg != nil {
+				return ErrNoJSONStorage
+			}
 			target = s.json
 		}
 		if from == target {
@@ -408,7 +477,7 @@ func (s *Store) Move(ctx context.Context, owner string, to Storage) error {
 		if to == StorageSQLite {
 			// Any SQLite data of a JSON owner is a stale copy: clear it so
 			// the verification compares like with like.
-			if _, err := s.sqlite.Purge(ctx, PurgeScope{Owner: owner}); err != nil {
+			if _, err := s.db.Purge(ctx, PurgeScope{Owner: owner}); err != nil {
 				return fmt.Errorf("moving %s: clearing stale copy: %w", owner, err)
 			}
 		}
@@ -506,7 +575,7 @@ func (s *Store) Purge(ctx context.Context, scope PurgeScope) (PurgeReport, error
 
 // Owners lists every owner in both backends.
 func (s *Store) Owners(ctx context.Context) ([]string, error) {
-	a, err := s.sqlite.Owners(ctx)
+	a, err := s.db.Owners(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -557,7 +626,7 @@ func (s *Store) Import(ctx context.Context, e Export) (ImportReport, error) {
 			return total, err
 		}
 		err := s.do(ctx, d.Owner, func(ctx context.Context, b Backend) error {
-			if d.Settings != nil && d.Settings.Storage == StorageJSON && b == Backend(s.sqlite) {
+			if d.Settings != nil && d.Settings.Storage == StorageJSON && b == Backend(s.sqlite) && s.pg == nil {
 				if has, err := s.hasData(ctx, b, d.Owner); err == nil && !has {
 					b = s.json
 				}
@@ -649,7 +718,13 @@ func (s *Store) Unanswered(ctx context.Context, channel string, since time.Time)
 	if err := s.Flush(ctx); err != nil {
 		return nil, err
 	}
-	out, err := s.sqlite.unanswered(ctx, channel, since)
+	var out []Message
+	var err error
+	if s.pg != nil {
+		out, err = s.pg.unanswered(ctx, channel, since)
+	} else {
+		out, err = s.sqlite.unanswered(ctx, channel, since)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -703,7 +778,12 @@ func (s *Store) TurnsSinceSummary(ctx context.Context, key pipeline.Key) (int, e
 	// between is missed once (the trigger fires a turn later), never
 	// counted twice.
 	var turns int
-	if b := s.backendFor(key.Owner()); b != Backend(s.sqlite) {
+	if b := s.backendFor(key.Owner()); b == Backend(s.pg) {
+		err := s.pg.pool.QueryRow(ctx, `SELECT turns_since_summary FROM conversations WHERE key = $1`, key.String()).Scan(&turns)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return 0, err
+		}
+	} else if b != Backend(s.sqlite) {
 		st, err := b.Status(ctx, key) // in memory for JSON owners
 		if err != nil {
 			return 0, err

@@ -27,6 +27,12 @@ func (s *Store) AddUsage(ctx context.Context, userID string, at time.Time, token
 	if tokens <= 0 {
 		return nil
 	}
+	if s.pg != nil {
+		if err := s.pg.addUsage(ctx, userID, UsageDay(at), tokens); err != nil {
+			return fmt.Errorf("recording %d tokens for %s: %w", tokens, userID, err)
+		}
+		return nil
+	}
 	if _, err := s.sqlite.w.ExecContext(ctx, sqlAddUsage, userID, UsageDay(at), tokens); err != nil {
 		return fmt.Errorf("recording %d tokens for %s: %w", tokens, userID, err)
 	}
@@ -36,7 +42,13 @@ func (s *Store) AddUsage(ctx context.Context, userID string, at time.Time, token
 // Usage returns the tokens the user used on the UTC day of at.
 func (s *Store) Usage(ctx context.Context, userID string, at time.Time) (int, error) {
 	var n int
-	if err := s.sqlite.r.QueryRowContext(ctx, sqlUsage, userID, UsageDay(at)).Scan(&n); err != nil {
+	var err error
+	if s.pg != nil {
+		n, err = s.pg.usage(ctx, userID, UsageDay(at))
+	} else {
+		err = s.sqlite.r.QueryRowContext(ctx, sqlUsage, userID, UsageDay(at)).Scan(&n)
+	}
+	if err != nil {
 		return 0, fmt.Errorf("reading the token usage of %s: %w", userID, err)
 	}
 	return n, nil
@@ -45,7 +57,12 @@ func (s *Store) Usage(ctx context.Context, userID string, at time.Time) (int, er
 // UsageOn returns the tokens used on the UTC day of at by everyone, and by
 // how many users.
 func (s *Store) UsageOn(ctx context.Context, at time.Time) (tokens int64, users int, err error) {
-	if err := s.sqlite.r.QueryRowContext(ctx, sqlUsageDay, UsageDay(at)).Scan(&tokens, &users); err != nil {
+	if s.pg != nil {
+		tokens, users, err = s.pg.usageOn(ctx, UsageDay(at))
+	} else {
+		err = s.sqlite.r.QueryRowContext(ctx, sqlUsageDay, UsageDay(at)).Scan(&tokens, &users)
+	}
+	if err != nil {
 		return 0, 0, fmt.Errorf("reading the token usage of %s: %w", UsageDay(at), err)
 	}
 	return tokens, users, nil

@@ -36,6 +36,8 @@ func (s *Store) TrimToWindow(ctx context.Context, key pipeline.Key, since time.T
 			n, err = b.trimWindow(ctx, key, since, keep)
 		case *JSON:
 			n, err = b.trimWindow(ctx, key, since, keep)
+		case *Postgres:
+			n, err = b.trimWindow(ctx, key, since, keep)
 		default:
 			err = fmt.Errorf("backend %T", b)
 		}

@@ -22,7 +22,7 @@ import (
 // creating an empty store there).
 func openStore(ctx context.Context, cfg config.Config, existing bool) (*memory.Store, error) {
 	return memory.Open(ctx, memory.Options{
-		Dir: cfg.Data.Dir, MaxMemories: cfg.Memory.MaxMemories, Existing: existing,
+		Dir: cfg.Data.Dir, MaxMemories: cfg.Memory.MaxMemories, Existing: existing, DatabaseURL: cfg.Database.URL,
 		Defaults: memory.Settings{MemoryEnabled: cfg.Memory.EnabledByDefault, Storage: memory.Storage(cfg.Memory.Storage), Threshold: cfg.Memory.Threshold},
 	})
 }
