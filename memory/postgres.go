@@ -107,7 +107,7 @@ func (p *Postgres) migrate(ctx context.Context) error {
 	if _, err := conn.Exec(ctx, pgMigrateLock); err != nil {
 		return fmt.Errorf("waiting for the migration lock: %w", err)
 	}
-	defer conn.Exec(context.WithoutCancel(ctx), pgMigrateUnlock) //nolint:errcheck // the session ends the lock anyway
+	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), pgMigrateUnlock) }() // the session ends the lock anyway
 	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
 		return fmt.Errorf("creating schema_version: %w", err)
 	}
@@ -241,7 +241,7 @@ func pgInsertMessages(ctx context.Context, tx pgx.Tx, rows []pgRow) ([]pgRow, er
 			continue
 		}
 		if err != nil {
-			br.Close()
+			_ = br.Close() // the error that ended the batch is the one to report
 			return nil, fmt.Errorf("storing a message: %w", err)
 		}
 		r := rows[i]

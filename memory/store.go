@@ -95,11 +95,11 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, errors.Join(err, sq.Close())
 	}
 	s := &Store{opts: opts, sqlite: sq, db: sq, json: js, log: opts.Logger}
-	closeAll := func() {
-		sq.Close()
-		js.Close()
+	closeAll := func() { // on a failed open: the open's error is the one to report
+		_ = sq.Close()
+		_ = js.Close()
 		if s.pg != nil {
-			s.pg.Close()
+			_ = s.pg.Close()
 		}
 	}
 	if opts.DatabaseURL != "" {

@@ -34,7 +34,7 @@ func URL(t testing.TB) string {
 	if err != nil {
 		t.Fatalf("connecting to %s: %v", EnvURL, err)
 	}
-	defer admin.Close(ctx)
+	defer func() { _ = admin.Close(ctx) }()
 	schema := fmt.Sprintf("recall_test_%d_%d_%d", os.Getpid(), time.Now().UnixNano()%1e9, seq.Add(1))
 	if _, err := admin.Exec(ctx, `CREATE SCHEMA `+schema); err != nil {
 		t.Fatalf("creating schema %s: %v", schema, err)
@@ -45,7 +45,7 @@ func URL(t testing.TB) string {
 			t.Errorf("dropping schema %s: %v", schema, err)
 			return
 		}
-		defer c.Close(context.Background())
+		defer func() { _ = c.Close(context.Background()) }()
 		if _, err := c.Exec(context.Background(), `DROP SCHEMA `+schema+` CASCADE`); err != nil {
 			t.Errorf("dropping schema %s: %v", schema, err)
 		}
