@@ -3,6 +3,7 @@ package figures
 import (
 	"context"
 	"fmt"
+	"github.com/recallbot/recall/adapters/telegram"
 	"os"
 	"time"
 
@@ -22,6 +23,8 @@ type FirstReplyResult struct {
 // returns, per start, the time from sending the first message to its reply
 // and the same for the last: what the first turn pays beyond a warm one
 // (loading the tokenizer's tables, first statements, first connections).
+// The user waits a little over a second after each reply, as people do, so
+// that no reply waits for Telegram's per-chat flood limit.
 func FirstReply(ctx context.Context, bin string, turns, runs int) (FirstReplyResult, error) {
 	var res FirstReplyResult
 	if turns < 2 {
@@ -50,6 +53,7 @@ func FirstReply(ctx context.Context, bin string, turns, runs int) (FirstReplyRes
 func firstReply(ctx context.Context, bin, data, llm string, texts []string) (first, last time.Duration, err error) {
 	tg := StartFakeTelegram()
 	defer tg.Close()
+	tg.Think = telegram.DefaultChatEvery + 100*time.Millisecond // a reply is not held by the chat's flood limit
 	bot, err := StartBot(bin, BotEnv{Data: data, Telegram: tg, LLM: llm})
 	if err != nil {
 		return 0, 0, err

@@ -14,6 +14,11 @@ import (
 // Token; Close stops it.
 type FakeTelegram struct {
 	*telegramtest.Server
+	// Think is how long a user waits after a reply before the next message
+	// (0: at once). A reply sooner than about a second after the previous
+	// one in a chat waits for Telegram's flood limit, which a latency
+	// figure must not measure.
+	Think time.Duration
 
 	mu      sync.Mutex
 	users   map[int64]*fakeUser
@@ -99,7 +104,16 @@ func (f *FakeTelegram) answered(s telegramtest.Sent) {
 	u.waited = append(u.waited, time.Since(u.sentAt))
 	u.lastMsg = -1 // one reply per message
 	if u.sent < len(u.texts) {
-		f.sendLocked(s.Chat, u)
+		if f.Think <= 0 {
+			f.sendLocked(s.Chat, u)
+			return
+		}
+		chat := s.Chat
+		time.AfterFunc(f.Think, func() {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.sendLocked(chat, u)
+		})
 		return
 	}
 	f.pending--
