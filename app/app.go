@@ -161,6 +161,15 @@ func New(ctx context.Context, cfg config.Config, parts Parts) (*App, error) {
 	return a, nil
 }
 
+// forgetUndelivered drops from the delivery journal the replies of what a
+// /purge removed (nothing without a journal).
+func (a *App) forgetUndelivered(scope memory.PurgeScope) error {
+	if a.Outbox == nil {
+		return nil
+	}
+	return a.Outbox.Forget(scope)
+}
+
 // AccessRefresh is how soon a running bot applies an allow/deny decision
 // made beside it (`bot allow`, `bot deny`).
 const AccessRefresh = 2 * time.Second
@@ -245,6 +254,7 @@ func (a *App) build(ctx context.Context, parts Parts, defaults memory.Settings, 
 		Log: a.Log, Now: now, ExtraHelp: extra,
 		Admin: &commands.AdminOptions{Access: a.Access, Stats: store,
 			MessagesPerMinute: cfg.Limits.MessagesPerMinute, TokensPerDay: cfg.Limits.TokensPerDay},
+		AfterPurge: a.forgetUndelivered,
 	})
 	// The stages of DESIGN.md in order: access, dedupe, (rate limit),
 	// commands, (token quota), then the responder: persist, assemble, LLM,

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/recallbot/recall/memory"
 	"github.com/recallbot/recall/pipeline"
 )
 
@@ -265,6 +266,25 @@ func (o *Outbox) blankLocked(id outboxID) error {
 	}
 	delete(o.texts, id)
 	return nil
+}
+
+// Forget drops the open replies of the conversations a purge removed —
+// scope.Key's, or every one of scope.Owner's — and rewrites the journal, so
+// that no text of theirs stays on disk; they are not sent either.
+func (o *Outbox) Forget(scope memory.PurgeScope) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.f == nil {
+		return errors.New("the outbox is closed")
+	}
+	for id := range o.open {
+		k, err := pipeline.ParseKey(id.Key)
+		if err != nil || k.Owner() != scope.Owner || (scope.Key != (pipeline.Key{}) && k != scope.Key) {
+			continue
+		}
+		delete(o.open, id)
+	}
+	return o.rewriteLocked()
 }
 
 // Reply records a reply about to be stored.

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/recallbot/recall/llm/llmtest"
+	"github.com/recallbot/recall/memory"
+	"github.com/recallbot/recall/pipeline"
 )
 
 // After /purge nothing the user said may remain anywhere: the journal held
@@ -89,5 +91,32 @@ func TestFailedWriteDoesNotSwallowTheNextRecord(t *testing.T) {
 	}
 	if e := o2.open[outboxID{key.String(), "m1"}]; e == nil || !e.sending {
 		t.Errorf("the sending record of m1 was lost: %+v", e)
+	}
+}
+
+// A reply the platform did not take yet stays pending with its text — until
+// the user purges the conversation: then it leaves the journal, unsent.
+func TestPurgeForgetsUndeliveredReplies(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "outbox.jsonl")
+	o := openOutbox(t, path)
+	other := pipeline.Key{Channel: "telegram", Chat: "777"}
+	must(t, o.Reply(key, "m1", "echo: my pending secret"))
+	must(t, o.Sending(key, "m1"))
+	must(t, o.Failed(key, "m1"))
+	must(t, o.Reply(other, "x1", "echo: someone else's reply"))
+	must(t, o.Forget(memory.PurgeScope{Owner: key.Owner()}))
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), "secret") {
+		t.Errorf("the purged conversation's pending reply is still in the journal:\n%s", data)
+	}
+	if !strings.Contains(string(data), "someone else's reply") {
+		t.Errorf("another owner's pending reply was dropped:\n%s", data)
+	}
+	o.Close()
+	if o2 := openOutbox(t, path); o2.open[outboxID{key.String(), "m1"}] != nil {
+		t.Error("the forgotten reply is open again after a restart")
 	}
 }

@@ -97,6 +97,10 @@ type Options struct {
 	// Admin adds the admin commands (/allow, /deny, /pending, /stats) for
 	// the admins of its access list; nil: none.
 	Admin *AdminOptions
+	// AfterPurge, when set, hears of each /purge of a conversation or of
+	// all an owner's data, after the store's purge (the delivery journal
+	// forgets the undelivered replies).
+	AfterPurge func(scope memory.PurgeScope) error
 }
 
 // Commands is the registry and the stage that runs them.

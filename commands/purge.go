@@ -146,6 +146,13 @@ func confirmPurge(ctx context.Context, c *Call, what string, days int) error {
 		if err != nil {
 			return err
 		}
+		if c.opts.AfterPurge != nil && scope.OlderThan.IsZero() {
+			// Replies still waiting to be delivered go too: their text
+			// must not stay on disk (the delivery journal).
+			if err := c.opts.AfterPurge(scope); err != nil {
+				c.Turn.Logger().Warn("forgetting the purged conversation's undelivered replies", "err", err)
+			}
+		}
 		msg := fmt.Sprintf("Deleted %s, %s, %s and %s. They are gone from the database, the search index and the summaries.",
 			plural(rep.Messages, "message", "messages"), plural(rep.Summaries, "summary", "summaries"), plural(rep.Facts, "fact", "facts"), plural(rep.Memories, "note", "notes"))
 		if ch.Data == "groups" {

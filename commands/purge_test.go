@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/recallbot/recall/commands"
 	"github.com/recallbot/recall/memory"
 	"github.com/recallbot/recall/pipeline"
 )
@@ -341,5 +342,22 @@ func TestPurgeAllOffersTheGroups(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A /purge of a conversation or of all one's data tells AfterPurge (the
+// delivery journal forgets the undelivered replies); /purge older does not.
+func TestPurgeTellsAfterPurge(t *testing.T) {
+	var got []memory.PurgeScope
+	h := newHarness(t, &recorder{}, func(_ *memory.Options, c *commands.Options) {
+		c.AfterPurge = func(s memory.PurgeScope) error { got = append(got, s); return nil }
+	})
+	h.seed(h.A, h.clock.Now(), "a secret")
+	h.reply(h.A, "/purge chat")
+	h.reply(h.A, "yes")
+	h.reply(h.A, "/purge older 30")
+	h.reply(h.A, "yes")
+	if len(got) != 1 || got[0].Owner != h.A.Owner() || got[0].Key != h.A {
+		t.Fatalf("AfterPurge heard %+v, want the one conversation purge", got)
 	}
 }
