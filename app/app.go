@@ -265,7 +265,7 @@ func (a *App) build(ctx context.Context, parts Parts, defaults memory.Settings, 
 		rate.Middleware(),
 		a.Commands.Middleware(),
 		quota.Middleware(),
-		a.mediaStage(store).Middleware(),
+		a.mediaStage(store, quota).Middleware(),
 	)
 	a.Intake = &chat.Intake{Store: store, Allowed: a.Access.Allowed, Asking: a.Commands.Asking, Counter: a.Counter, Wait: parts.IntakeWait}
 	return nil

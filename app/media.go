@@ -11,8 +11,9 @@ import (
 
 // mediaStage builds the stage that hears voice notes, sees photos and reads
 // documents (media.*): transcription through its own endpoint (by default
-// the LLM's), descriptions through the chat model.
-func (a *App) mediaStage(rec media.Recorder) *media.Stage {
+// the LLM's), descriptions through the chat model, counted in the daily
+// token quota (usage).
+func (a *App) mediaStage(rec media.Recorder, usage media.Usage) *media.Stage {
 	cfg := a.Config
 	mc := cfg.Media
 	opts := media.Options{
@@ -22,6 +23,7 @@ func (a *App) mediaStage(rec media.Recorder) *media.Stage {
 		Vision:      mc.Vision,
 		MaxImage:    int64(mc.MaxImageBytes),
 		MaxDocument: int64(mc.MaxDocumentBytes),
+		Usage:       usage,
 		Log:         a.Log,
 	}
 	if mc.Transcription.Model != "" {
@@ -52,10 +54,10 @@ func (a *App) mediaStage(rec media.Recorder) *media.Stage {
 // media.ErrNoVision.
 type describer struct{ c *llm.Client }
 
-func (d describer) Describe(ctx context.Context, jpeg []byte, caption string) (string, error) {
-	text, err := d.c.Describe(ctx, jpeg, caption)
+func (d describer) Describe(ctx context.Context, jpeg []byte, caption string) (string, int, error) {
+	text, tokens, err := d.c.Describe(ctx, jpeg, caption)
 	if llm.IsImageRejected(err) {
-		return "", errors.Join(media.ErrNoVision, err)
+		return "", 0, errors.Join(media.ErrNoVision, err)
 	}
-	return text, err
+	return text, tokens, err
 }

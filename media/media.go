@@ -20,9 +20,16 @@ type Transcriber interface {
 }
 
 // Describer says in words what an image shows (llm.Client with a vision
-// model). ErrNoVision from it means the model does not take images.
+// model), and what that cost in tokens. ErrNoVision from it means the model
+// does not take images.
 type Describer interface {
-	Describe(ctx context.Context, jpeg []byte, caption string) (string, error)
+	Describe(ctx context.Context, jpeg []byte, caption string) (text string, tokens int, err error)
+}
+
+// Usage hears the tokens a description cost, for the user's daily quota
+// (limits.Quota).
+type Usage interface {
+	Add(ctx context.Context, userID string, tokens int) error
 }
 
 // ErrNoVision means the model refused image input.
@@ -49,6 +56,7 @@ type Options struct {
 	Heard       bool          // show "🎤 heard: …" before the answer
 
 	Describer Describer // nil: photos are not looked at
+	Usage     Usage     // counts descriptions in the daily token quota; nil: not counted
 	Vision    string    // VisionAuto (default), VisionOn or VisionOff
 	MaxImage  int64     // larger photos are not downloaded (default 20 MB)
 

@@ -83,12 +83,12 @@ var key = pipeline.Key{Channel: "telegram", Chat: "7"}
 // describer is app's: the chat model describes, a refusal is ErrNoVision.
 type describer struct{ c *llm.Client }
 
-func (d describer) Describe(ctx context.Context, jpeg []byte, caption string) (string, error) {
-	s, err := d.c.Describe(ctx, jpeg, caption)
+func (d describer) Describe(ctx context.Context, jpeg []byte, caption string) (string, int, error) {
+	s, tokens, err := d.c.Describe(ctx, jpeg, caption)
 	if llm.IsImageRejected(err) {
-		return "", errors.Join(media.ErrNoVision, err)
+		return "", 0, errors.Join(media.ErrNoVision, err)
 	}
-	return s, err
+	return s, tokens, err
 }
 
 func TestPhotoIsDescribedAndTheDescriptionIsTheText(t *testing.T) {
@@ -96,14 +96,19 @@ func TestPhotoIsDescribedAndTheDescriptionIsTheText(t *testing.T) {
 		if r.Images != 1 || !strings.Contains(r.Messages[0].Content, "caption: the wine from Friday") {
 			return llmtest.Response{Status: 400, Text: "expected one image and the caption"}
 		}
-		return llmtest.Response{Text: "A bottle of Barolo 2016 on a wooden table."}
+		return llmtest.Response{Text: "A bottle of Barolo 2016 on a wooden table.", PromptTokens: 800, CompletionTokens: 40}
 	})
-	st := media.New(nil, media.Options{Describer: describer{llm.New(llm.Options{BaseURL: srv.URL, Model: "gpt-4o", MaxRetries: -1})}})
+	use := &usage{}
+	st := media.New(nil, media.Options{Describer: describer{llm.New(llm.Options{BaseURL: srv.URL, Model: "gpt-4o", MaxRetries: -1})}, Usage: use})
 	pic := photoJPEG(t, 1800, 1200)
-	got, sent := run(t, st, pipeline.Inbound{Key: key, MessageID: "1", Text: "the wine from Friday",
+	got, sent := run(t, st, pipeline.Inbound{Key: key, SenderID: "7", MessageID: "1", Text: "the wine from Friday",
 		Media: &pipeline.Media{Kind: pipeline.MediaPhoto, Size: int64(len(pic)), Fetch: bytesOf(pic)}})
 	if got == nil || got.Text != "📷 Photo: A bottle of Barolo 2016 on a wooden table.\nthe wine from Friday" || got.Media != nil || len(sent) != 0 {
 		t.Fatalf("reached the model: %+v; sent %q", got, sent)
+	}
+	// The description's tokens count in the sender's daily quota.
+	if use.user != "telegram:7" || use.tokens != 840 {
+		t.Fatalf("quota heard %q %d, want telegram:7 840", use.user, use.tokens)
 	}
 }
 
@@ -190,3 +195,13 @@ func TestVoiceOverTheLimitsIsNotFetched(t *testing.T) {
 type transcriberFunc func() (string, error)
 
 func (f transcriberFunc) Transcribe(context.Context, string, []byte) (string, error) { return f() }
+
+type usage struct {
+	user   string
+	tokens int
+}
+
+func (u *usage) Add(_ context.Context, user string, tokens int) error {
+	u.user, u.tokens = user, u.tokens+tokens
+	return nil
+}

@@ -54,7 +54,12 @@ func (s *Stage) photo(ctx context.Context, t *pipeline.Turn) (done bool, err err
 	if err != nil {
 		return true, reply(ctx, t, "I couldn't open that image ("+err.Error()+").")
 	}
-	desc, err := s.opts.Describer.Describe(ctx2, small, t.In.Text)
+	desc, tokens, err := s.opts.Describer.Describe(ctx2, small, t.In.Text)
+	if tokens > 0 && s.opts.Usage != nil {
+		if uerr := s.opts.Usage.Add(context.WithoutCancel(ctx), t.In.UserID(), tokens); uerr != nil {
+			t.Logger().Warn("counting a photo's tokens", "err", uerr)
+		}
+	}
 	if errors.Is(err, ErrNoVision) && s.opts.Vision == VisionAuto {
 		s.mu.Lock()
 		first := !s.noVision
