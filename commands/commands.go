@@ -396,6 +396,19 @@ func storageLabel(s memory.Storage) string {
 	return "SQLite"
 }
 
+// databaser is a store that says which database holds what is not in a
+// JSON file ("SQLite", "PostgreSQL"; memory.Store).
+type databaser interface{ Database() string }
+
+// storageName is storageLabel as this store keeps it: the database's name
+// for the database storage.
+func (c *Call) storageName(s memory.Storage) string {
+	if d, ok := c.store.(databaser); ok && s != memory.StorageJSON {
+		return d.Database()
+	}
+	return storageLabel(s)
+}
+
 func onOff(b bool) string {
 	if b {
 		return "on"

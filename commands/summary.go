@@ -102,7 +102,7 @@ func askThreshold(ctx context.Context, c *Call, storage memory.Storage) error {
 		return err
 	}
 	return c.Reply(ctx, fmt.Sprintf("Step 2 of 2 — storage: %s. After how many of your messages should I summarize and archive the older ones? Send a number from %d to %d (now: %d). Send cancel to stop.",
-		storageLabel(storage), memory.MinThreshold, memory.MaxThreshold, st.Threshold))
+		c.storageName(storage), memory.MinThreshold, memory.MaxThreshold, st.Threshold))
 }
 
 func applySummary(ctx context.Context, c *Call, storage memory.Storage, n int) error {
@@ -119,7 +119,7 @@ func applySummary(ctx context.Context, c *Call, storage memory.Storage, n int) e
 	} else if err != nil {
 		return err
 	}
-	msg := fmt.Sprintf("Long-term memory is configured.\nStorage: %s\nSummarize every %s.", storageLabel(storage), plural(n, "message", "messages"))
+	msg := fmt.Sprintf("Long-term memory is configured.\nStorage: %s\nSummarize every %s.", c.storageName(storage), plural(n, "message", "messages"))
 	if moving {
 		msg += "\nYour existing history was moved there; nothing was lost."
 	}
@@ -140,7 +140,7 @@ func runSummaryStatus(ctx context.Context, c *Call) error {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Memory: %s\n", onOff(st.MemoryEnabled))
-	fmt.Fprintf(&b, "Storage: %s\n", storageLabel(st.Storage))
+	fmt.Fprintf(&b, "Storage: %s\n", c.storageName(st.Storage))
 	fmt.Fprintf(&b, "Summarize every: %s\n", plural(st.Threshold, "message", "messages"))
 	fmt.Fprintf(&b, "Messages since the last summary: %d\n", s.TurnsSinceSummary)
 	fmt.Fprintf(&b, "Messages stored: %d (%d active, %d archived)\n", s.Total, s.Active, s.Archived)
@@ -171,7 +171,7 @@ func setEnabled(ctx context.Context, c *Call, on bool) error {
 		return err
 	}
 	if on {
-		return c.Reply(ctx, fmt.Sprintf("Long-term memory is on (storage: %s, summarize every %s).", storageLabel(st.Storage), plural(st.Threshold, "message", "messages")))
+		return c.Reply(ctx, fmt.Sprintf("Long-term memory is on (storage: %s, summarize every %s).", c.storageName(st.Storage), plural(st.Threshold, "message", "messages")))
 	}
 	return c.Reply(ctx, fmt.Sprintf("Long-term memory is off. While it is off I keep only our last %d exchanges in each conversation: "+
 		"older messages you write from now on are deleted, not summarized, and I don't search the archive or learn facts. "+

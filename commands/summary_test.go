@@ -464,8 +464,9 @@ func TestSummaryJSONOnPostgres(t *testing.T) {
 		t.Errorf("settings after the refusal = %+v", st)
 	}
 	mustContain(t, "search", h.reply(h.A, "/search lighthouse"), "the lighthouse keeper")
-	mustContain(t, "/summary sqlite 15", h.reply(h.A, "/summary sqlite 15"), "configured", "every 15 messages.")
+	mustContain(t, "/summary sqlite 15", h.reply(h.A, "/summary sqlite 15"), "configured", "Storage: PostgreSQL", "every 15 messages.")
 	if st := h.settings(h.A.Owner()); st.Threshold != 15 || !st.MemoryEnabled {
 		t.Errorf("settings = %+v", st)
 	}
+	mustContain(t, "/summary_status", h.reply(h.A, "/summary_status"), "Storage: PostgreSQL")
 }

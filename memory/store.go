@@ -817,3 +817,12 @@ func privateDir(dir string, log *slog.Logger) {
 	}
 	log.Info("made the data directory private (0700)", "dir", dir, "was", fmt.Sprintf("%#o", fi.Mode().Perm()))
 }
+
+// Database names the database that holds everything not in a JSON file:
+// "PostgreSQL" with database.url, else "SQLite".
+func (s *Store) Database() string {
+	if s.pg != nil {
+		return "PostgreSQL"
+	}
+	return "SQLite"
+}
