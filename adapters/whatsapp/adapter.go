@@ -178,9 +178,9 @@ func New(opts Options, submit SubmitFunc, accept AcceptFunc) (*Adapter, error) {
 			return true
 		}
 		// A reply a recipient's device could not decrypt is sent again
-		// from the messages this process sent.
-		cli.GetMessageForRetry = func(_, _ types.JID, id types.MessageID) *waE2E.Message {
-			return a.messageForRetry(id)
+		// from the messages this process sent, or the stored replies.
+		cli.GetMessageForRetry = func(_, to types.JID, id types.MessageID) *waE2E.Message {
+			return a.messageForRetry(to, id)
 		}
 		a.store, a.client = c, &waClient{c: cli}
 	}
@@ -699,17 +699,85 @@ func (a *Adapter) kickReconnect(why string) {
 	}
 }
 
-// messageForRetry is a message this process sent, for a recipient's
-// device that could not decrypt it (a retry receipt); nil when unknown.
-// Message ids are unique, so the chat's form (phone number or LID) does
-// not matter.
-func (a *Adapter) messageForRetry(id types.MessageID) *waE2E.Message {
-	m, ok := a.sentMsgs.get(string(id))
-	if !ok {
-		a.log.Debug("a retry receipt asks for a message this process did not send", "msg_id", id)
+// messageForRetry is the bot's message id in the chat to, for a
+// recipient's device that could not decrypt it (a retry receipt); nil when
+// unknown. It is looked up among the messages this process sent, then
+// among the stored replies of the conversation (Options.Replies), so a
+// reply sent before a restart can be sent again too: a reply's part ids
+// are derived from the reply (partID), so they are found again by
+// rendering the stored replies. A direct chat is looked up under both its
+// phone-number and its LID form, whichever the receipt names.
+func (a *Adapter) messageForRetry(to types.JID, id types.MessageID) *waE2E.Message {
+	if m, ok := a.sentMsgs.get(string(id)); ok {
+		return m
+	}
+	if a.opts.Replies != nil && !to.IsEmpty() {
+		ctx, cancel := context.WithTimeout(context.Background(), a.callTimeout)
+		defer cancel()
+		for _, chat := range a.chatForms(ctx, to.ToNonAD()) {
+			if m := a.storedPart(ctx, chat, id); m != nil {
+				return m
+			}
+		}
+	}
+	a.log.Debug("a retry receipt asks for a message the bot does not know", "chat", to.String(), "msg_id", id)
+	return nil
+}
+
+// retryReplies is how many of a conversation's newest stored replies a
+// retry receipt is matched against.
+const retryReplies = 200
+
+// storedPart renders the newest stored replies of chat and returns the
+// part whose id is id; nil when none is.
+func (a *Adapter) storedPart(ctx context.Context, chat types.JID, id types.MessageID) *waE2E.Message {
+	key := pipeline.Key{Channel: Channel, Chat: chat.String()}
+	replies, err := a.opts.Replies(ctx, key, retryReplies)
+	if err != nil {
+		a.log.Warn("looking up the stored replies for a retry receipt failed", "chat", chat.String(), "msg_id", id, "err", err)
 		return nil
 	}
-	return m
+	for _, r := range replies {
+		if r.ReplyTo == "" {
+			continue // its parts had random ids
+		}
+		for _, plain := range []bool{false, true} {
+			for i, p := range a.render(r.Text, plain) {
+				if partID(chat, r.ReplyTo, i, p) != id {
+					continue
+				}
+				var q *quote
+				if i == 0 && chat.Server == types.GroupServer {
+					if v, ok := a.quotes.get(msgRef{chat: key.Chat, id: r.ReplyTo}); ok {
+						q = &v
+					}
+				}
+				return textMessage(p, r.ReplyTo, q, a.expirationOf(chat))
+			}
+		}
+	}
+	return nil
+}
+
+// chatForms are the forms under which chat's conversation may be stored:
+// a direct chat by phone number and by LID, a group as it is.
+func (a *Adapter) chatForms(ctx context.Context, chat types.JID) []types.JID {
+	forms := []types.JID{chat}
+	var other types.JID
+	var err error
+	switch chat.Server {
+	case types.HiddenUserServer:
+		other, err = a.client.PNForLID(ctx, chat)
+	case types.DefaultUserServer:
+		other, err = a.client.LIDForPN(ctx, chat)
+	}
+	if err != nil {
+		a.log.Debug("looking up the other form of a chat failed", "chat", chat.String(), "err", err)
+	}
+	if other = other.ToNonAD(); other.User != "" && other != chat {
+		forms = append(forms, other)
+	}
+	return forms
 }
 
 // Health reports whether the channel is connected to WhatsApp (for

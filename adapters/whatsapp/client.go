@@ -35,6 +35,9 @@ type Client interface {
 	// PNForLID returns the phone-number JID of a @lid user, or the empty
 	// JID when the mapping is not known.
 	PNForLID(ctx context.Context, lid types.JID) (types.JID, error)
+	// LIDForPN returns the @lid JID of a phone-number user, or the empty
+	// JID when the mapping is not known.
+	LIDForPN(ctx context.Context, pn types.JID) (types.JID, error)
 	// AddEventHandler registers h for every event. Handlers run one at a
 	// time for messages; connection events may come concurrently. When h
 	// returns false for a message, it is not acknowledged, so WhatsApp
@@ -106,6 +109,13 @@ func (w *waClient) PNForLID(ctx context.Context, lid types.JID) (types.JID, erro
 		return types.EmptyJID, errors.New("no LID store")
 	}
 	return w.c.Store.LIDs.GetPNForLID(ctx, lid)
+}
+
+func (w *waClient) LIDForPN(ctx context.Context, pn types.JID) (types.JID, error) {
+	if w.c.Store.LIDs == nil {
+		return types.EmptyJID, errors.New("no LID store")
+	}
+	return w.c.Store.LIDs.GetLIDForPN(ctx, pn)
 }
 
 func (w *waClient) AddEventHandler(h func(evt any) bool) {

@@ -16,6 +16,7 @@ import (
 	"go.mau.fi/whatsmeow/types/events"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/recallbot/recall/llm/llmtest"
 	"github.com/recallbot/recall/memory"
 	"github.com/recallbot/recall/pipeline"
 )
@@ -168,11 +169,44 @@ func TestMessageForRetry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m := s.ad.messageForRetry(types.MessageID(id)); m.GetConversation() != "decrypt me" {
+	if m := s.ad.messageForRetry(pnJID, types.MessageID(id)); m.GetConversation() != "decrypt me" {
 		t.Errorf("message for retry = %v, want the reply", m)
 	}
-	if m := s.ad.messageForRetry("3EB0UNKNOWN"); m != nil {
+	if m := s.ad.messageForRetry(pnJID, "3EB0UNKNOWN"); m != nil {
 		t.Errorf("an unknown id gave %v", m)
+	}
+}
+
+// A retry receipt for a reply sent before a restart is answered from the
+// stored replies: every part of a split reply, whether the receipt names
+// the chat by phone number or by LID. Without it the recipient's phone
+// shows "Waiting for this message" for good.
+func TestMessageForRetryAfterRestart(t *testing.T) {
+	long := strings.Repeat("word ", 60) + "END"
+	s := newStack(t, stackOptions{splitLimit: 120, llm: func(llmtest.Request) llmtest.Response { return llmtest.Response{Text: long} }})
+	s.dm(pnJID, "M1", "tell me a long story")
+	s.waitText(pnJID, "END")
+	var ids []types.MessageID
+	var texts []string
+	for _, m := range s.wa.sentMsgs() {
+		if m.To == pnJID {
+			ids, texts = append(ids, types.MessageID(m.ID)), append(texts, m.Text())
+		}
+	}
+	if len(ids) < 2 {
+		t.Fatalf("the reply went out in %d parts, want a split reply", len(ids))
+	}
+	s.restart()
+	for i, id := range ids {
+		for _, to := range []types.JID{pnJID, lidJID} {
+			m := s.ad.messageForRetry(to, id)
+			if got := m.GetExtendedTextMessage().GetText() + m.GetConversation(); got != texts[i] {
+				t.Errorf("part %d asked in chat %s after a restart = %q, want %q", i+1, to, got, texts[i])
+			}
+		}
+	}
+	if m := s.ad.messageForRetry(lidJID, "3EB0000000000000000000"); m != nil {
+		t.Errorf("an id the bot never sent gave %v", m)
 	}
 }
 

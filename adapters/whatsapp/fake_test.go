@@ -216,6 +216,17 @@ func (f *fakeClient) PNForLID(_ context.Context, lid types.JID) (types.JID, erro
 	return f.lids[lid.User], nil
 }
 
+func (f *fakeClient) LIDForPN(_ context.Context, pn types.JID) (types.JID, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for lid, p := range f.lids {
+		if p.User == pn.User {
+			return types.NewJID(lid, types.HiddenUserServer), nil
+		}
+	}
+	return types.EmptyJID, nil
+}
+
 func (f *fakeClient) AddEventHandler(h func(evt any) bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -34,6 +34,13 @@ type SubmitFunc func(in pipeline.Inbound, out pipeline.Sender) error
 // again after a reconnect or a restart.
 type AcceptFunc func(ctx context.Context, in pipeline.Inbound) error
 
+// Reply is a stored reply of the bot: its text and the platform id of the
+// message it answered ("" for a message that answered none).
+type Reply struct {
+	Text    string
+	ReplyTo string
+}
+
 // Options configure an Adapter, Login and Logout. Zero values mean the
 // defaults.
 type Options struct {
@@ -68,6 +75,12 @@ type Options struct {
 	// bot's memory (memory.Store.PurgeMessage): the conversation, the
 	// message's id, who deleted it. nil ignores deletions.
 	Revoked func(ctx context.Context, key pipeline.Key, platformID, senderID string) error
+	// Replies returns the bot's newest stored replies in a conversation
+	// (at most limit, newest first; others may be mixed in and are
+	// skipped), so a retry receipt for a reply sent before a restart is
+	// answered (the parts' ids are derived from the reply). nil: only the
+	// messages this process sent are found.
+	Replies func(ctx context.Context, key pipeline.Key, limit int) ([]Reply, error)
 	// Log receives the adapter's logs; nil discards.
 	Log *slog.Logger
 	// Client replaces the whatsmeow client (tests). When nil, New opens the

@@ -111,6 +111,16 @@ func (s *stack) start() {
 			_, err := store.PurgeMessage(ctx, key, id, sender)
 			return err
 		},
+		Replies: func(ctx context.Context, key pipeline.Key, limit int) ([]Reply, error) {
+			msgs, err := store.Recent(ctx, key, limit, 0)
+			var out []Reply
+			for i := len(msgs) - 1; i >= 0; i-- {
+				if msgs[i].Role == memory.RoleAssistant {
+					out = append(out, Reply{Text: msgs[i].Text, ReplyTo: msgs[i].ReplyTo})
+				}
+			}
+			return out, err
+		},
 	}, disp.Submit, accept)
 	if err != nil {
 		t.Fatalf("New: %v", err)

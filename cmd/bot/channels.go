@@ -6,6 +6,7 @@ import (
 	"github.com/recallbot/recall/adapters/whatsapp"
 	"github.com/recallbot/recall/app"
 	"github.com/recallbot/recall/config"
+	"github.com/recallbot/recall/memory"
 	"github.com/recallbot/recall/ops"
 	"github.com/recallbot/recall/pipeline"
 )
@@ -46,12 +47,32 @@ func whatsappChannel(cfg config.Config) app.ChannelFunc {
 			Revoked: func(ctx context.Context, key pipeline.Key, id, sender string) error {
 				_, err := w.Store.PurgeMessage(ctx, key, id, sender)
 				return err
-			}}, w.Submit, w.AcceptStored)
+			},
+			Replies: storedReplies(w.Store)}, w.Submit, w.AcceptStored)
 		if err != nil {
 			return app.Channel{}, err
 		}
 		return app.Channel{Name: whatsapp.Channel, Sender: wa.Sender(), Run: wa.Run, Health: wa, Close: wa.Close,
 			Window: wa.BacklogWindow(), Connects: true}, nil
+	}
+}
+
+// storedReplies lists the bot's replies among a conversation's newest
+// limit messages, newest first: what a WhatsApp retry receipt is matched
+// against after a restart.
+func storedReplies(store *memory.Store) func(ctx context.Context, key pipeline.Key, limit int) ([]whatsapp.Reply, error) {
+	return func(ctx context.Context, key pipeline.Key, limit int) ([]whatsapp.Reply, error) {
+		msgs, err := store.Recent(ctx, key, limit, 0)
+		if err != nil {
+			return nil, err
+		}
+		var out []whatsapp.Reply
+		for i := len(msgs) - 1; i >= 0; i-- {
+			if m := msgs[i]; m.Role == memory.RoleAssistant {
+				out = append(out, whatsapp.Reply{Text: m.Text, ReplyTo: m.ReplyTo})
+			}
+		}
+		return out, nil
 	}
 }
 
