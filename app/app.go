@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/recallbot/recall/assemble"
@@ -245,10 +246,14 @@ func (a *App) build(ctx context.Context, parts Parts, defaults memory.Settings, 
 		cstore = parts.WrapStore(store)
 	}
 	a.Responder = chat.New(cstore, model, asm, sum, a.Counter, copts)
-	extra := ""
-	if a.Model == nil {
-		extra = NotConfigured
+	var extras []string
+	if !store.OffersJSON() {
+		extras = append(extras, "Your memory is kept in this bot's shared PostgreSQL database: /summary asks only how often to summarize (a JSON file of your own is not available here).")
 	}
+	if a.Model == nil {
+		extras = append(extras, NotConfigured)
+	}
+	extra := strings.Join(extras, "\n\n")
 	a.Commands = commands.New(store, cmdSum, a.Responder, commands.Options{
 		BotName: parts.BotName, Defaults: defaults, Facts: cfg.Memory.Facts.Enabled, KeepRecent: cfg.Memory.KeepRecentTurns,
 		Log: a.Log, Now: now, ExtraHelp: extra,

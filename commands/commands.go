@@ -409,6 +409,17 @@ func (c *Call) storageName(s memory.Storage) string {
 	return storageLabel(s)
 }
 
+// jsonOfferer is a store that says whether a JSON file of one's own can
+// be chosen (memory.Store: not with PostgreSQL).
+type jsonOfferer interface{ OffersJSON() bool }
+
+// offersJSON reports whether /summary offers a JSON file besides the
+// database.
+func (c *Call) offersJSON() bool {
+	o, ok := c.store.(jsonOfferer)
+	return !ok || o.OffersJSON()
+}
+
 func onOff(b bool) string {
 	if b {
 		return "on"

@@ -22,7 +22,7 @@ var storageChoices = []pipeline.Choice{
 
 func parseStorage(s string) (memory.Storage, bool) {
 	switch normalize(s) {
-	case "sqlite", "sql", "db", "database", "sqlite recommended":
+	case "sqlite", "sql", "db", "database", "sqlite recommended", "postgres", "postgresql":
 		return memory.StorageSQLite, true
 	case "json", "json file", "file":
 		return memory.StorageJSON, true
@@ -40,6 +40,9 @@ func parseThreshold(s string) (int, error) {
 
 func runSummary(ctx context.Context, c *Call) error {
 	fields := strings.Fields(c.Args)
+	if !c.offersJSON() {
+		return runSummaryDatabase(ctx, c, fields)
+	}
 	switch len(fields) {
 	case 0:
 		return askStorage(ctx, c)
@@ -62,6 +65,34 @@ func runSummary(ctx context.Context, c *Call) error {
 	default:
 		return usage("Use /summary to choose step by step, or /summary <sqlite|json> <1-500>, e.g. /summary sqlite 15.")
 	}
+}
+
+// runSummaryDatabase is /summary on a bot with one storage, its shared
+// database (PostgreSQL): there is nothing to choose but how often to
+// summarize. "/summary 15" and the two-word forms work; a JSON file is
+// refused with the reason.
+func runSummaryDatabase(ctx context.Context, c *Call, fields []string) error {
+	const use = "Use /summary to set it up step by step, or /summary <1-500>, e.g. /summary 15."
+	if len(fields) > 0 {
+		if storage, ok := parseStorage(fields[0]); ok {
+			if storage == memory.StorageJSON {
+				return usage("A separate JSON file is not available on this bot: it keeps every conversation in one shared %s database, "+
+					"and a file on one machine could not be part of it. Nothing changed. %s", c.storageName(memory.StorageSQLite), use)
+			}
+			fields = fields[1:]
+		}
+	}
+	switch len(fields) {
+	case 0:
+		return askThreshold(ctx, c, memory.StorageSQLite)
+	case 1:
+		n, err := parseThreshold(fields[0])
+		if err != nil {
+			return err
+		}
+		return applySummary(ctx, c, memory.StorageSQLite, n)
+	}
+	return usage("%s", use)
 }
 
 func askStorage(ctx context.Context, c *Call) error {
@@ -101,8 +132,12 @@ func askThreshold(ctx context.Context, c *Call, storage memory.Storage) error {
 	if err != nil {
 		return err
 	}
-	return c.Reply(ctx, fmt.Sprintf("Step 2 of 2 — storage: %s. After how many of your messages should I summarize and archive the older ones? Send a number from %d to %d (now: %d). Send cancel to stop.",
-		c.storageName(storage), memory.MinThreshold, memory.MaxThreshold, st.Threshold))
+	step := "Step 2 of 2 — storage: " + c.storageName(storage) + "."
+	if !c.offersJSON() {
+		step = "Your memory is kept in this bot's " + c.storageName(storage) + " database."
+	}
+	return c.Reply(ctx, fmt.Sprintf("%s After how many of your messages should I summarize and archive the older ones? Send a number from %d to %d (now: %d). Send cancel to stop.",
+		step, memory.MinThreshold, memory.MaxThreshold, st.Threshold))
 }
 
 func applySummary(ctx context.Context, c *Call, storage memory.Storage, n int) error {

@@ -459,7 +459,17 @@ func newCommandsWithoutModel(h *harness) *commands.Commands {
 func TestSummaryJSONOnPostgres(t *testing.T) {
 	h := newHarness(t, &recorder{}, withDatabaseURL(pgtest.URL(t)))
 	h.seed(h.A, h.clock.Now(), "the lighthouse keeper")
-	mustContain(t, "/summary json 15", h.reply(h.A, "/summary json 15"), "not available on this bot", "Nothing changed", "/summary sqlite 15")
+	mustContain(t, "/summary json 15", h.reply(h.A, "/summary json 15"), "not available on this bot", "Nothing changed", "/summary 15")
+	mustContain(t, "/summary json", h.reply(h.A, "/summary json"), "not available on this bot")
+	if st := h.settings(h.A.Owner()); st.Storage != memory.StorageSQLite {
+		t.Errorf("settings after the refusal = %+v", st)
+	}
+	// Nothing to choose but how often: no storage step, no JSON choice.
+	ask := h.reply(h.A, "/summary")
+	mustContain(t, "/summary", ask, "PostgreSQL database", "After how many")
+	mustNotContain(t, "/summary", ask, "JSON", "Step 1")
+	mustContain(t, "/summary → 12", h.reply(h.A, "12"), "configured", "Storage: PostgreSQL", "every 12 messages.")
+	mustContain(t, "/summary 20", h.reply(h.A, "/summary 20"), "configured", "every 20 messages.")
 	if st := h.settings(h.A.Owner()); st.Storage != memory.StorageSQLite {
 		t.Errorf("settings after the refusal = %+v", st)
 	}

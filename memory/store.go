@@ -159,6 +159,11 @@ func (s *Store) backendFor(owner string) Backend {
 	return s.db
 }
 
+// OffersJSON reports whether an owner may choose a JSON file of their own
+// (StorageJSON): not with PostgreSQL, whose conversations every replica
+// shares.
+func (s *Store) OffersJSON() bool { return s.pg == nil }
+
 // ErrNoJSONStorage: per-user JSON files are not offered with PostgreSQL.
 var ErrNoJSONStorage = errors.New("a separate JSON file is not available on this bot: its conversations are kept in a shared PostgreSQL database, which a file on one machine cannot be part of")
 
