@@ -255,7 +255,7 @@ func (r *Responder) answer(ctx context.Context, t *pipeline.Turn, settings memor
 		return answered{}, r.fail(ctx, t, "storage", err, "Sorry, I couldn't load our conversation from storage. Please try again in a moment.")
 	}
 	log := t.Logger()
-	model, tools := r.turnModel(in, log)
+	model, tools := r.turnModel(in, settings, log)
 	a := answered{send: t.Out.Send}
 	sm, isM := model.(StreamModel)
 	st, isS := t.Out.(pipeline.Streamer)

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/recallbot/recall/llm"
+	"github.com/recallbot/recall/memory"
 	"github.com/recallbot/recall/memtools"
 	"github.com/recallbot/recall/pipeline"
 )
@@ -64,7 +65,7 @@ func (s *toolSupport) refuse(model string) bool {
 // turnModel returns the model for one turn: the configured one, wrapped so
 // that its calls run tool rounds when tools are on and the model takes them.
 // The returned toolTurn (nil without tools) holds what the rounds did.
-func (r *Responder) turnModel(in pipeline.Inbound, log *slog.Logger) (Model, *toolTurn) {
+func (r *Responder) turnModel(in pipeline.Inbound, settings memory.Settings, log *slog.Logger) (Model, *toolTurn) {
 	tm, ok := r.model.(ToolModel)
 	if !ok || r.tools.Box == nil || r.tools.Mode == ToolsOff {
 		return r.model, nil
@@ -72,7 +73,8 @@ func (r *Responder) turnModel(in pipeline.Inbound, log *slog.Logger) (Model, *to
 	if r.tools.Mode != ToolsOn && !r.toolSupport.ok(tm.Model()) {
 		return r.model, nil
 	}
-	tt := &toolTurn{r: r, inner: tm, log: log, scope: memtools.Scope{Key: in.Key, Group: in.IsGroup}}
+	tt := &toolTurn{r: r, inner: tm, log: log, scope: memtools.Scope{Key: in.Key, Group: in.IsGroup,
+		Facts: r.opts.Facts && settings.MemoryEnabled && !settings.FactsOff}}
 	return tt, tt
 }
 
@@ -262,7 +264,7 @@ func (r *Responder) rememberCalls(key pipeline.Key, tt *toolTurn) {
 // toolNotes are /context's lines about the memory tools: which are offered
 // to the model, and which the last answer in this conversation called.
 func (r *Responder) toolNotes(key pipeline.Key) []string {
-	if _, tt := r.turnModel(pipeline.Inbound{Key: key}, r.opts.Log); tt == nil {
+	if _, tt := r.turnModel(pipeline.Inbound{Key: key}, memory.Settings{}, r.opts.Log); tt == nil {
 		return nil
 	}
 	var names []string
