@@ -1,0 +1,188 @@
+package main
+
+// End-to-end test of the memory tools on the real binary: a fake Bot API and
+// a fake OpenAI-compatible server that calls tools, a restart in between.
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/recallbot/recall/adapters/telegram/telegramtest"
+	"github.com/recallbot/recall/llm"
+	"github.com/recallbot/recall/llm/llmtest"
+)
+
+// toolResults are the tool messages of a request, by call id.
+func toolResults(r llmtest.Request) map[string]string {
+	out := map[string]string{}
+	for _, m := range r.Messages {
+		if m.Role == llm.RoleTool {
+			out[m.ToolCallID] = m.Content
+		}
+	}
+	return out
+}
+
+// lastUserText is the text of the last user message of a request.
+func lastUserText(r llmtest.Request) string {
+	for i := len(r.Messages) - 1; i >= 0; i-- {
+		if r.Messages[i].Role == llm.RoleUser {
+			return r.Messages[i].Content
+		}
+	}
+	return ""
+}
+
+// A user says "remember that …" and the model saves the note through the
+// remember tool, without a command; the bot is stopped and started again;
+// asked later, the model finds the note in its prompt and through
+// list_memories. A call whose arguments name another user's conversation
+// acts on the turn's own. /context names the tools offered and those the
+// last answer called, and /metrics counts the calls.
+func TestMemoryToolsEndToEnd(t *testing.T) {
+	const (
+		other  = "telegram:43"
+		pin    = "4921"
+		answer = "Her birthday is on 3 May."
+	)
+	var mu sync.Mutex
+	var questionTurn []llmtest.Request // the requests answering the question after the restart
+	model := llmtest.NewServer(t, func(r llmtest.Request) llmtest.Response {
+		if isSummaryRequest(r) {
+			return llmtest.Response{Text: summaryText}
+		}
+		user, results := lastUserText(r), toolResults(r)
+		switch {
+		case strings.Contains(user, "Remember that my sister's birthday is 3 May"):
+			if len(results) == 0 {
+				return llmtest.Response{ToolCalls: []llm.ToolCall{{ID: "r1", Name: "remember",
+					Arguments: `{"key":"sister_birthday","text":"My sister's birthday is 3 May"}`}}}
+			}
+			return llmtest.Response{Text: "Noted. (" + results["r1"] + ")"}
+		case strings.Contains(user, "Remember that my PIN is"):
+			if len(results) == 0 {
+				return llmtest.Response{ToolCalls: []llm.ToolCall{{ID: "p1", Name: "remember",
+					Arguments: `{"key":"pin","text":"The PIN is ` + pin + `"}`}}}
+			}
+			return llmtest.Response{Text: "Noted your PIN."}
+		case strings.Contains(user, "When is my sister's birthday?"):
+			mu.Lock()
+			questionTurn = append(questionTurn, r)
+			mu.Unlock()
+			if len(results) == 0 {
+				// One honest call, and three that try user 43's notes
+				// and archive whatever their arguments say.
+				return llmtest.Response{ToolCalls: []llm.ToolCall{
+					{ID: "q1", Name: "list_memories", Arguments: `{"owner":"` + other + `"}`},
+					{ID: "q2", Name: "search_memory", Arguments: `{"query":"PIN","key":"` + other + `:","owner":"` + other + `"}`},
+					{ID: "q3", Name: "forget", Arguments: `{"key":"pin","owner":"` + other + `"}`},
+				}}
+			}
+			for _, m := range r.Messages {
+				if m.Role == llm.RoleSystem && strings.Contains(m.Content, "3 May") && strings.Contains(results["q1"], "3 May") {
+					return llmtest.Response{Text: answer}
+				}
+			}
+			return llmtest.Response{Text: "I don't know."}
+		}
+		return llmtest.Response{Text: "echo: " + user}
+	})
+	tg := newFakeTelegram(t)
+	env := telegramEnv(t, tg, model.URL, "RECALL_ACCESS_ALLOWED_USERS=telegram:42,telegram:43")
+
+	bot := env.startDaemon(t)
+	bot.waitLog("running", 30*time.Second)
+	tg.sendText(42, "Remember that my sister's birthday is 3 May")
+	if _, ok := tg.waitSent("Noted. (Saved note sister_birthday.)", 30*time.Second); !ok {
+		t.Fatalf("no reply to the remember request:\n%s", bot.output())
+	}
+	tg.sendText(43, "Remember that my PIN is "+pin)
+	if _, ok := tg.waitSent("Noted your PIN.", 30*time.Second); !ok {
+		t.Fatalf("no reply to user 43:\n%s", bot.output())
+	}
+	if rec := bot.waitLog("tool call", 10*time.Second); rec["tool"] != "remember" || rec["outcome"] != "ok" {
+		t.Errorf("the tool call was logged as %v", rec)
+	}
+	bot.signal(syscall.SIGTERM)
+	if code := bot.wait(30 * time.Second); code != 0 {
+		t.Fatalf("exit code %d after SIGTERM:\n%s", code, bot.output())
+	}
+
+	bot = env.startDaemon(t)
+	addr := bot.httpAddr()
+	bot.waitLog("running", 30*time.Second)
+	tg.sendText(42, "When is my sister's birthday?")
+	if _, ok := tg.waitSent(answer, 30*time.Second); !ok {
+		t.Fatalf("the question was not answered from the note:\n%s", bot.output())
+	}
+	mu.Lock()
+	reqs := append([]llmtest.Request(nil), questionTurn...)
+	mu.Unlock()
+	if len(reqs) != 2 || len(reqs[0].Tools) != 5 {
+		t.Fatalf("the question took %d requests (want a tool round and the answer); tools offered: %v", len(reqs), reqs[0].Tools)
+	}
+	inPrompt := false
+	for _, m := range reqs[0].Messages {
+		inPrompt = inPrompt || m.Role == llm.RoleSystem && strings.Contains(m.Content, "- sister_birthday: My sister's birthday is 3 May")
+	}
+	if !inPrompt {
+		t.Errorf("the note is not in the prompt after the restart:\n%s", promptText(reqs[0]))
+	}
+	res := toolResults(reqs[1])
+	if !strings.Contains(res["q1"], "sister_birthday: My sister's birthday is 3 May") {
+		t.Errorf("list_memories answered %q", res["q1"])
+	}
+	for id, r := range res {
+		if strings.Contains(r, pin) {
+			t.Errorf("call %s showed user 43's PIN to user 42's turn: %q", id, r)
+		}
+	}
+	if !strings.HasPrefix(res["q3"], "There is no note") {
+		t.Errorf("forget of another user's note answered %q", res["q3"])
+	}
+
+	tg.sendText(42, "/context")
+	c, ok := tg.waitSent("memory tools the model may call", 30*time.Second)
+	if !ok {
+		t.Fatalf("/context does not show the tools:\n%s", bot.output())
+	}
+	for _, want := range []string{"search_memory, remember, forget, list_memories, recall_summary",
+		"my last answer here called: list_memories, search_memory, forget"} {
+		if !strings.Contains(c.Fields["text"], want) {
+			t.Errorf("/context lacks %q:\n%s", want, c.Fields["text"])
+		}
+	}
+	if c.ChatID() != telegramtest.PrivateChat(42).ID {
+		t.Errorf("/context answered in chat %d", c.ChatID())
+	}
+
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`recall_tool_calls_total{outcome="ok",tool="list_memories"} 1`, `recall_tool_calls_total{outcome="ok",tool="forget"} 1`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	bot.signal(syscall.SIGTERM)
+	if code := bot.wait(30 * time.Second); code != 0 {
+		t.Fatalf("exit code %d after SIGTERM:\n%s", code, bot.output())
+	}
+
+	db := openDB(t, env.Data)
+	defer db.Close()
+	if ms, err := db.Memories(t.Context(), other); err != nil || len(ms) != 1 || ms[0].Key != "pin" {
+		t.Errorf("user 43's notes after user 42's turn: %+v, %v", ms, err)
+	}
+	if ms, err := db.Memories(t.Context(), "telegram:42"); err != nil || len(ms) != 1 || ms[0].Key != "sister_birthday" {
+		t.Errorf("user 42's notes: %+v, %v", ms, err)
+	}
+}
