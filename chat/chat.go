@@ -269,15 +269,22 @@ func (r *Responder) answer(ctx context.Context, t *pipeline.Turn, settings memor
 		}
 	}
 	ask(prompt.Messages)
-	if w, ok := llm.IsContextLength(err); ok && !a.cut && ctx.Err() == nil {
+	for retry := 0; retry < maxCompactions; retry++ {
+		w, ok := llm.IsContextLength(err)
+		if !ok || a.cut || ctx.Err() != nil || (w > 0 && retry > 0) {
+			break
+		}
 		// Emergency compaction: the model's window is smaller than we
-		// thought. Rebuild at a budget that fits and try once more.
+		// thought. Rebuild at a budget that fits and try again: once when
+		// the provider named its window, a few times, halving, when not.
 		req := r.request(in, settings)
 		req.MaxTotal = r.learnWindow(w, prompt.Breakdown.Total, log)
-		if smaller, berr := r.asm.Build(ctx, req); berr == nil && smaller.Breakdown.Total < prompt.Breakdown.Total {
-			prompt = smaller
-			ask(prompt.Messages)
+		smaller, berr := r.asm.Build(ctx, req)
+		if berr != nil || smaller.Breakdown.Total >= prompt.Breakdown.Total {
+			break
 		}
+		prompt = smaller
+		ask(prompt.Messages)
 	}
 	if err == nil {
 		a.reply.Text += tools.announce()

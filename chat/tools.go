@@ -194,6 +194,10 @@ func (tt *toolTurn) announce() string {
 	return sb.String()
 }
 
+// maxCompactions bounds the smaller prompts tried after context-length
+// errors in one turn (one when the provider names its window).
+const maxCompactions = 3
+
 // promptCap is the most tokens a prompt may take: the model's context window
 // less the reply's reserve, or what a context-length error taught.
 func (r *Responder) promptCap() int {
@@ -221,24 +225,32 @@ func fitWindow(window, reserve int) int {
 }
 
 // learnWindow records that a prompt of used tokens did not fit: window is
-// the size the provider named (0: not named, then the cap shrinks to two
-// thirds of what was sent). It returns the new cap, logged once per change.
+// the size the provider named (0: not named, then the cap is half of what
+// was sent; named, nine tenths of it and of what was sent). The first
+// change is logged as a warning, later ones at debug. It returns the new cap, logged once per change.
 func (r *Responder) learnWindow(window, used int, log *slog.Logger) int {
-	next := used * 2 / 3
+	next := used / 2
 	if window > 0 {
-		next = min(fitWindow(window, r.opts.ReplyReserve), next+next/2)
+		// A tenth of the named window stays free: the provider counts
+		// with its own tokenizer, ours is an estimate for most models.
+		next = min(fitWindow(window-window/10, r.opts.ReplyReserve), used-used/10)
 	}
 	next = max(next, 256)
 	r.mu.Lock()
-	changed := r.learned == 0 || next < r.learned
+	first := r.learned == 0
+	changed := first || next < r.learned
 	if changed {
 		r.learned = next
 	} else {
 		next = r.learned
 	}
 	r.mu.Unlock()
-	if changed {
+	switch {
+	case first:
 		log.Warn("the model's context window is smaller than the prompt; prompts are cut to fit from now on (set llm.context_window)",
+			"window_named", window, "prompt_tokens", used, "new_cap", next)
+	case changed:
+		log.Debug("the model's context window is smaller still; prompts are cut further",
 			"window_named", window, "prompt_tokens", used, "new_cap", next)
 	}
 	return next
