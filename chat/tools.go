@@ -226,8 +226,8 @@ func fitWindow(window, reserve int) int {
 
 // learnWindow records that a prompt of used tokens did not fit: window is
 // the size the provider named (0: not named, then the cap is half of what
-// was sent; named, nine tenths of it and of what was sent). The first
-// change is logged as a warning, later ones at debug. It returns the new cap, logged once per change.
+// was sent; named, nine tenths of it and of what was sent). It returns the
+// new cap. The first change is logged as a warning, later ones at debug.
 func (r *Responder) learnWindow(window, used int, log *slog.Logger) int {
 	next := used / 2
 	if window > 0 {
