@@ -90,6 +90,50 @@ type toolTurn struct {
 
 	Called  []string          // tool names, in call order
 	Effects []memtools.Effect // notes saved or deleted
+
+	results int // tokens the tool results of this turn may take in all
+}
+
+// toolOverhead is what the tools' declarations add to a request, in tokens
+// (their names, descriptions and JSON schemas, with some framing).
+func (r *Responder) toolOverhead() int {
+	r.toolsOnce.Do(func() {
+		for _, t := range r.tools.Box.Tools() {
+			r.toolTokens += r.counter.Count(t.Name) + r.counter.Count(t.Description) + r.counter.Count(string(t.Parameters)) + 8
+		}
+	})
+	return r.toolTokens
+}
+
+// promptRoom is the room for the assembled prompt when the window must
+// also hold the tools' declarations and one result's worth of tool
+// results (the Box's budget); never below half of room. Without tools
+// (tt nil) it is room.
+func (tt *toolTurn) promptRoom(room int) int {
+	if tt == nil || room <= 0 {
+		return room
+	}
+	return max(room-tt.r.toolOverhead()-tt.r.tools.Box.Budget(), room/2)
+}
+
+// fitResults sets what the turn's tool results may take in all: what the
+// window (room, for the prompt) has left beside a prompt of used tokens,
+// the declarations and the calls themselves; at most a full result per
+// round, and never nothing (a result of a few lines rather than none).
+func (tt *toolTurn) fitResults(room, used int) {
+	if tt == nil {
+		return
+	}
+	const calls = 32 // the model's calls, sent back with the results
+	one := tt.r.tools.Box.Budget()
+	tt.results = min(max(room-used-tt.r.toolOverhead()-calls, 64), one*tt.maxRounds())
+}
+
+func (tt *toolTurn) maxRounds() int {
+	if tt.r.tools.MaxRounds <= 0 {
+		return 3
+	}
+	return tt.r.tools.MaxRounds
 }
 
 var _ StreamModel = (*toolTurn)(nil)
@@ -109,10 +153,7 @@ func (tt *toolTurn) Stream(ctx context.Context, msgs []llm.Message, onDelta func
 type roundFunc func(ctx context.Context, msgs []llm.Message, tools []llm.Tool) (llm.Reply, error)
 
 func (tt *toolTurn) run(ctx context.Context, msgs []llm.Message, call roundFunc) (llm.Reply, error) {
-	maxRounds, maxCalls := tt.r.tools.MaxRounds, tt.r.tools.MaxCalls
-	if maxRounds <= 0 {
-		maxRounds = 3
-	}
+	maxRounds, maxCalls := tt.maxRounds(), tt.r.tools.MaxCalls
 	if maxCalls <= 0 {
 		maxCalls = 5
 	}
@@ -121,6 +162,7 @@ func (tt *toolTurn) run(ctx context.Context, msgs []llm.Message, call roundFunc)
 	var (
 		total llm.Reply
 		text  strings.Builder // what every round said, as the user saw it stream
+		spent int             // tokens of tool results so far
 	)
 	for round := 0; ; round++ {
 		offer := tools
@@ -162,10 +204,18 @@ func (tt *toolTurn) run(ctx context.Context, msgs []llm.Message, call roundFunc)
 		msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Content: rep.Text, ToolCalls: calls})
 		for i, c := range calls {
 			var res memtools.Result
-			if i >= maxCalls {
+			switch {
+			case i >= maxCalls:
 				res = memtools.Result{Content: fmt.Sprintf("error: at most %d tool calls per round; ask again in the next round", maxCalls), Failed: true}
-			} else {
-				res = tt.r.tools.Box.Call(ctx, tt.scope, c)
+			case tt.results > 0 && spent >= tt.results:
+				res = memtools.Result{Content: "error: the tool results of this answer have filled the room the context window has for them; answer with what you have", Failed: true}
+			default:
+				scope := tt.scope
+				if tt.results > 0 {
+					scope.Budget = tt.results - spent
+				}
+				res = tt.r.tools.Box.Call(ctx, scope, c)
+				spent += tt.r.counter.Count(res.Content)
 				tt.Called = append(tt.Called, c.Name)
 				if res.Effect != nil {
 					tt.Effects = append(tt.Effects, *res.Effect)

@@ -44,11 +44,11 @@ func (c *toolCounter) get(k string) int {
 
 func newToolFixture(t *testing.T, dir string, h llmtest.Handler, mode string) *toolFixture {
 	t.Helper()
-	return newToolFixtureWith(t, dir, h, func(o *Options) { o.Tools.Mode = mode })
+	return newToolFixtureWith(t, dir, h, func(o *Options, _ *memory.Store, _ llm.Counter) { o.Tools.Mode = mode })
 }
 
 // newToolFixtureWith is newToolFixture with options set by opt.
-func newToolFixtureWith(t *testing.T, dir string, h llmtest.Handler, opt func(*Options)) *toolFixture {
+func newToolFixtureWith(t *testing.T, dir string, h llmtest.Handler, opt func(*Options, *memory.Store, llm.Counter)) *toolFixture {
 	t.Helper()
 	store, err := memory.Open(context.Background(), memory.Options{Dir: dir, Defaults: memory.Settings{MemoryEnabled: true, Threshold: 10}})
 	if err != nil {
@@ -60,7 +60,7 @@ func newToolFixtureWith(t *testing.T, dir string, h llmtest.Handler, opt func(*O
 	model := llm.New(llm.Options{BaseURL: f.server.URL, APIKey: "sk-test", Model: "test-model", MaxRetries: -1, Timeout: 5 * time.Second})
 	box := memtools.New(store, counter, memtools.Options{Budget: 300, Observer: f.calls, Location: time.UTC})
 	opts := Options{Tools: Tools{Box: box, MaxRounds: 3}}
-	opt(&opts)
+	opt(&opts, store, counter)
 	resp := New(store, model, assemble.New(store, counter, assemble.DefaultBudget), nil, counter, opts)
 	f.chain = pipeline.Chain(resp, pipeline.Dedupe(store, nil))
 	return f
@@ -409,16 +409,30 @@ func TestContextShowsToolsOfferedAndCalled(t *testing.T) {
 }
 
 // A model whose context window (2,048 tokens) is smaller than the prompt
-// budget (8,000 tokens): every prompt of a long conversation with notes,
+// budget (8,000 tokens): every request of a long conversation with notes,
 // summaries and an archive fits in the window less the reply's reserve, so
-// the provider never has to refuse one.
+// the provider never has to refuse one; with the memory tools offered, the
+// tools' declarations and the results of two searches fit too.
 func TestPromptsFitASmallContextWindow(t *testing.T) {
+	for _, mode := range []string{ToolsOff, ToolsAuto} {
+		t.Run(mode, func(t *testing.T) { testPromptsFitASmallWindow(t, mode) })
+	}
+}
+
+func testPromptsFitASmallWindow(t *testing.T, mode string) {
 	const window, reserve = 2048, 512
 	counter := llm.NewCounter("test-model")
+	var declared int // the tools' declarations, in the fake's count
 	tokens := func(r llmtest.Request) int {
 		n := 0
 		for _, m := range r.Messages {
 			n += counter.Count(m.Content)
+			for _, c := range m.ToolCalls {
+				n += counter.Count(c.Name + c.Arguments)
+			}
+		}
+		if len(r.Tools) > 0 {
+			n += declared
 		}
 		return n
 	}
@@ -432,10 +446,29 @@ func TestPromptsFitASmallContextWindow(t *testing.T) {
 		if n > window-reserve {
 			return llmtest.Response{Status: 400, Text: "This model's maximum context length is 2048 tokens.", ErrorCode: "context_length_exceeded"}
 		}
+		if len(r.Tools) > 0 {
+			results := 0
+			for _, m := range r.Messages {
+				if m.Role == llm.RoleTool {
+					results++
+				}
+			}
+			switch results {
+			case 0:
+				return llmtest.Response{ToolCalls: []llm.ToolCall{{ID: "s1", Name: memtools.SearchMemory, Arguments: `{"query":"lease flat garden"}`}}}
+			case 1:
+				return llmtest.Response{ToolCalls: []llm.ToolCall{{ID: "s2", Name: memtools.SearchMemory, Arguments: `{"query":"talked again"}`}}}
+			}
+		}
 		return llmtest.Response{Text: "fits"}
 	}
-	f := newToolFixtureWith(t, t.TempDir(), h, func(o *Options) {
-		o.Tools.Mode, o.ContextWindow, o.ReplyReserve = ToolsOff, window, reserve
+	f := newToolFixtureWith(t, t.TempDir(), h, func(o *Options, store *memory.Store, counter llm.Counter) {
+		o.Tools.Mode, o.ContextWindow, o.ReplyReserve = mode, window, reserve
+		// The app's budget for one result: the snippet budget.
+		o.Tools.Box = memtools.New(store, counter, memtools.Options{Budget: assemble.DefaultBudget.Snippets})
+		for _, tool := range o.Tools.Box.Tools() {
+			declared += counter.Count(tool.Name + tool.Description + string(tool.Parameters))
+		}
 	})
 	ctx := context.Background()
 	long := strings.Repeat("we talked about the lease of the flat and the garden again ", 8) // ~120 tokens
@@ -456,19 +489,25 @@ func TestPromptsFitASmallContextWindow(t *testing.T) {
 	_, err = f.store.Archive(ctx, key, ids, memory.Summary{Level: 1, Text: strings.Repeat("They discussed the lease at length. ", 60), From: act[0].Time, To: act[59].Time}, 30)
 	must(t, err)
 	must(t, f.store.Remember(ctx, key.Owner(), "flat", strings.Repeat("the flat is on Elm Street ", 20)))
-	for i, text := range []string{"what about the lease?", "and the garden?", "tell me everything about the flat"} {
+	turns := []string{"what about the lease?", "and the garden?", "tell me everything about the flat"}
+	for i, text := range turns {
 		if got := f.turn(t, inbound(fmt.Sprint(i+1), text)); len(got) != 1 || got[0] != "fits" {
 			t.Fatalf("turn %d reply = %q", i+1, got)
 		}
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(sizes) != 3 {
-		t.Fatalf("%d requests for 3 turns (prompt tokens %v): a prompt did not fit the window", len(sizes), sizes)
+	perTurn := 1
+	if mode != ToolsOff {
+		perTurn = 3 // two searches, then the answer
+	}
+	if len(sizes) != len(turns)*perTurn {
+		t.Fatalf("%d requests for %d turns (tokens %v): a request did not fit the window", len(sizes), len(turns), sizes)
 	}
 	for i, n := range sizes {
 		if n > window-reserve || n < (window-reserve)/2 {
-			t.Errorf("turn %d: a prompt of %d tokens; want it to fill the window less the reserve (%d), not more", i+1, n, window-reserve)
+			t.Errorf("request %d: %d tokens; want it to fill the window less the reserve (%d), not more", i+1, n, window-reserve)
 		}
 	}
+	t.Logf("tokens per request: %v", sizes)
 }

@@ -72,6 +72,20 @@ type Scope struct {
 	Key   pipeline.Key
 	Group bool
 	Facts bool
+	// Budget, when above 0 and below the Box's, caps this call's result
+	// in tokens (what is left of the turn's budget for tool results).
+	Budget int
+}
+
+// Budget is the most tokens one result may take.
+func (b *Box) Budget() int { return b.opts.Budget }
+
+// budget is the cap of one call's result in scope.
+func (b *Box) budget(scope Scope) int {
+	if scope.Budget > 0 && scope.Budget < b.opts.Budget {
+		return scope.Budget
+	}
+	return b.opts.Budget
 }
 
 // maxFactResults caps the facts one search_memory call returns.
@@ -158,7 +172,7 @@ func (b *Box) Call(ctx context.Context, scope Scope, call llm.ToolCall) Result {
 	}
 	b.observe(call.Name, outcome)
 	b.opts.Log.Debug("tool call", "tool", call.Name, "conversation", scope.Key, "outcome", outcome)
-	res.Content = b.fit(res.Content)
+	res.Content = b.fit(res.Content, b.budget(scope))
 	return res
 }
 
@@ -237,7 +251,8 @@ func (b *Box) search(ctx context.Context, scope Scope, args string) (Result, err
 	var sb strings.Builder
 	n := 0
 	if a.Query != "" {
-		q := memory.Query{Text: a.Query, ArchivedOnly: true, TokenBudget: b.opts.Budget, From: from, To: to}
+		budget := b.budget(scope)
+		q := memory.Query{Text: a.Query, ArchivedOnly: true, TokenBudget: budget, From: from, To: to}
 		hits, err := b.store.Search(ctx, scope.Key, q)
 		if err != nil {
 			return Result{}, fmt.Errorf("the archive could not be searched right now")
@@ -250,7 +265,7 @@ func (b *Box) search(ctx context.Context, scope Scope, args string) (Result, err
 			}
 			line := b.line(m)
 			t := b.counter.Count(line)
-			if used+t > b.opts.Budget && n > 0 {
+			if used+t > budget && n > 0 {
 				break
 			}
 			sb.WriteString(line)
@@ -436,8 +451,8 @@ func oneLine(s string, max int) string {
 }
 
 // fit cuts a result to the budget, at a line boundary where it can.
-func (b *Box) fit(s string) string {
-	if b.counter.Count(s) <= b.opts.Budget {
+func (b *Box) fit(s string, budget int) string {
+	if b.counter.Count(s) <= budget {
 		return s
 	}
 	lines := strings.SplitAfter(s, "\n")
@@ -445,7 +460,7 @@ func (b *Box) fit(s string) string {
 	used := 0
 	for _, l := range lines {
 		t := b.counter.Count(l)
-		if used+t > b.opts.Budget {
+		if used+t > budget {
 			break
 		}
 		sb.WriteString(l)
@@ -453,8 +468,8 @@ func (b *Box) fit(s string) string {
 	}
 	if sb.Len() == 0 {
 		r := []rune(s)
-		n := min(len(r), b.opts.Budget*2)
-		for n > 0 && b.counter.Count(string(r[:n])) > b.opts.Budget {
+		n := min(len(r), budget*2)
+		for n > 0 && b.counter.Count(string(r[:n])) > budget {
 			n /= 2
 		}
 		sb.WriteString(string(r[:n]))
