@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/recallbot/recall/adapters/telegram/telegramtest"
+	"github.com/recallbot/recall/chat"
 	"github.com/recallbot/recall/llm"
 	"github.com/recallbot/recall/llm/llmtest"
 )
@@ -97,6 +98,9 @@ func TestMemoryToolsEndToEnd(t *testing.T) {
 
 	bot := env.startDaemon(t)
 	bot.waitLog("running", 30*time.Second)
+	if m := menu(t, tg); !inMenu(m, "summary") || inMenu(m, "facts") {
+		t.Errorf("with fact extraction off (the default) the menu must hold /summary, not /facts: %s", m)
+	}
 	tg.sendText(42, "Remember that my sister's birthday is 3 May")
 	if _, ok := tg.waitSent("Noted. (Saved note sister_birthday.)", 30*time.Second); !ok {
 		t.Fatalf("no reply to the remember request:\n%s", bot.output())
@@ -184,5 +188,134 @@ func TestMemoryToolsEndToEnd(t *testing.T) {
 	}
 	if ms, err := db.Memories(t.Context(), "telegram:42"); err != nil || len(ms) != 1 || ms[0].Key != "sister_birthday" {
 		t.Errorf("user 42's notes: %+v, %v", ms, err)
+	}
+}
+
+// menu waits for the bot to register its Telegram command menu
+// (setMyCommands) and returns the commands it sent.
+func menu(t *testing.T, tg fakeTelegram) string {
+	t.Helper()
+	calls, ok := tg.UntilWithin(30*time.Second, func(calls []telegramtest.Call) bool {
+		return len(telegramtest.FilterCalls(calls, "setMyCommands")) > 0
+	})
+	if !ok {
+		t.Fatal("the bot registered no command menu")
+	}
+	return telegramtest.FilterCalls(calls, "setMyCommands")[0].Fields["commands"]
+}
+
+// inMenu reports whether /name is in a menu returned by menu.
+func inMenu(menu, name string) bool { return strings.Contains(menu, `"command":"`+name+`"`) }
+
+// With fact extraction enabled, /facts is in the command menu and lists
+// what was learned; /facts forget N removes that fact from the store, its
+// search index, the next prompts and search_memory's results, across a
+// restart, while the other facts stay.
+func TestFactsEndToEnd(t *testing.T) {
+	const (
+		lisbon = "The user lives in Lisbon"
+		ana    = "The user's sister is called Ana"
+		answer = "Your sister is Ana."
+	)
+	var mu sync.Mutex
+	var question []llmtest.Request
+	model := llmtest.NewServer(t, func(r llmtest.Request) llmtest.Response {
+		switch {
+		case len(r.Messages) > 0 && r.Messages[0].Content == chat.FactPrompt:
+			if strings.Contains(promptText(r), "I live in Lisbon") {
+				return llmtest.Response{Text: "[personal] " + lisbon + "\n[personal] " + ana}
+			}
+			return llmtest.Response{Text: "NONE"}
+		case isSummaryRequest(r):
+			return llmtest.Response{Text: summaryText}
+		}
+		user := lastUserText(r)
+		if !strings.Contains(user, "where do I live and what is my sister called?") {
+			return llmtest.Response{Text: "Nice to meet you."}
+		}
+		mu.Lock()
+		question = append(question, r)
+		mu.Unlock()
+		if len(r.Tools) > 0 && len(toolResults(r)) == 0 {
+			return llmtest.Response{ToolCalls: []llm.ToolCall{{ID: "s1", Name: "search_memory", Arguments: `{"query":"Lisbon sister"}`}}}
+		}
+		return llmtest.Response{Text: answer}
+	})
+	tg := newFakeTelegram(t)
+	env := telegramEnv(t, tg, model.URL, "RECALL_MEMORY_FACTS_ENABLED=true")
+
+	bot := env.startDaemon(t)
+	bot.waitLog("running", 30*time.Second)
+	if m := menu(t, tg); !inMenu(m, "facts") {
+		t.Errorf("/facts is not in the command menu with extraction enabled: %s", m)
+	}
+	tg.sendText(42, "Hi, I live in Lisbon and my sister is Ana")
+	if _, ok := tg.waitSent("Nice to meet you.", 30*time.Second); !ok {
+		t.Fatalf("no reply:\n%s", bot.output())
+	}
+	// Stopping waits for the extraction running after the reply.
+	bot.signal(syscall.SIGTERM)
+	if code := bot.wait(30 * time.Second); code != 0 {
+		t.Fatalf("exit code %d after SIGTERM:\n%s", code, bot.output())
+	}
+
+	bot = env.startDaemon(t)
+	bot.waitLog("running", 30*time.Second)
+	tg.sendText(42, "/facts")
+	c, ok := tg.waitSent("What I learned", 30*time.Second)
+	if !ok {
+		t.Fatalf("/facts did not list the facts:\n%s", bot.output())
+	}
+	n := ""
+	for _, line := range strings.Split(c.Fields["text"], "\n") {
+		if num, rest, ok := strings.Cut(line, ". "); ok && strings.HasPrefix(rest, lisbon) {
+			n = num
+		}
+	}
+	if n == "" || !strings.Contains(c.Fields["text"], ana) {
+		t.Fatalf("/facts lists:\n%s", c.Fields["text"])
+	}
+	tg.sendText(42, "/facts forget "+n)
+	if _, ok := tg.waitSent("Forgotten: “"+lisbon, 30*time.Second); !ok {
+		t.Fatalf("/facts forget %s was not confirmed:\n%s", n, bot.output())
+	}
+	tg.sendText(42, "where do I live and what is my sister called?")
+	if _, ok := tg.waitSent(answer, 30*time.Second); !ok {
+		t.Fatalf("no answer:\n%s", bot.output())
+	}
+	mu.Lock()
+	reqs := append([]llmtest.Request(nil), question...)
+	mu.Unlock()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests for the question, want a search and the answer", len(reqs))
+	}
+	var facts string
+	for _, m := range reqs[0].Messages {
+		if m.Role == llm.RoleSystem {
+			facts += m.Content
+		}
+	}
+	if strings.Contains(facts, "- "+lisbon) || !strings.Contains(facts, "- "+ana) {
+		t.Errorf("the prompt's facts after /facts forget:\n%s", facts)
+	}
+	res := toolResults(reqs[1])["s1"]
+	if strings.Contains(res, lisbon) || !strings.Contains(res, ana+" (learned") {
+		t.Errorf("search_memory after /facts forget answered:\n%s", res)
+	}
+	bot.signal(syscall.SIGTERM)
+	if code := bot.wait(30 * time.Second); code != 0 {
+		t.Fatalf("exit code %d after SIGTERM:\n%s", code, bot.output())
+	}
+
+	db := openDB(t, env.Data)
+	defer db.Close()
+	for word, want := range map[string]int{"lisbon": 0, "ana": 1} {
+		var got int
+		if err := db.DB().QueryRowContext(t.Context(), `SELECT count(*) FROM facts_fts WHERE facts_fts MATCH ?`, word).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("the fact index finds %q in %d facts, want %d", word, got, want)
+		}
 	}
 }
