@@ -4,6 +4,7 @@ package main
 // a fake OpenAI-compatible server that calls tools, a restart in between.
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -317,5 +318,81 @@ func TestFactsEndToEnd(t *testing.T) {
 		if got != want {
 			t.Errorf("the fact index finds %q in %d facts, want %d", word, got, want)
 		}
+	}
+}
+
+// A model whose context window (2,048 tokens, max_tokens included) is
+// smaller than the bot assumed: when the conversation outgrows it, the
+// provider's context_length_exceeded is answered by a smaller prompt on a
+// second call, the user never sees a failure, the window is remembered for
+// the next turns and the change is logged once.
+func TestContextLengthEndToEnd(t *testing.T) {
+	const window = 2048
+	tokens := func(r llmtest.Request) int {
+		n := 0
+		for _, m := range r.Messages {
+			n += len(m.Content) / 4
+		}
+		return n
+	}
+	var mu sync.Mutex
+	perTurn := map[string][]int{} // prompt tokens of each request, by the message it answers
+	model := llmtest.NewServer(t, func(r llmtest.Request) llmtest.Response {
+		if isSummaryRequest(r) {
+			return llmtest.Response{Text: summaryText}
+		}
+		user := lastUserText(r)
+		turn, _, _ := strings.Cut(user[strings.Index(user, "message"):], ":")
+		n := tokens(r)
+		mu.Lock()
+		perTurn[turn] = append(perTurn[turn], n)
+		mu.Unlock()
+		if n+r.MaxTokens > window {
+			return llmtest.Response{Status: 400, ErrorCode: "context_length_exceeded",
+				Text: fmt.Sprintf("This model's maximum context length is %d tokens. However, you requested %d tokens.", window, n+r.MaxTokens)}
+		}
+		return llmtest.Response{Text: "answered " + turn}
+	})
+	tg := newFakeTelegram(t)
+	env := telegramEnv(t, tg, model.URL)
+	bot := env.startDaemon(t)
+	bot.waitLog("running", 30*time.Second)
+	filler := strings.Repeat("and the lease of the flat ", 38) // ~250 tokens
+	for i := 1; i <= 6; i++ {
+		turn := fmt.Sprintf("message %d", i)
+		tg.sendText(42, turn+": "+filler)
+		if _, ok := tg.waitSent("answered "+turn, 30*time.Second); !ok {
+			t.Fatalf("%s was not answered:\n%s", turn, bot.output())
+		}
+	}
+	if _, ok := tg.waitSent("Sorry", 0); ok {
+		t.Error("the user was told about a failure")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	refused := 0
+	for turn, sizes := range perTurn {
+		for i, n := range sizes {
+			if i > 0 && n >= sizes[i-1] {
+				t.Errorf("%s: request %d (%d tokens) is not smaller than the one refused", turn, i+1, n)
+			}
+		}
+		refused += len(sizes) - 1
+	}
+	if refused != 1 {
+		t.Errorf("%d requests refused, want exactly one (the window is remembered): %v", refused, perTurn)
+	}
+	warned := 0
+	for _, line := range strings.Split(bot.output(), "\n") {
+		if strings.Contains(line, "context window is smaller than the prompt") {
+			warned++
+		}
+	}
+	if warned != 1 {
+		t.Errorf("the smaller window was logged %d times, want once:\n%s", warned, bot.output())
+	}
+	bot.signal(syscall.SIGTERM)
+	if code := bot.wait(30 * time.Second); code != 0 {
+		t.Fatalf("exit code %d after SIGTERM:\n%s", code, bot.output())
 	}
 }
