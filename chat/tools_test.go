@@ -511,3 +511,42 @@ func testPromptsFitASmallWindow(t *testing.T, mode string) {
 	}
 	t.Logf("tokens per request: %v", sizes)
 }
+
+// A streamed answer goes through tool rounds: the typing indicator keeps
+// running while the tools work (no text yet), the answer streams after
+// them, and it is what is stored and finished, with the note saved.
+func TestStreamingAndTypingThroughToolRounds(t *testing.T) {
+	h := func(r llmtest.Request) llmtest.Response {
+		if _, ok := lastToolResult(r); !ok {
+			return llmtest.Response{ToolCalls: []llm.ToolCall{{ID: "1", Name: memtools.Remember, Arguments: `{"key":"sister_birthday","text":"3 May"}`}},
+				Delay: 60 * time.Millisecond}
+		}
+		return llmtest.Response{Pieces: []string{"Noted", ", her birthday", " is 3 May."}}
+	}
+	f := newFixture(t, h, Options{})
+	f.respond(Options{TypingEvery: 5 * time.Millisecond,
+		Tools: Tools{Box: memtools.New(f.store, llm.NewCounter("gpt-4o-mini"), memtools.Options{}), Mode: ToolsAuto}})
+	rec := &streamer{}
+	must(t, f.turn(t, inbound("1", "Remember that my sister's birthday is 3 May"), rec))
+	reqs := f.server.Requests()
+	if len(reqs) != 2 || !reqs[0].Stream || !reqs[1].Stream || len(reqs[0].Tools) == 0 {
+		t.Fatalf("want two streamed requests, the first offering tools; got %+v", reqs)
+	}
+	if len(rec.streams) != 1 {
+		t.Fatalf("%d streams, want 1", len(rec.streams))
+	}
+	st := rec.streams[0]
+	const want = "Noted, her birthday is 3 May."
+	if st.appended.String() != want || len(st.finished) != 1 || st.finished[0].Text != want {
+		t.Fatalf("streamed %q, finished %+v", st.appended.String(), st.finished)
+	}
+	if st.typingAt < 2 {
+		t.Errorf("%d typing indicators before the first text; the tool round took 60 ms at 5 ms a tick", st.typingAt)
+	}
+	if ms, _ := f.store.Memories(context.Background(), key.Owner()); len(ms) != 1 || ms[0].Content != "3 May" {
+		t.Errorf("notes = %+v", ms)
+	}
+	if msgs, _ := f.store.Active(context.Background(), key); len(msgs) != 2 || msgs[1].Text != want {
+		t.Errorf("stored %+v", msgs)
+	}
+}
