@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 
@@ -233,7 +234,10 @@ func (tt *toolTurn) announce() string {
 		return ""
 	}
 	var sb strings.Builder
-	for _, e := range tt.Effects {
+	for i, e := range tt.Effects {
+		if slices.Contains(tt.Effects[:i], e) {
+			continue // the same change again (a turn retried with a smaller prompt)
+		}
 		switch e.Tool {
 		case memtools.Remember:
 			fmt.Fprintf(&sb, "\n📝 noted: %s — %s", e.Key, e.Text)

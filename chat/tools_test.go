@@ -550,3 +550,34 @@ func TestStreamingAndTypingThroughToolRounds(t *testing.T) {
 		t.Errorf("stored %+v", msgs)
 	}
 }
+
+// A group turn whose tool round outgrows the window is retried with a
+// smaller prompt; the model saving its note again is announced once.
+func TestRetriedGroupTurnAnnouncesANoteOnce(t *testing.T) {
+	var refused sync.Once
+	h := func(r llmtest.Request) llmtest.Response {
+		if _, ok := lastToolResult(r); !ok {
+			return llmtest.Response{ToolCalls: []llm.ToolCall{{ID: "1", Name: memtools.Remember, Arguments: `{"key":"standup","text":"Standup is at 9:30"}`}}}
+		}
+		resp := llmtest.Response{Text: "Sure."}
+		refused.Do(func() {
+			resp = llmtest.Response{Status: 400, Text: "This model's maximum context length is 4096 tokens."}
+		})
+		return resp
+	}
+	f := newToolFixture(t, t.TempDir(), h, ToolsAuto)
+	in := inbound("1", "@bot remember standup is at 9:30")
+	in.Key = pipeline.Key{Channel: "telegram", Chat: "-100"}
+	in.IsGroup, in.MentionsBot = true, true
+	for i := range 20 { // a long conversation: a smaller prompt can be built
+		must(t, f.store.Append(context.Background(), memory.Message{Key: in.Key, Role: memory.RoleUser, PlatformID: fmt.Sprint("old", i),
+			Text: strings.Repeat("word ", 100), Time: time.Now().Add(-time.Hour)}))
+	}
+	got := f.turn(t, in)
+	if len(got) != 1 || got[0] != "Sure.\n📝 noted: standup — Standup is at 9:30" {
+		t.Fatalf("reply = %q", got)
+	}
+	if n := len(f.server.Requests()); n != 4 {
+		t.Fatalf("%d requests; want a tool round refused, then the turn again", n)
+	}
+}
