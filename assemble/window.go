@@ -1,29 +1,23 @@
 package assemble
 
-// Within returns the budget cut down to total tokens, for a model whose
-// context window is smaller than the budget: archive snippets go first, then
-// recent turns (down to a floor that keeps the last exchange), then notes
-// and facts; summaries and the system prompt are kept as long as anything
-// else can give. A total at or above b.Total changes nothing.
+// Within returns the budget for a model whose context window holds only
+// total tokens of prompt, smaller than the budget's total. Each part keeps
+// its own budget up to a share of the window (the system prompt and the
+// notes a quarter each, summaries a third, snippets a quarter, recent turns
+// all of it); the parts are then trimmed to the total as always: archive
+// snippets first, then the oldest recent turns, then summaries, then notes.
+// So a small window is filled, not cut by the parts' nominal sizes: a short
+// system prompt leaves its share to the recent turns, and the summaries are
+// kept. A total at or above b.Total changes nothing.
 func (b Budget) Within(total int) Budget {
 	if total <= 0 || total >= b.Total {
 		return b
 	}
-	over := b.Total - total
-	take := func(part *int, floor int) {
-		if over <= 0 || *part <= floor {
-			return
-		}
-		cut := min(over, *part-floor)
-		*part -= cut
-		over -= cut
-	}
-	take(&b.Snippets, 0)
-	take(&b.Recent, min(b.Recent, 400))
-	take(&b.Memories, 0)
-	take(&b.Summaries, 0)
-	take(&b.Recent, 0)
-	take(&b.System, min(b.System, 200))
+	b.System = min(b.System, total/4)
+	b.Memories = min(b.Memories, total/4)
+	b.Summaries = min(b.Summaries, total/3)
+	b.Snippets = min(b.Snippets, total/4)
+	b.Recent = min(b.Recent, total)
 	b.Total = total
 	return b
 }

@@ -126,6 +126,8 @@ type Responder struct {
 
 	tools       Tools
 	toolSupport toolSupport
+	toolsOnce   sync.Once
+	toolTokens  int // toolOverhead, counted once
 
 	mu      sync.Mutex
 	warned  map[pipeline.Key]time.Time // the storage outage a conversation was warned about
@@ -250,16 +252,19 @@ func (r *Responder) Handle(ctx context.Context, t *pipeline.Turn) error {
 // model and the sender can. An error ends the turn: the user was told.
 func (r *Responder) answer(ctx context.Context, t *pipeline.Turn, settings memory.Settings) (answered, error) {
 	in := t.In
-	prompt, err := r.asm.Build(ctx, r.request(in, settings))
+	log := t.Logger()
+	model, tools := r.turnModel(in, settings, log)
+	req := r.request(in, settings)
+	req.MaxTotal = tools.promptRoom(req.MaxTotal)
+	prompt, err := r.asm.Build(ctx, req)
 	if err != nil {
 		return answered{}, r.fail(ctx, t, "storage", err, "Sorry, I couldn't load our conversation from storage. Please try again in a moment.")
 	}
-	log := t.Logger()
-	model, tools := r.turnModel(in, log)
 	a := answered{send: t.Out.Send}
 	sm, isM := model.(StreamModel)
 	st, isS := t.Out.(pipeline.Streamer)
 	ask := func(msgs []llm.Message) {
+		tools.fitResults(r.promptCap(), prompt.Breakdown.Total)
 		if isM && isS {
 			a.reply, a.send, a.cut, err = r.stream(ctx, t, sm, st, msgs)
 		} else {
@@ -269,15 +274,22 @@ func (r *Responder) answer(ctx context.Context, t *pipeline.Turn, settings memor
 		}
 	}
 	ask(prompt.Messages)
-	if w, ok := llm.IsContextLength(err); ok && !a.cut && ctx.Err() == nil {
-		// Emergency compaction: the model's window is smaller than we
-		// thought. Rebuild at a budget that fits and try once more.
-		req := r.request(in, settings)
-		req.MaxTotal = r.learnWindow(w, prompt.Breakdown.Total, log)
-		if smaller, berr := r.asm.Build(ctx, req); berr == nil && smaller.Breakdown.Total < prompt.Breakdown.Total {
-			prompt = smaller
-			ask(prompt.Messages)
+	for retry := 0; retry < maxCompactions; retry++ {
+		w, ok := llm.IsContextLength(err)
+		if !ok || a.cut || ctx.Err() != nil || (w > 0 && retry > 0) {
+			break
 		}
+		// Emergency compaction: the model's window is smaller than we
+		// thought. Rebuild at a budget that fits and try again: once when
+		// the provider named its window, a few times, halving, when not.
+		req := r.request(in, settings)
+		req.MaxTotal = tools.promptRoom(r.learnWindow(w, prompt.Breakdown.Total, log))
+		smaller, berr := r.asm.Build(ctx, req)
+		if berr != nil || smaller.Breakdown.Total >= prompt.Breakdown.Total {
+			break
+		}
+		prompt = smaller
+		ask(prompt.Messages)
 	}
 	if err == nil {
 		a.reply.Text += tools.announce()
@@ -446,7 +458,11 @@ func (r *Responder) Prompt(ctx context.Context, key pipeline.Key, text string) (
 	if err != nil {
 		return assemble.Prompt{}, err
 	}
-	return r.asm.Build(ctx, r.request(pipeline.Inbound{Key: key, Text: text}, st))
+	in := pipeline.Inbound{Key: key, Text: text}
+	req := r.request(in, st)
+	_, tools := r.turnModel(in, st, r.opts.Log)
+	req.MaxTotal = tools.promptRoom(req.MaxTotal)
+	return r.asm.Build(ctx, req)
 }
 
 // stream asks the model for a streamed answer, shown by st as it grows. The

@@ -339,6 +339,29 @@ func TestParseFacts(t *testing.T) {
 	}
 }
 
+// The kind the extraction prompt asks for becomes the fact's tag, which
+// search_memory can search by.
+func TestParseFactTags(t *testing.T) {
+	cases := []struct {
+		in   string
+		want []string // "text#tag"
+	}{
+		{"[personal] Ann's sister has her birthday on 3 May\n- [Preference]: likes tea\n[other] -", []string{"Ann's sister has her birthday on 3 May#personal", "likes tea#preference"}},
+		{"likes tea", []string{"likes tea#"}},
+		{"[not a tag!] likes tea", []string{"[not a tag!] likes tea#"}},
+		{`[{"fact": "owns a bike", "category": "Personal"}, {"fact": "runs", "tags": ["goal", "health"]}]`, []string{"owns a bike#personal", "runs#goal,health"}},
+	}
+	for _, tc := range cases {
+		var got []string
+		for _, f := range parseFacts(tc.in) {
+			got = append(got, f.Content+"#"+strings.Join(f.Tags, ","))
+		}
+		if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+			t.Errorf("parseFacts(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
 func FuzzParseFacts(f *testing.F) {
 	for _, s := range []string{"NONE", "- a\n- b", `["x"]`, `[{"fact":"y"}]`, "```json\n{}\n```"} {
 		f.Add(s)

@@ -3,8 +3,10 @@ package chat
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/recallbot/recall/llm"
 	"github.com/recallbot/recall/memory"
@@ -18,7 +20,8 @@ type FactExtractor struct {
 // FactPrompt is the extraction instruction (seed 001).
 const FactPrompt = `Analyze the following exchange and extract important facts about the user.
 Return one fact per line. If there are no facts worth remembering, return "NONE".
-Only extract factual information (preferences, personal details, decisions, goals). Write each fact as a short standalone sentence in the language of the exchange.`
+Only extract factual information (preferences, personal details, decisions, goals). Write each fact as a short standalone sentence in the language of the exchange.
+Start each line with its kind in square brackets: [preference], [personal], [decision], [goal] or [other].`
 
 // Extract returns the facts of one exchange (none is not an error).
 func (e *FactExtractor) Extract(ctx context.Context, user, assistant string) ([]memory.Fact, error) {
@@ -31,38 +34,57 @@ func (e *FactExtractor) Extract(ctx context.Context, user, assistant string) ([]
 	}
 	now := time.Now()
 	var out []memory.Fact
-	for _, text := range ParseFacts(reply.Text) {
-		out = append(out, memory.Fact{Content: text, Created: now, Updated: now})
+	for _, f := range parseFacts(reply.Text) {
+		f.Created, f.Updated = now, now
+		out = append(out, f)
 	}
 	return out, nil
 }
 
-// ParseFacts reads the model's answer robustly: "NONE" (any case, with
+// ParseFacts returns the texts of the facts in the model's answer (see
+// parseFacts).
+func ParseFacts(s string) []string {
+	var out []string
+	for _, f := range parseFacts(s) {
+		out = append(out, f.Content)
+	}
+	return out
+}
+
+// parseFacts reads the model's answer robustly: "NONE" (any case, with
 // punctuation), bullet or numbered lines, a JSON array of strings or of
 // objects with a "fact"/"content"/"text" field, possibly inside a code fence.
+// A line's leading "[kind]" (or an object's "tag"/"category"/"kind"/"tags")
+// becomes the fact's tag, lower-case, for search_memory's tag search.
 // Near-duplicates within one answer are dropped.
-func ParseFacts(s string) []string {
+func parseFacts(s string) []memory.Fact {
 	s = strings.TrimSpace(s)
 	s = strings.TrimPrefix(s, "```json")
 	s = strings.TrimPrefix(s, "```")
 	s = strings.TrimSuffix(s, "```")
 	s = strings.TrimSpace(s)
-	var raw []string
+	var raw []memory.Fact
 	if strings.HasPrefix(s, "[") || strings.HasPrefix(s, "{") {
 		raw = parseJSONFacts(s)
 	}
 	if raw == nil {
-		raw = append(raw, strings.Split(s, "\n")...)
+		for _, l := range strings.Split(s, "\n") {
+			raw = append(raw, memory.Fact{Content: l})
+		}
 	}
-	var out []string
+	var out []memory.Fact
 	for _, f := range raw {
-		f = cleanFact(f)
-		if f == "" || isNone(f) {
+		text, tag := cleanFact(f.Content)
+		if text == "" || isNone(text) {
 			continue
+		}
+		f.Content = text
+		if tag != "" && len(f.Tags) == 0 {
+			f.Tags = []string{tag}
 		}
 		dup := false
 		for _, o := range out {
-			if memory.SimilarFacts(o, f) {
+			if memory.SimilarFacts(o.Content, f.Content) {
 				dup = true
 				break
 			}
@@ -74,10 +96,14 @@ func ParseFacts(s string) []string {
 	return out
 }
 
-func parseJSONFacts(s string) []string {
+func parseJSONFacts(s string) []memory.Fact {
 	var strs []string
 	if json.Unmarshal([]byte(s), &strs) == nil {
-		return strs
+		out := make([]memory.Fact, 0, len(strs))
+		for _, t := range strs {
+			out = append(out, memory.Fact{Content: t})
+		}
+		return out
 	}
 	var objs []map[string]any
 	if json.Unmarshal([]byte(s), &objs) != nil {
@@ -92,11 +118,11 @@ func parseJSONFacts(s string) []string {
 		}
 		return nil
 	}
-	var out []string
+	var out []memory.Fact
 	for _, o := range objs {
 		for _, k := range []string{"fact", "content", "text"} {
 			if v, ok := o[k].(string); ok {
-				out = append(out, v)
+				out = append(out, memory.Fact{Content: v, Tags: jsonTags(o)})
 				break
 			}
 		}
@@ -104,7 +130,48 @@ func parseJSONFacts(s string) []string {
 	return out
 }
 
-func cleanFact(f string) string {
+// jsonTags reads the tags of a fact written as a JSON object.
+func jsonTags(o map[string]any) []string {
+	var tags []string
+	add := func(v any) {
+		if s, ok := v.(string); ok {
+			if t := cleanTag(s); t != "" && !slices.Contains(tags, t) {
+				tags = append(tags, t)
+			}
+		}
+	}
+	for _, k := range []string{"tag", "category", "kind"} {
+		add(o[k])
+	}
+	if l, ok := o["tags"].([]any); ok {
+		for _, v := range l {
+			add(v)
+		}
+	}
+	return tags
+}
+
+// maxTagLen bounds a tag read from the model's answer.
+const maxTagLen = 24
+
+// cleanTag is a tag as stored: lower-case letters, digits, '_' and '-', at
+// most maxTagLen; "" when s is not one.
+func cleanTag(s string) string {
+	s = strings.ToLower(strings.TrimSpace(s))
+	if s == "" || len(s) > maxTagLen {
+		return ""
+	}
+	for _, r := range s {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_' && r != '-' {
+			return ""
+		}
+	}
+	return s
+}
+
+// cleanFact strips a line's bullet, numbering and leading "[tag]", and
+// returns the text and the tag.
+func cleanFact(f string) (string, string) {
 	f = strings.TrimSpace(f)
 	for {
 		t := strings.TrimLeft(f, "-*•·‣ \t")
@@ -121,10 +188,19 @@ func cleanFact(f string) string {
 		}
 		f = t
 	}
+	tag := ""
+	if rest, ok := strings.CutPrefix(f, "["); ok {
+		if t, text, ok := strings.Cut(rest, "]"); ok {
+			if t = cleanTag(t); t != "" {
+				tag, f = t, strings.TrimSpace(text)
+				f = strings.TrimSpace(strings.TrimLeft(f, ":-–— "))
+			}
+		}
+	}
 	if len([]rune(f)) > 500 {
 		f = string([]rune(f)[:500])
 	}
-	return strings.TrimSpace(f)
+	return strings.TrimSpace(f), tag
 }
 
 func isNone(f string) bool {

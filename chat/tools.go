@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/recallbot/recall/llm"
+	"github.com/recallbot/recall/memory"
 	"github.com/recallbot/recall/memtools"
 	"github.com/recallbot/recall/pipeline"
 )
@@ -64,7 +66,7 @@ func (s *toolSupport) refuse(model string) bool {
 // turnModel returns the model for one turn: the configured one, wrapped so
 // that its calls run tool rounds when tools are on and the model takes them.
 // The returned toolTurn (nil without tools) holds what the rounds did.
-func (r *Responder) turnModel(in pipeline.Inbound, log *slog.Logger) (Model, *toolTurn) {
+func (r *Responder) turnModel(in pipeline.Inbound, settings memory.Settings, log *slog.Logger) (Model, *toolTurn) {
 	tm, ok := r.model.(ToolModel)
 	if !ok || r.tools.Box == nil || r.tools.Mode == ToolsOff {
 		return r.model, nil
@@ -72,7 +74,8 @@ func (r *Responder) turnModel(in pipeline.Inbound, log *slog.Logger) (Model, *to
 	if r.tools.Mode != ToolsOn && !r.toolSupport.ok(tm.Model()) {
 		return r.model, nil
 	}
-	tt := &toolTurn{r: r, inner: tm, log: log, scope: memtools.Scope{Key: in.Key, Group: in.IsGroup}}
+	tt := &toolTurn{r: r, inner: tm, log: log, scope: memtools.Scope{Key: in.Key, Group: in.IsGroup,
+		Facts: r.opts.Facts && settings.MemoryEnabled && !settings.FactsOff}}
 	return tt, tt
 }
 
@@ -88,6 +91,50 @@ type toolTurn struct {
 
 	Called  []string          // tool names, in call order
 	Effects []memtools.Effect // notes saved or deleted
+
+	results int // tokens the tool results of this turn may take in all
+}
+
+// toolOverhead is what the tools' declarations add to a request, in tokens
+// (their names, descriptions and JSON schemas, with some framing).
+func (r *Responder) toolOverhead() int {
+	r.toolsOnce.Do(func() {
+		for _, t := range r.tools.Box.Tools() {
+			r.toolTokens += r.counter.Count(t.Name) + r.counter.Count(t.Description) + r.counter.Count(string(t.Parameters)) + 8
+		}
+	})
+	return r.toolTokens
+}
+
+// promptRoom is the room for the assembled prompt when the window must
+// also hold the tools' declarations and one result's worth of tool
+// results (the Box's budget); never below half of room. Without tools
+// (tt nil) it is room.
+func (tt *toolTurn) promptRoom(room int) int {
+	if tt == nil || room <= 0 {
+		return room
+	}
+	return max(room-tt.r.toolOverhead()-tt.r.tools.Box.Budget(), room/2)
+}
+
+// fitResults sets what the turn's tool results may take in all: what the
+// window (room, for the prompt) has left beside a prompt of used tokens,
+// the declarations and the calls themselves; at most a full result per
+// round, and never nothing (a result of a few lines rather than none).
+func (tt *toolTurn) fitResults(room, used int) {
+	if tt == nil {
+		return
+	}
+	const calls = 32 // the model's calls, sent back with the results
+	one := tt.r.tools.Box.Budget()
+	tt.results = min(max(room-used-tt.r.toolOverhead()-calls, 64), one*tt.maxRounds())
+}
+
+func (tt *toolTurn) maxRounds() int {
+	if tt.r.tools.MaxRounds <= 0 {
+		return 3
+	}
+	return tt.r.tools.MaxRounds
 }
 
 var _ StreamModel = (*toolTurn)(nil)
@@ -107,10 +154,7 @@ func (tt *toolTurn) Stream(ctx context.Context, msgs []llm.Message, onDelta func
 type roundFunc func(ctx context.Context, msgs []llm.Message, tools []llm.Tool) (llm.Reply, error)
 
 func (tt *toolTurn) run(ctx context.Context, msgs []llm.Message, call roundFunc) (llm.Reply, error) {
-	maxRounds, maxCalls := tt.r.tools.MaxRounds, tt.r.tools.MaxCalls
-	if maxRounds <= 0 {
-		maxRounds = 3
-	}
+	maxRounds, maxCalls := tt.maxRounds(), tt.r.tools.MaxCalls
 	if maxCalls <= 0 {
 		maxCalls = 5
 	}
@@ -119,6 +163,7 @@ func (tt *toolTurn) run(ctx context.Context, msgs []llm.Message, call roundFunc)
 	var (
 		total llm.Reply
 		text  strings.Builder // what every round said, as the user saw it stream
+		spent int             // tokens of tool results so far
 	)
 	for round := 0; ; round++ {
 		offer := tools
@@ -160,10 +205,18 @@ func (tt *toolTurn) run(ctx context.Context, msgs []llm.Message, call roundFunc)
 		msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Content: rep.Text, ToolCalls: calls})
 		for i, c := range calls {
 			var res memtools.Result
-			if i >= maxCalls {
+			switch {
+			case i >= maxCalls:
 				res = memtools.Result{Content: fmt.Sprintf("error: at most %d tool calls per round; ask again in the next round", maxCalls), Failed: true}
-			} else {
-				res = tt.r.tools.Box.Call(ctx, tt.scope, c)
+			case tt.results > 0 && spent >= tt.results:
+				res = memtools.Result{Content: "error: the tool results of this answer have filled the room the context window has for them; answer with what you have", Failed: true}
+			default:
+				scope := tt.scope
+				if tt.results > 0 {
+					scope.Budget = tt.results - spent
+				}
+				res = tt.r.tools.Box.Call(ctx, scope, c)
+				spent += tt.r.counter.Count(res.Content)
 				tt.Called = append(tt.Called, c.Name)
 				if res.Effect != nil {
 					tt.Effects = append(tt.Effects, *res.Effect)
@@ -181,7 +234,10 @@ func (tt *toolTurn) announce() string {
 		return ""
 	}
 	var sb strings.Builder
-	for _, e := range tt.Effects {
+	for i, e := range tt.Effects {
+		if slices.Contains(tt.Effects[:i], e) {
+			continue // the same change again (a turn retried with a smaller prompt)
+		}
 		switch e.Tool {
 		case memtools.Remember:
 			fmt.Fprintf(&sb, "\n📝 noted: %s — %s", e.Key, e.Text)
@@ -191,6 +247,10 @@ func (tt *toolTurn) announce() string {
 	}
 	return sb.String()
 }
+
+// maxCompactions bounds the smaller prompts tried after context-length
+// errors in one turn (one when the provider names its window).
+const maxCompactions = 3
 
 // promptCap is the most tokens a prompt may take: the model's context window
 // less the reply's reserve, or what a context-length error taught.
@@ -219,24 +279,32 @@ func fitWindow(window, reserve int) int {
 }
 
 // learnWindow records that a prompt of used tokens did not fit: window is
-// the size the provider named (0: not named, then the cap shrinks to two
-// thirds of what was sent). It returns the new cap, logged once per change.
+// the size the provider named (0: not named, then the cap is half of what
+// was sent; named, nine tenths of it and of what was sent). It returns the
+// new cap. The first change is logged as a warning, later ones at debug.
 func (r *Responder) learnWindow(window, used int, log *slog.Logger) int {
-	next := used * 2 / 3
+	next := used / 2
 	if window > 0 {
-		next = min(fitWindow(window, r.opts.ReplyReserve), next+next/2)
+		// A tenth of the named window stays free: the provider counts
+		// with its own tokenizer, ours is an estimate for most models.
+		next = min(fitWindow(window-window/10, r.opts.ReplyReserve), used-used/10)
 	}
 	next = max(next, 256)
 	r.mu.Lock()
-	changed := r.learned == 0 || next < r.learned
+	first := r.learned == 0
+	changed := first || next < r.learned
 	if changed {
 		r.learned = next
 	} else {
 		next = r.learned
 	}
 	r.mu.Unlock()
-	if changed {
+	switch {
+	case first:
 		log.Warn("the model's context window is smaller than the prompt; prompts are cut to fit from now on (set llm.context_window)",
+			"window_named", window, "prompt_tokens", used, "new_cap", next)
+	case changed:
+		log.Debug("the model's context window is smaller still; prompts are cut further",
 			"window_named", window, "prompt_tokens", used, "new_cap", next)
 	}
 	return next
@@ -262,7 +330,7 @@ func (r *Responder) rememberCalls(key pipeline.Key, tt *toolTurn) {
 // toolNotes are /context's lines about the memory tools: which are offered
 // to the model, and which the last answer in this conversation called.
 func (r *Responder) toolNotes(key pipeline.Key) []string {
-	if _, tt := r.turnModel(pipeline.Inbound{Key: key}, r.opts.Log); tt == nil {
+	if _, tt := r.turnModel(pipeline.Inbound{Key: key}, memory.Settings{}, r.opts.Log); tt == nil {
 		return nil
 	}
 	var names []string

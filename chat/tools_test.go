@@ -2,6 +2,7 @@ package chat
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -43,6 +44,12 @@ func (c *toolCounter) get(k string) int {
 
 func newToolFixture(t *testing.T, dir string, h llmtest.Handler, mode string) *toolFixture {
 	t.Helper()
+	return newToolFixtureWith(t, dir, h, func(o *Options, _ *memory.Store, _ llm.Counter) { o.Tools.Mode = mode })
+}
+
+// newToolFixtureWith is newToolFixture with options set by opt.
+func newToolFixtureWith(t *testing.T, dir string, h llmtest.Handler, opt func(*Options, *memory.Store, llm.Counter)) *toolFixture {
+	t.Helper()
 	store, err := memory.Open(context.Background(), memory.Options{Dir: dir, Defaults: memory.Settings{MemoryEnabled: true, Threshold: 10}})
 	if err != nil {
 		t.Fatal(err)
@@ -52,8 +59,9 @@ func newToolFixture(t *testing.T, dir string, h llmtest.Handler, mode string) *t
 	f := &toolFixture{store: store, server: llmtest.NewServer(t, h), calls: &toolCounter{n: map[string]int{}}}
 	model := llm.New(llm.Options{BaseURL: f.server.URL, APIKey: "sk-test", Model: "test-model", MaxRetries: -1, Timeout: 5 * time.Second})
 	box := memtools.New(store, counter, memtools.Options{Budget: 300, Observer: f.calls, Location: time.UTC})
-	resp := New(store, model, assemble.New(store, counter, assemble.DefaultBudget), nil, counter,
-		Options{Tools: Tools{Box: box, Mode: mode, MaxRounds: 3}})
+	opts := Options{Tools: Tools{Box: box, MaxRounds: 3}}
+	opt(&opts, store, counter)
+	resp := New(store, model, assemble.New(store, counter, assemble.DefaultBudget), nil, counter, opts)
 	f.chain = pipeline.Chain(resp, pipeline.Dedupe(store, nil))
 	return f
 }
@@ -271,7 +279,24 @@ func TestGroupNotesAreAnnounced(t *testing.T) {
 	}
 }
 
+// A provider's context-length error, whether it names the window (OpenAI's
+// message, or only its error code) or not (llama.cpp), is answered by a
+// smaller prompt on a second call; the smaller size is kept for later turns.
 func TestContextLengthErrorIsAnsweredByASmallerPrompt(t *testing.T) {
+	for _, tc := range []struct {
+		refusal llmtest.Response
+		calls   int // for the first turn
+	}{
+		{llmtest.Response{Status: 400, Text: "This model's maximum context length is 1024 tokens. However, your messages resulted in many more tokens."}, 2},
+		{llmtest.Response{Status: 400, Text: "Input tokens exceed the configured limit of 1024 tokens.", ErrorCode: "context_length_exceeded"}, 2},
+		// No window named: the prompt is halved until it fits.
+		{llmtest.Response{Status: 400, Text: "the request exceeds the available context size, try increasing it"}, 3},
+	} {
+		t.Run(tc.refusal.Text[:20], func(t *testing.T) { testContextLengthRefusal(t, tc.refusal, tc.calls) })
+	}
+}
+
+func testContextLengthRefusal(t *testing.T, refusal llmtest.Response, calls int) {
 	size := func(r llmtest.Request) int {
 		n := 0
 		for _, m := range r.Messages {
@@ -281,8 +306,8 @@ func TestContextLengthErrorIsAnsweredByASmallerPrompt(t *testing.T) {
 	}
 	const window = 1024 // tokens; the fake counts 4 characters a token
 	h := func(r llmtest.Request) llmtest.Response {
-		if size(r)/4 > window-200 {
-			return llmtest.Response{Status: 400, Text: "This model's maximum context length is 1024 tokens. However, your messages resulted in many more tokens."}
+		if size(r)/4 > window-100 { // the provider's tokenizer counts a little more than ours
+			return refusal
 		}
 		return llmtest.Response{Text: "fits"}
 	}
@@ -302,14 +327,19 @@ func TestContextLengthErrorIsAnsweredByASmallerPrompt(t *testing.T) {
 		t.Fatalf("reply = %q; a context-length error must be answered by a smaller prompt", got)
 	}
 	reqs := f.server.Requests()
-	if len(reqs) != 2 || size(reqs[1]) >= size(reqs[0]) {
-		t.Fatalf("want a second, smaller request; got %d requests", len(reqs))
+	if len(reqs) != calls {
+		t.Fatalf("%d requests for the turn, want %d", len(reqs), calls)
+	}
+	for i := 1; i < len(reqs); i++ {
+		if size(reqs[i]) >= size(reqs[i-1]) {
+			t.Fatalf("request %d is not smaller than the one refused", i+1)
+		}
 	}
 	// The window is remembered: the next turn fits at once.
 	if got := f.turn(t, inbound("2", "again")); len(got) != 1 || got[0] != "fits" {
 		t.Fatalf("reply = %q", got)
 	}
-	if n := len(f.server.Requests()); n != 3 {
+	if n := len(f.server.Requests()); n != calls+1 {
 		t.Fatalf("%d requests after the second turn; the learned window was not used", n)
 	}
 }
@@ -319,9 +349,12 @@ func TestBudgetWithinAWindow(t *testing.T) {
 	if got := b.Within(0); got != b {
 		t.Fatal("no cap changed the budget")
 	}
-	small := b.Within(5000)
-	if small.Total != 5000 || small.Snippets != 0 || small.Summaries != b.Summaries || small.Recent >= b.Recent {
-		t.Fatalf("Within(5000) = %+v: snippets go first, then recent turns; summaries kept", small)
+	if got := b.Within(b.Total); got != b {
+		t.Fatal("a cap at the total changed the budget")
+	}
+	small := b.Within(1536)
+	if small.Total != 1536 || small.System != 384 || small.Memories != 384 || small.Summaries != 512 || small.Snippets != 384 || small.Recent != 1536 {
+		t.Fatalf("Within(1536) = %+v: each part within its share of the window", small)
 	}
 }
 
@@ -372,5 +405,179 @@ func TestContextShowsToolsOfferedAndCalled(t *testing.T) {
 	bd, _ = resp.Preview(context.Background(), key, "hi")
 	if len(bd.Notes) != 2 || bd.Notes[1] != "my last answer here called: list_memories" {
 		t.Fatalf("notes after a turn = %q", bd.Notes)
+	}
+}
+
+// A model whose context window (2,048 tokens) is smaller than the prompt
+// budget (8,000 tokens): every request of a long conversation with notes,
+// summaries and an archive fits in the window less the reply's reserve, so
+// the provider never has to refuse one; with the memory tools offered, the
+// tools' declarations and the results of two searches fit too.
+func TestPromptsFitASmallContextWindow(t *testing.T) {
+	for _, mode := range []string{ToolsOff, ToolsAuto} {
+		t.Run(mode, func(t *testing.T) { testPromptsFitASmallWindow(t, mode) })
+	}
+}
+
+func testPromptsFitASmallWindow(t *testing.T, mode string) {
+	const window, reserve = 2048, 512
+	counter := llm.NewCounter("test-model")
+	var declared int // the tools' declarations, in the fake's count
+	tokens := func(r llmtest.Request) int {
+		n := 0
+		for _, m := range r.Messages {
+			n += counter.Count(m.Content)
+			for _, c := range m.ToolCalls {
+				n += counter.Count(c.Name + c.Arguments)
+			}
+		}
+		if len(r.Tools) > 0 {
+			n += declared
+		}
+		return n
+	}
+	var mu sync.Mutex
+	var sizes []int
+	h := func(r llmtest.Request) llmtest.Response {
+		n := tokens(r)
+		mu.Lock()
+		sizes = append(sizes, n)
+		mu.Unlock()
+		if n > window-reserve {
+			return llmtest.Response{Status: 400, Text: "This model's maximum context length is 2048 tokens.", ErrorCode: "context_length_exceeded"}
+		}
+		if len(r.Tools) > 0 {
+			results := 0
+			for _, m := range r.Messages {
+				if m.Role == llm.RoleTool {
+					results++
+				}
+			}
+			switch results {
+			case 0:
+				return llmtest.Response{ToolCalls: []llm.ToolCall{{ID: "s1", Name: memtools.SearchMemory, Arguments: `{"query":"lease flat garden"}`}}}
+			case 1:
+				return llmtest.Response{ToolCalls: []llm.ToolCall{{ID: "s2", Name: memtools.SearchMemory, Arguments: `{"query":"talked again"}`}}}
+			}
+		}
+		return llmtest.Response{Text: "fits"}
+	}
+	f := newToolFixtureWith(t, t.TempDir(), h, func(o *Options, store *memory.Store, counter llm.Counter) {
+		o.Tools.Mode, o.ContextWindow, o.ReplyReserve = mode, window, reserve
+		// The app's budget for one result: the snippet budget.
+		o.Tools.Box = memtools.New(store, counter, memtools.Options{Budget: assemble.DefaultBudget.Snippets})
+		for _, tool := range o.Tools.Box.Tools() {
+			declared += counter.Count(tool.Name + tool.Description + string(tool.Parameters))
+		}
+	})
+	ctx := context.Background()
+	long := strings.Repeat("we talked about the lease of the flat and the garden again ", 8) // ~120 tokens
+	var msgs []memory.Message
+	for i := range 40 {
+		at := time.Now().Add(time.Duration(i-100) * time.Hour)
+		msgs = append(msgs,
+			memory.Message{Key: key, Role: memory.RoleUser, PlatformID: fmt.Sprint("old", i), Text: long, Time: at},
+			memory.Message{Key: key, Role: memory.RoleAssistant, ReplyTo: fmt.Sprint("old", i), Text: long, Time: at.Add(time.Second)})
+	}
+	must(t, f.store.Append(ctx, msgs...))
+	act, err := f.store.Active(ctx, key)
+	must(t, err)
+	var ids []int64
+	for _, m := range act[:60] {
+		ids = append(ids, m.ID)
+	}
+	_, err = f.store.Archive(ctx, key, ids, memory.Summary{Level: 1, Text: strings.Repeat("They discussed the lease at length. ", 60), From: act[0].Time, To: act[59].Time}, 30)
+	must(t, err)
+	must(t, f.store.Remember(ctx, key.Owner(), "flat", strings.Repeat("the flat is on Elm Street ", 20)))
+	turns := []string{"what about the lease?", "and the garden?", "tell me everything about the flat"}
+	for i, text := range turns {
+		if got := f.turn(t, inbound(fmt.Sprint(i+1), text)); len(got) != 1 || got[0] != "fits" {
+			t.Fatalf("turn %d reply = %q", i+1, got)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	perTurn := 1
+	if mode != ToolsOff {
+		perTurn = 3 // two searches, then the answer
+	}
+	if len(sizes) != len(turns)*perTurn {
+		t.Fatalf("%d requests for %d turns (tokens %v): a request did not fit the window", len(sizes), len(turns), sizes)
+	}
+	for i, n := range sizes {
+		if n > window-reserve || n < (window-reserve)/2 {
+			t.Errorf("request %d: %d tokens; want it to fill the window less the reserve (%d), not more", i+1, n, window-reserve)
+		}
+	}
+	t.Logf("tokens per request: %v", sizes)
+}
+
+// A streamed answer goes through tool rounds: the typing indicator keeps
+// running while the tools work (no text yet), the answer streams after
+// them, and it is what is stored and finished, with the note saved.
+func TestStreamingAndTypingThroughToolRounds(t *testing.T) {
+	h := func(r llmtest.Request) llmtest.Response {
+		if _, ok := lastToolResult(r); !ok {
+			return llmtest.Response{ToolCalls: []llm.ToolCall{{ID: "1", Name: memtools.Remember, Arguments: `{"key":"sister_birthday","text":"3 May"}`}},
+				Delay: 60 * time.Millisecond}
+		}
+		return llmtest.Response{Pieces: []string{"Noted", ", her birthday", " is 3 May."}}
+	}
+	f := newFixture(t, h, Options{})
+	f.respond(Options{TypingEvery: 5 * time.Millisecond,
+		Tools: Tools{Box: memtools.New(f.store, llm.NewCounter("gpt-4o-mini"), memtools.Options{}), Mode: ToolsAuto}})
+	rec := &streamer{}
+	must(t, f.turn(t, inbound("1", "Remember that my sister's birthday is 3 May"), rec))
+	reqs := f.server.Requests()
+	if len(reqs) != 2 || !reqs[0].Stream || !reqs[1].Stream || len(reqs[0].Tools) == 0 {
+		t.Fatalf("want two streamed requests, the first offering tools; got %+v", reqs)
+	}
+	if len(rec.streams) != 1 {
+		t.Fatalf("%d streams, want 1", len(rec.streams))
+	}
+	st := rec.streams[0]
+	const want = "Noted, her birthday is 3 May."
+	if st.appended.String() != want || len(st.finished) != 1 || st.finished[0].Text != want {
+		t.Fatalf("streamed %q, finished %+v", st.appended.String(), st.finished)
+	}
+	if st.typingAt < 2 {
+		t.Errorf("%d typing indicators before the first text; the tool round took 60 ms at 5 ms a tick", st.typingAt)
+	}
+	if ms, _ := f.store.Memories(context.Background(), key.Owner()); len(ms) != 1 || ms[0].Content != "3 May" {
+		t.Errorf("notes = %+v", ms)
+	}
+	if msgs, _ := f.store.Active(context.Background(), key); len(msgs) != 2 || msgs[1].Text != want {
+		t.Errorf("stored %+v", msgs)
+	}
+}
+
+// A group turn whose tool round outgrows the window is retried with a
+// smaller prompt; the model saving its note again is announced once.
+func TestRetriedGroupTurnAnnouncesANoteOnce(t *testing.T) {
+	var refused sync.Once
+	h := func(r llmtest.Request) llmtest.Response {
+		if _, ok := lastToolResult(r); !ok {
+			return llmtest.Response{ToolCalls: []llm.ToolCall{{ID: "1", Name: memtools.Remember, Arguments: `{"key":"standup","text":"Standup is at 9:30"}`}}}
+		}
+		resp := llmtest.Response{Text: "Sure."}
+		refused.Do(func() {
+			resp = llmtest.Response{Status: 400, Text: "This model's maximum context length is 4096 tokens."}
+		})
+		return resp
+	}
+	f := newToolFixture(t, t.TempDir(), h, ToolsAuto)
+	in := inbound("1", "@bot remember standup is at 9:30")
+	in.Key = pipeline.Key{Channel: "telegram", Chat: "-100"}
+	in.IsGroup, in.MentionsBot = true, true
+	for i := range 20 { // a long conversation: a smaller prompt can be built
+		must(t, f.store.Append(context.Background(), memory.Message{Key: in.Key, Role: memory.RoleUser, PlatformID: fmt.Sprint("old", i),
+			Text: strings.Repeat("word ", 100), Time: time.Now().Add(-time.Hour)}))
+	}
+	got := f.turn(t, in)
+	if len(got) != 1 || got[0] != "Sure.\n📝 noted: standup — Standup is at 9:30" {
+		t.Fatalf("reply = %q", got)
+	}
+	if n := len(f.server.Requests()); n != 4 {
+		t.Fatalf("%d requests; want a tool round refused, then the turn again", n)
 	}
 }

@@ -22,9 +22,10 @@ func CheckEnv(environ []string) error {
 	known := map[string]bool{}
 	var names []string
 	for _, l := range leaves() {
-		n := envName(l.key)
-		known[n] = true
-		names = append(names, n)
+		for _, n := range append([]string{envName(l.key)}, shorthandEnv(l.key)...) {
+			known[n] = true
+			names = append(names, n)
+		}
 	}
 	var errs []error
 	var unknown []string

@@ -46,7 +46,7 @@ func load(path string) (Config, error) {
 	defaults := reflect.ValueOf(Default())
 	for _, l := range leaves() {
 		v.SetDefault(l.key, defaults.FieldByIndex(l.index).Interface())
-		if err := v.BindEnv(l.key, envName(l.key)); err != nil {
+		if err := v.BindEnv(append([]string{l.key, envName(l.key)}, shorthandEnv(l.key)...)...); err != nil {
 			return Config{}, fmt.Errorf("config: binding %s: %w", l.key, err)
 		}
 	}
@@ -59,6 +59,7 @@ func load(path string) (Config, error) {
 			}
 			return Config{}, fmt.Errorf("config: reading %s: %w", path, err)
 		}
+		data = expandShorthands(data)
 		if err := checkFileKeys(data); err != nil {
 			return Config{}, fmt.Errorf("config: %s: %w", path, err)
 		}

@@ -23,6 +23,9 @@ func isolateEnv(t *testing.T) {
 	t.Helper()
 	for _, l := range leaves() {
 		t.Setenv(envName(l.key), "")
+		for _, n := range shorthandEnv(l.key) {
+			t.Setenv(n, "")
+		}
 	}
 }
 
@@ -388,5 +391,51 @@ func TestEmptySectionIsAccepted(t *testing.T) {
 	}
 	if !reflect.DeepEqual(c, Default()) {
 		t.Errorf("got %+v, want defaults", c)
+	}
+}
+
+// "llm.tools: off" (the section written as one value) sets llm.tools.mode,
+// in the file and as RECALL_LLM_TOOLS; the full form and its variable win.
+func TestToolsShorthand(t *testing.T) {
+	for _, tc := range []struct {
+		name, file string
+		env        map[string]string
+		want       Tools
+		wantErr    string
+	}{
+		{name: "file scalar", file: "llm:\n  tools: off\n", want: Tools{Mode: ToolsOff, MaxRounds: 3}},
+		{name: "file mapping", file: "llm:\n  tools:\n    mode: on\n    max_rounds: 5\n", want: Tools{Mode: ToolsOn, MaxRounds: 5}},
+		{name: "env scalar", env: map[string]string{"RECALL_LLM_TOOLS": "off"}, want: Tools{Mode: ToolsOff, MaxRounds: 3}},
+		{name: "env beats file", file: "llm:\n  tools: off\n", env: map[string]string{"RECALL_LLM_TOOLS": "on"}, want: Tools{Mode: ToolsOn, MaxRounds: 3}},
+		{name: "the full variable beats the shorthand", env: map[string]string{"RECALL_LLM_TOOLS": "off", "RECALL_LLM_TOOLS_MODE": "on"}, want: Tools{Mode: ToolsOn, MaxRounds: 3}},
+		{name: "bad value", file: "llm:\n  tools: sometimes\n", wantErr: `llm.tools.mode: must be one of auto|on|off, got "sometimes"`},
+		{name: "a sibling section as a value is still wrong", file: "llm:\n  tools: off\nmemory: 5\n", wantErr: "memory: must be a mapping"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			isolateEnv(t)
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			path := ""
+			if tc.file != "" {
+				path = writeFile(t, tc.file)
+			}
+			c, err := Load(path)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Load = %v, want an error with %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.LLM.Tools != tc.want {
+				t.Errorf("llm.tools = %+v, want %+v", c.LLM.Tools, tc.want)
+			}
+		})
+	}
+	if err := CheckEnv([]string{"RECALL_LLM_TOOLS=off"}); err != nil {
+		t.Errorf("CheckEnv refuses RECALL_LLM_TOOLS: %v", err)
 	}
 }

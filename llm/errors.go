@@ -66,6 +66,9 @@ type StatusError struct {
 	Code int
 	// Message is the server's error message (redacted, truncated).
 	Message string
+	// ErrorCode is the provider's error code when its body names one
+	// (OpenAI's "code", e.g. "context_length_exceeded").
+	ErrorCode string
 }
 
 func (e *StatusError) Error() string {

@@ -150,6 +150,7 @@ type failure struct {
 	kind       failureKind
 	status     int
 	msg        string
+	code       string // the provider's error code (StatusError.ErrorCode)
 	retryAfter time.Duration
 }
 
@@ -170,7 +171,7 @@ func (f *failure) final(attempts int) error {
 	case kindRateLimit:
 		base = &RateLimitError{RetryAfter: f.retryAfter, Message: f.msg}
 	case kindStatus:
-		base = &StatusError{Code: f.status, Message: f.msg}
+		base = &StatusError{Code: f.status, Message: f.msg, ErrorCode: f.code}
 	case kindTimeout:
 		base = fmt.Errorf("%w: %s", ErrTimeout, f.msg)
 	case kindConn:
@@ -217,7 +218,11 @@ func (c *Client) classify(parent, actx context.Context, err error, info *attempt
 	case errors.Is(context.Cause(actx), errAttemptTimeout):
 		return &failure{kind: kindTimeout, msg: fmt.Sprintf("no answer within %s", c.timeout)}
 	case errors.As(err, &apiErr) && apiErr.HTTPStatusCode != 0:
-		return c.statusFailure(apiErr.HTTPStatusCode, apiErr.Message, retryAfter)
+		f := c.statusFailure(apiErr.HTTPStatusCode, apiErr.Message, retryAfter)
+		if code, ok := apiErr.Code.(string); ok && len(code) <= 64 {
+			f.code = code
+		}
+		return f
 	case errors.As(err, &reqErr) && reqErr.HTTPStatusCode != 0:
 		msg := strings.TrimSpace(string(reqErr.Body))
 		if msg == "" && reqErr.Err != nil {

@@ -118,10 +118,11 @@ func IsToolsRejected(err error) bool {
 }
 
 // contextLengthRE finds the window a provider names in a context-length
-// error: OpenAI "maximum context length is 8192 tokens", llama.cpp
+// error: OpenAI "maximum context length is 8192 tokens" (or "Input tokens
+// exceed the configured limit of 272000 tokens"), llama.cpp
 // "exceeds the available context size (4096 tokens)", Ollama/vLLM
 // "context length of 2048".
-var contextLengthRE = regexp.MustCompile(`(?i)(?:maximum context length is|context size \(|context length of|context window of|n_ctx[ =:]+)\s*(\d{3,7})`)
+var contextLengthRE = regexp.MustCompile(`(?i)(?:maximum context length is|configured limit of|context size \(|context length of|context window of|n_ctx[ =:]+)\s*(\d{3,7})`)
 
 // IsContextLength reports whether err is the provider saying the prompt does
 // not fit the model's context window, and the window when it names one.
@@ -134,7 +135,7 @@ func IsContextLength(err error) (window int, ok bool) {
 		return 0, false
 	}
 	m := strings.ToLower(st.Message)
-	if !strings.Contains(m, "context_length_exceeded") && !strings.Contains(m, "context length") &&
+	if st.ErrorCode != "context_length_exceeded" && !strings.Contains(m, "context_length_exceeded") && !strings.Contains(m, "context length") &&
 		!strings.Contains(m, "context size") && !strings.Contains(m, "context window") &&
 		!strings.Contains(m, "too many tokens") && !strings.Contains(m, "prompt is too long") &&
 		st.Code != http.StatusRequestEntityTooLarge {

@@ -54,17 +54,23 @@ func TestRefusalsAreRecognized(t *testing.T) {
 		msg            string
 		tools, context bool
 		window         int
+		code           string // the error body's "code"
 	}{
-		{400, "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.", false, true, 8192},
-		{400, "the request exceeds the available context size (4096 tokens), try increasing it", false, true, 4096},
-		{400, "registry.ollama.ai/library/llama2:latest does not support tools", true, false, 0},
-		{400, "tools are not supported for this model", true, false, 0},
-		{400, "invalid temperature", false, false, 0},
-		{413, "Request Entity Too Large", false, true, 0},
-		{401, "bad key mentioning tools", false, false, 0},
+		{400, "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.", false, true, 8192, ""},
+		{400, "the request exceeds the available context size (4096 tokens), try increasing it", false, true, 4096, ""},
+		{400, "registry.ollama.ai/library/llama2:latest does not support tools", true, false, 0, ""},
+		{400, "tools are not supported for this model", true, false, 0, ""},
+		{400, "invalid temperature", false, false, 0, ""},
+		{413, "Request Entity Too Large", false, true, 0, ""},
+		{401, "bad key mentioning tools", false, false, 0, ""},
+		// OpenAI's newer wording: only the code says what it is.
+		{400, "Input tokens exceed the configured limit of 272000 tokens. Your messages resulted in 300000 tokens.", false, true, 272000, "context_length_exceeded"},
+		{400, "Invalid value for 'messages'.", false, false, 0, "invalid_value"},
 	}
 	for _, tc := range cases {
-		srv := llmtest.NewServer(t, func(llmtest.Request) llmtest.Response { return llmtest.Response{Status: tc.status, Text: tc.msg} })
+		srv := llmtest.NewServer(t, func(llmtest.Request) llmtest.Response {
+			return llmtest.Response{Status: tc.status, Text: tc.msg, ErrorCode: tc.code}
+		})
 		c := llm.New(llm.Options{BaseURL: srv.URL, Model: "m", MaxRetries: -1, Timeout: 5 * time.Second})
 		_, err := c.Chat(t.Context(), []llm.Message{{Role: llm.RoleUser, Content: "x"}})
 		if got := llm.IsToolsRejected(err); got != tc.tools {

@@ -22,7 +22,7 @@ type Store interface {
 	Memories(ctx context.Context, owner string) ([]memory.UserMemory, error)
 	Summaries(ctx context.Context, key pipeline.Key, activeOnly bool) ([]memory.Summary, error)
 	Provenance(ctx context.Context, key pipeline.Key, summaryID int64) ([]memory.Message, error)
-	Facts(ctx context.Context, owner, text string, limit int) ([]memory.Fact, error)
+	SearchFacts(ctx context.Context, owner string, q memory.FactQuery) ([]memory.Fact, error)
 }
 
 // Observer hears about each tool call (metrics); outcome is "ok", "error"
@@ -64,12 +64,32 @@ func New(store Store, counter llm.Counter, opts Options) *Box {
 	return &Box{store: store, counter: counter, opts: opts}
 }
 
-// Scope is the turn a call acts for: its conversation, and whether notes are
-// the group's (announced in the reply) rather than one person's.
+// Scope is the turn a call acts for: its conversation, whether notes are
+// the group's (announced in the reply) rather than one person's, and
+// whether the facts learned about the owner may be used (the operator
+// enabled extraction and the owner did not turn it off with /facts off).
 type Scope struct {
 	Key   pipeline.Key
 	Group bool
+	Facts bool
+	// Budget, when above 0 and below the Box's, caps this call's result
+	// in tokens (what is left of the turn's budget for tool results).
+	Budget int
 }
+
+// Budget is the most tokens one result may take.
+func (b *Box) Budget() int { return b.opts.Budget }
+
+// budget is the cap of one call's result in scope.
+func (b *Box) budget(scope Scope) int {
+	if scope.Budget > 0 && scope.Budget < b.opts.Budget {
+		return scope.Budget
+	}
+	return b.opts.Budget
+}
+
+// maxFactResults caps the facts one search_memory call returns.
+const maxFactResults = 10
 
 // Effect is a change a call made that the user should see in the reply
 // (in groups: "📝 noted: …").
@@ -99,13 +119,13 @@ const (
 func (b *Box) Tools() []llm.Tool {
 	return []llm.Tool{
 		{Name: SearchMemory, Description: "Search the archive of this conversation (older messages that are no longer in the prompt) and the facts learned from it. " +
-			"Returns the matching exchanges with their dates and speakers. Use it when the user refers to something said earlier that is not in the conversation above; " +
-			"call it several times for a question with several parts.",
+			"Returns the matching exchanges with their dates and speakers, and the matching facts with when they were learned. Use it when the user refers to something said earlier that is not in the conversation above; " +
+			"call it several times for a question with several parts. With tag and no query it lists the facts of that kind.",
 			Parameters: json.RawMessage(`{"type":"object","properties":{` +
 				`"query":{"type":"string","description":"words to look for, e.g. 'lease apartment March'"},` +
+				`"tag":{"type":"string","enum":["preference","personal","decision","goal","other"],"description":"optional: only facts of this kind (archived messages are not searched without a query)"},` +
 				`"from":{"type":"string","description":"optional earliest date, YYYY-MM-DD"},` +
-				`"to":{"type":"string","description":"optional latest date, YYYY-MM-DD (inclusive)"}},` +
-				`"required":["query"]}`)},
+				`"to":{"type":"string","description":"optional latest date, YYYY-MM-DD (inclusive)"}}}`)},
 		{Name: Remember, Description: "Save a note that stays in the prompt of every later turn, e.g. when the user says 'remember that …'. " +
 			"Saving under an existing key replaces that note.",
 			Parameters: json.RawMessage(`{"type":"object","properties":{` +
@@ -152,7 +172,7 @@ func (b *Box) Call(ctx context.Context, scope Scope, call llm.ToolCall) Result {
 	}
 	b.observe(call.Name, outcome)
 	b.opts.Log.Debug("tool call", "tool", call.Name, "conversation", scope.Key, "outcome", outcome)
-	res.Content = b.fit(res.Content)
+	res.Content = b.fit(res.Content, b.budget(scope))
 	return res
 }
 
@@ -188,14 +208,19 @@ func decode(args string, v any) error {
 func (b *Box) search(ctx context.Context, scope Scope, args string) (Result, error) {
 	var a struct {
 		Query string `json:"query"`
+		Tag   string `json:"tag"`
 		From  string `json:"from"`
 		To    string `json:"to"`
 	}
 	if err := decode(args, &a); err != nil {
 		return Result{}, err
 	}
-	if strings.TrimSpace(a.Query) == "" {
-		return Result{}, toolError("query is required: the words to look for")
+	a.Query, a.Tag = strings.TrimSpace(a.Query), strings.TrimSpace(a.Tag)
+	if a.Query == "" && a.Tag == "" {
+		return Result{}, toolError("query is required: the words to look for (or tag, to list facts of one kind)")
+	}
+	if a.Query == "" && !scope.Facts {
+		return Result{}, toolError("no facts are learned in this chat, so there is nothing to list by tag; search with a query instead")
 	}
 	from, err := b.date(a.From, "from")
 	if err != nil {
@@ -208,47 +233,64 @@ func (b *Box) search(ctx context.Context, scope Scope, args string) (Result, err
 	if !to.IsZero() {
 		to = to.AddDate(0, 0, 1) // inclusive
 	}
-	q := memory.Query{Text: a.Query, ArchivedOnly: true, TokenBudget: b.opts.Budget, From: from, To: to}
-	hits, err := b.store.Search(ctx, scope.Key, q)
-	if err != nil {
-		return Result{}, fmt.Errorf("the archive could not be searched right now")
+	var fb strings.Builder
+	if scope.Facts {
+		facts, err := b.store.SearchFacts(ctx, scope.Key.Owner(), memory.FactQuery{
+			Text: a.Query, Tag: a.Tag, Key: scope.Key.String(), From: from, To: to, Limit: maxFactResults})
+		if err != nil {
+			b.opts.Log.Warn("search_memory: searching facts", "conversation", scope.Key, "err", err)
+		}
+		for _, f := range facts {
+			fmt.Fprintf(&fb, "- %s (learned %s", f.Content, f.Created.In(b.opts.Location).Format("2006-01-02"))
+			if len(f.Tags) > 0 {
+				fmt.Fprintf(&fb, "; %s", strings.Join(f.Tags, ", "))
+			}
+			fb.WriteString(")\n")
+		}
 	}
 	var sb strings.Builder
-	used, n := 0, 0
-	for _, h := range hits {
-		m := h.Message
-		if (!from.IsZero() && m.Time.Before(from)) || (!to.IsZero() && !m.Time.Before(to)) {
-			continue
+	n := 0
+	if a.Query != "" {
+		budget := b.budget(scope)
+		q := memory.Query{Text: a.Query, ArchivedOnly: true, TokenBudget: budget, From: from, To: to}
+		hits, err := b.store.Search(ctx, scope.Key, q)
+		if err != nil {
+			return Result{}, fmt.Errorf("the archive could not be searched right now")
 		}
-		line := b.line(m)
-		t := b.counter.Count(line)
-		if used+t > b.opts.Budget && n > 0 {
-			break
+		used := b.counter.Count(fb.String()) // the facts are kept whole
+		for _, h := range hits {
+			m := h.Message
+			if (!from.IsZero() && m.Time.Before(from)) || (!to.IsZero() && !m.Time.Before(to)) {
+				continue
+			}
+			line := b.line(m)
+			t := b.counter.Count(line)
+			if used+t > budget && n > 0 {
+				break
+			}
+			sb.WriteString(line)
+			used += t
+			n++
 		}
-		sb.WriteString(line)
-		used += t
-		n++
 	}
-	facts, _ := b.store.Facts(ctx, scope.Key.Owner(), a.Query, 5)
-	var fb strings.Builder
-	for _, f := range facts {
-		if f.Key != "" && f.Key != scope.Key.String() {
-			continue // a fact from another of the owner's conversations
-		}
-		if (!from.IsZero() && f.Created.Before(from)) || (!to.IsZero() && !f.Created.Before(to)) {
-			continue
-		}
-		fmt.Fprintf(&fb, "- %s (learned %s)\n", f.Content, f.Created.In(b.opts.Location).Format("2006-01-02"))
+	what := quote(a.Query)
+	if a.Query == "" {
+		what = "tag " + quote(a.Tag)
+	} else if a.Tag != "" {
+		what += " (facts tagged " + quote(a.Tag) + ")"
 	}
 	if n == 0 && fb.Len() == 0 {
-		return Result{Content: "No archived messages match " + quote(a.Query) + rangeNote(a.From, a.To) + "."}, nil
+		if a.Query == "" {
+			return Result{Content: "No facts match " + what + rangeNote(a.From, a.To) + "."}, nil
+		}
+		return Result{Content: "No archived messages or facts match " + what + rangeNote(a.From, a.To) + "."}, nil
 	}
 	out := ""
 	if n > 0 {
 		out = fmt.Sprintf("Archived messages matching %s%s, best first:\n%s", quote(a.Query), rangeNote(a.From, a.To), sb.String())
 	}
 	if fb.Len() > 0 {
-		out += "Facts:\n" + fb.String()
+		out += fmt.Sprintf("Facts matching %s%s:\n%s", what, rangeNote(a.From, a.To), fb.String())
 	}
 	return Result{Content: out}, nil
 }
@@ -409,8 +451,8 @@ func oneLine(s string, max int) string {
 }
 
 // fit cuts a result to the budget, at a line boundary where it can.
-func (b *Box) fit(s string) string {
-	if b.counter.Count(s) <= b.opts.Budget {
+func (b *Box) fit(s string, budget int) string {
+	if b.counter.Count(s) <= budget {
 		return s
 	}
 	lines := strings.SplitAfter(s, "\n")
@@ -418,7 +460,7 @@ func (b *Box) fit(s string) string {
 	used := 0
 	for _, l := range lines {
 		t := b.counter.Count(l)
-		if used+t > b.opts.Budget {
+		if used+t > budget {
 			break
 		}
 		sb.WriteString(l)
@@ -426,8 +468,8 @@ func (b *Box) fit(s string) string {
 	}
 	if sb.Len() == 0 {
 		r := []rune(s)
-		n := min(len(r), b.opts.Budget*2)
-		for n > 0 && b.counter.Count(string(r[:n])) > b.opts.Budget {
+		n := min(len(r), budget*2)
+		for n > 0 && b.counter.Count(string(r[:n])) > budget {
 			n /= 2
 		}
 		sb.WriteString(string(r[:n]))

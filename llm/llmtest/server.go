@@ -72,6 +72,10 @@ type Response struct {
 	// "tool_calls"); Text may be empty. In a stream each call is sent as a
 	// delta naming it, then its arguments in two pieces.
 	ToolCalls []llm.ToolCall
+	// ErrorCode, with an error Status, is the "code" of the error body
+	// (e.g. "context_length_exceeded"); "" sends the usual code for the
+	// status.
+	ErrorCode string
 	// Usage to report.
 	PromptTokens, CompletionTokens int
 }
@@ -394,7 +398,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		if msg == "" {
 			msg = http.StatusText(resp.Status)
 		}
-		writeError(w, resp.Status, msg)
+		writeErrorCode(w, resp.Status, msg, resp.ErrorCode)
 		return
 	}
 	id := fmt.Sprintf("chatcmpl-llmtest-%d", req.N)
@@ -563,8 +567,15 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // writeError answers in OpenAI's error format.
 func writeError(w http.ResponseWriter, status int, msg string) {
-	typ, code := "invalid_request_error", ""
+	writeErrorCode(w, status, msg, "")
+}
+
+// writeErrorCode is writeError with the error's "code" (when not "", the
+// status's usual code otherwise).
+func writeErrorCode(w http.ResponseWriter, status int, msg, code string) {
+	typ := "invalid_request_error"
 	switch {
+	case code != "":
 	case status == http.StatusUnauthorized:
 		code = "invalid_api_key"
 	case status == http.StatusForbidden:
