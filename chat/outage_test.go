@@ -103,9 +103,12 @@ func TestIntakeDuringStorageOutage(t *testing.T) {
 // redelivery is taken and stored once.
 func TestAcceptStoredRefusesDuringStorageOutage(t *testing.T) {
 	f := newFixture(t, nil, Options{})
+	// During the outage a short wait, so the refusal comes quickly; while
+	// storage works, one long enough for a loaded machine.
 	in := &Intake{Store: f.store, Counter: llm.NewCounter("gpt-4o-mini"), Wait: 50 * time.Millisecond}
+	healthy := &Intake{Store: f.store, Counter: in.Counter, Wait: 10 * time.Second}
 	ctx := context.Background()
-	must(t, in.AcceptStored(ctx, inbound("1", "stored at once")))
+	must(t, healthy.AcceptStored(ctx, inbound("1", "stored at once")))
 	_, err := f.store.SQLite().DB().Exec(`PRAGMA query_only = 1`)
 	must(t, err)
 	for _, id := range []string{"2", "3"} {
@@ -117,7 +120,7 @@ func TestAcceptStoredRefusesDuringStorageOutage(t *testing.T) {
 	must(t, err)
 	must(t, f.store.Flush(ctx))
 	for _, id := range []string{"2", "3"} { // WhatsApp delivers them again
-		must(t, in.AcceptStored(ctx, inbound(id, "during the outage "+id)))
+		must(t, healthy.AcceptStored(ctx, inbound(id, "during the outage "+id)))
 	}
 	must(t, f.store.Flush(ctx))
 	if st, _ := f.store.SQLite().Status(ctx, key); st.Total != 3 {
