@@ -154,7 +154,7 @@ var whenRules = []whenRule{
 		switch strings.ToLower(m[2]) {
 		case "day":
 			from := d.AddDate(0, 0, -n)
-			return from, from.AddDate(0, 0, 2), true
+			return from, from.AddDate(0, 0, 1), true
 		case "week": // the week around that day
 			from := d.AddDate(0, 0, -7*n-3)
 			return from, from.AddDate(0, 0, 7), true
@@ -214,7 +214,7 @@ var whenRules = []whenRule{
 			back = 7
 		}
 		from := d.AddDate(0, 0, -back)
-		return from, from.AddDate(0, 0, 2), true
+		return from, from.AddDate(0, 0, 1), true
 	}},
 }
 
