@@ -293,10 +293,12 @@ func (a *Assembler) dayScores(hits []memory.Hit) {
 	if len(hits) < 2 {
 		return
 	}
-	days := make(map[string]float64, len(hits))
+	day := make([]int, len(hits))
+	days := make(map[int]float64, len(hits))
 	top := 0.0
-	for _, h := range hits {
-		days[a.day(h.Message.Time)] += h.Score
+	for i, h := range hits {
+		day[i] = a.day(h.Message.Time)
+		days[day[i]] += h.Score
 		top = max(top, h.Score)
 	}
 	best := 0.0
@@ -307,16 +309,17 @@ func (a *Assembler) dayScores(hits []memory.Hit) {
 		return
 	}
 	for i := range hits {
-		hits[i].Score += dayShare * top * days[a.day(hits[i].Message.Time)] / best
+		hits[i].Score += dayShare * top * days[day[i]] / best
 	}
 }
 
-// day is t's calendar day in the assembler's time zone.
-func (a *Assembler) day(t time.Time) string {
+// day is t's calendar day in the assembler's time zone, as a number
+// (year × 1000 + day of the year).
+func (a *Assembler) day(t time.Time) int {
 	if a.loc != nil {
 		t = t.In(a.loc)
 	}
-	return t.Format("2006-01-02")
+	return t.Year()*1000 + t.YearDay()
 }
 
 // hitsOnly is b without its neighbours (the hits kept together only where
