@@ -292,9 +292,11 @@ func TestPromptOrder(t *testing.T) {
 	if src.recentTok != 0 && src.recentTok < 100+5+4 {
 		t.Errorf("Recent asked with a token budget of %d, below the part's budget plus the current message", src.recentTok)
 	}
+	// Scores: each hit's plus half the best hit's times its day's share
+	// (one hit a day: 2.5 + 1.25, 1.25 + 0.625).
 	wantSnips := []assemble.Snippet{
-		{Messages: []assemble.SnippetMessage{{ID: 101, Role: memory.RoleUser, Sender: "user", Time: time.Date(2025, 12, 15, 10, 30, 0, 0, time.UTC), Text: "tickets for the concert", Hit: true}}, Tokens: 7, Score: 2.5},
-		{Messages: []assemble.SnippetMessage{{ID: 102, Role: memory.RoleAssistant, Sender: "assistant", Time: time.Date(2025, 12, 20, 18, 5, 0, 0, time.UTC), Text: "concert at eight", Hit: true}}, Tokens: 6, Score: 1.25},
+		{Messages: []assemble.SnippetMessage{{ID: 101, Role: memory.RoleUser, Sender: "user", Time: time.Date(2025, 12, 15, 10, 30, 0, 0, time.UTC), Text: "tickets for the concert", Hit: true}}, Tokens: 7, Score: 3.75},
+		{Messages: []assemble.SnippetMessage{{ID: 102, Role: memory.RoleAssistant, Sender: "assistant", Time: time.Date(2025, 12, 20, 18, 5, 0, 0, time.UTC), Text: "concert at eight", Hit: true}}, Tokens: 6, Score: 1.875},
 	}
 	if !sameJSON(bd.Snippets, wantSnips) {
 		t.Errorf("snippets = %+v, want %+v", bd.Snippets, wantSnips)

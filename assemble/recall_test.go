@@ -199,3 +199,54 @@ func TestSnippetsNamesAndTime(t *testing.T) {
 		}
 	})
 }
+
+// TestSnippetsTopicalDayFirst: of messages that match a question equally,
+// one from the day the conversation was about it (its words come up again
+// that day) ranks above one from a day where they come up once; the most
+// recent would otherwise win the tie.
+func TestSnippetsTopicalDayFirst(t *testing.T) {
+	eachBackend(t, func(t *testing.T, storage memory.Storage) {
+		lines := []line{
+			{"Ben", at(5, 9, 0), "the garden fence is painted"},
+			{"Anna", at(5, 13, 0), "the garden gate is painted"},
+			{"Ben", at(8, 9, 0), "the garden shed is painted"},
+		}
+		for d := range 10 { // other days: unrelated talk
+			lines = append(lines, line{[]string{"Anna", "Ben"}[d%2], at(10+d, 9, 0), fmt.Sprintf("weather report %d", d)})
+		}
+		st := archivedGroup(t, storage, lines)
+		asm := assemble.New(st, words{}, assemble.DefaultBudget, assemble.InLocation(time.UTC))
+		snips, err := asm.Search(context.Background(), group, "what about the garden?", 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := texts(snips)
+		if len(got) != 3 || got[0][0] == "Ben: the garden shed is painted" || got[2][0] != "Ben: the garden shed is painted" {
+			t.Errorf("snippets %q: want the two of the 5th (the garden day) before the shed of the 8th", got)
+		}
+	})
+}
+
+// TestSnippetsDayAfterADate: a question naming a date finds what was told
+// about it the day after ("yesterday…") before an equal match of another
+// day.
+func TestSnippetsDayAfterADate(t *testing.T) {
+	eachBackend(t, func(t *testing.T, storage memory.Storage) {
+		lines := []line{
+			{"Anna", at(3, 9, 0), "the concert was loud"},
+			{"Ben", at(6, 10, 0), "yesterday the concert was amazing"},
+			{"Anna", at(12, 9, 0), "the concert sold out"},
+		}
+		st := archivedGroup(t, storage, lines)
+		asm := assemble.New(st, words{}, assemble.DefaultBudget, assemble.InLocation(time.UTC))
+		for _, q := range []string{"how was the concert on 5 March 2026?", "how was the concert on 05.03.2026?"} {
+			snips, err := asm.Search(context.Background(), group, q, 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := texts(snips); len(got) == 0 || got[0][0] != "Ben: yesterday the concert was amazing" {
+				t.Errorf("%q: snippets %q, want Ben's message of the 6th first", q, got)
+			}
+		}
+	})
+}

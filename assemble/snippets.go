@@ -60,6 +60,9 @@ const (
 	// nameBoost multiplies the score of a hit whose sender the question
 	// names.
 	nameBoost = 1.5
+	// dayShare: a hit gains this share of the best hit's score, times its
+	// day's matches relative to the best day's (see dayScores).
+	dayShare = 0.5
 )
 
 // recall finds the archive snippets for a turn: the search's hits, each
@@ -118,6 +121,7 @@ func (a *Assembler) recallPass(ctx context.Context, req Request, exclude []int64
 	if len(hits) == 0 {
 		return nil, 0, false, nil
 	}
+	a.dayScores(hits)
 	// A question that names a speaker ("what did Anna say about…") ranks
 	// that speaker's messages higher: in a group, a name is in so many
 	// messages (as their sender) that BM25 gives it no weight.
@@ -276,6 +280,46 @@ func absDur(d time.Duration) time.Duration {
 		return -d
 	}
 	return d
+}
+
+// dayScores adds to each hit a share of its day's: the sum of the scores of
+// the hits written that day (in the assembler's time zone), relative to the
+// best day's, times dayShare and the best hit's score. A conversation keeps
+// to a topic for a while: a message of the day the question's words keep
+// coming up ranks above one where they come up once (the day's talk is the
+// context BM25 does not see in a single message). Scores are a cluster's
+// evidence added to a document's own, as in cluster-based retrieval.
+func (a *Assembler) dayScores(hits []memory.Hit) {
+	if len(hits) < 2 {
+		return
+	}
+	day := make([]int, len(hits))
+	days := make(map[int]float64, len(hits))
+	top := 0.0
+	for i, h := range hits {
+		day[i] = a.day(h.Message.Time)
+		days[day[i]] += h.Score
+		top = max(top, h.Score)
+	}
+	best := 0.0
+	for _, v := range days {
+		best = max(best, v)
+	}
+	if best <= 0 {
+		return
+	}
+	for i := range hits {
+		hits[i].Score += dayShare * top * days[day[i]] / best
+	}
+}
+
+// day is t's calendar day in the assembler's time zone, as a number
+// (year × 1000 + day of the year).
+func (a *Assembler) day(t time.Time) int {
+	if a.loc != nil {
+		t = t.In(a.loc)
+	}
+	return t.Year()*1000 + t.YearDay()
 }
 
 // hitsOnly is b without its neighbours (the hits kept together only where

@@ -61,12 +61,15 @@ func monthRange(y int, m time.Month, loc *time.Location) (time.Time, time.Time) 
 	return from, from.AddDate(0, 1, 0)
 }
 
+// dayRange is the range of a date a question names: that day and the next,
+// since what happened on a day is often told the day after ("yesterday
+// we…", "last night…").
 func dayRange(y int, m time.Month, d int, loc *time.Location) (time.Time, time.Time, bool) {
 	from := time.Date(y, m, d, 0, 0, 0, 0, loc)
 	if from.Day() != d { // 31 February
 		return from, from, false
 	}
-	return from, from.AddDate(0, 0, 1), true
+	return from, from.AddDate(0, 0, 2), true
 }
 
 // pastYear is the year of the most recent month m (or day m/d) at or before now.
@@ -85,6 +88,19 @@ var whenRules = []whenRule{
 		y, _ := strconv.Atoi(m[1])
 		mo, _ := strconv.Atoi(m[2])
 		d, _ := strconv.Atoi(m[3])
+		if mo < 1 || mo > 12 {
+			return now, now, false
+		}
+		return dayRange(y, time.Month(mo), d, now.Location())
+	}},
+	// 16.01.2024, 16.1.24: the day first, as wherever dots separate a date
+	{regexp.MustCompile(`\b(?:on\s+)?(\d{1,2})\.(\d{1,2})\.(\d{4}|\d\d)\b`), func(m []string, now time.Time) (time.Time, time.Time, bool) {
+		d, _ := strconv.Atoi(m[1])
+		mo, _ := strconv.Atoi(m[2])
+		y, _ := strconv.Atoi(m[3])
+		if len(m[3]) == 2 {
+			y += 2000
+		}
 		if mo < 1 || mo > 12 {
 			return now, now, false
 		}

@@ -32,9 +32,11 @@ func TestParseWhen(t *testing.T) {
 		{"where did we travel in 2023", d(2023, 1, 1), d(2024, 1, 1), "where did we travel"},
 		{"what did Anna cook on Monday", d(2026, 5, 18), d(2026, 5, 19), "what did Anna cook"},
 		{"what happened on Wednesday", d(2026, 5, 13), d(2026, 5, 14), "what happened"}, // not today: a week ago
-		{"did Elise spend 7 Jan 2024 alone?", d(2024, 1, 7), d(2024, 1, 8), "did Elise spend alone?"},
-		{"the match on December 28, 2023", d(2023, 12, 28), d(2023, 12, 29), "the match"},
-		{"notes from 2024-02-29", d(2024, 2, 29), d(2024, 3, 1), "notes from"},
+		{"did Elise spend 7 Jan 2024 alone?", d(2024, 1, 7), d(2024, 1, 9), "did Elise spend alone?"},
+		{"the match on December 28, 2023", d(2023, 12, 28), d(2023, 12, 30), "the match"},
+		{"notes from 2024-02-29", d(2024, 2, 29), d(2024, 3, 2), "notes from"},
+		{"where was Paola going on 16.01.2024?", d(2024, 1, 16), d(2024, 1, 18), "where was Paola going ?"},
+		{"the party of 2.3.24", d(2024, 3, 2), d(2024, 3, 4), "the party of"},
 		{"last month's rent", d(2026, 4, 1), d(2026, 5, 1), "'s rent"},
 	} {
 		w, ok := parseWhen(c.text, now, berlin)
@@ -47,6 +49,7 @@ func TestParseWhen(t *testing.T) {
 		"what is Anna's favourite book",
 		"the 3 of us went to the lake",
 		"remember the weekend plans",
+		"version 1.13.2 of the app",
 	} {
 		if w, ok := parseWhen(text, now, berlin); ok {
 			t.Errorf("parseWhen(%q) = [%s, %s); want no time", text, w.from, w.to)

@@ -156,6 +156,11 @@ func EvidenceIDs(raw []string) []string {
 	return out
 }
 
+// oneLine is text with every run of white space one space: a prompt
+// carries a multi-line message on one line (assemble's snippets), and a
+// turn is found when its words are there in order.
+func oneLine(text string) string { return strings.Join(strings.Fields(text), " ") }
+
 // RecallOptions configure a recall run.
 type RecallOptions struct {
 	Dir      string // where the store lives (a temporary directory when empty)
@@ -261,13 +266,14 @@ func Recall(ctx context.Context, chats []RecallChat, o RecallOptions) (RecallRes
 			var ev []string
 			for _, e := range EvidenceIDs(q.Evidence) {
 				if t, ok := texts[e]; ok && strings.TrimSpace(t) != "" {
-					ev = append(ev, t)
+					ev = append(ev, oneLine(t))
 				}
 			}
 			if len(ev) == 0 {
 				continue
 			}
 			frac := func(in string) float64 {
+				in = oneLine(in)
 				n := 0
 				for _, t := range ev {
 					if strings.Contains(in, t) {

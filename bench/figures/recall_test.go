@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"testing"
+	"time"
 )
 
 // TestEvidenceIDs: REALTALK's evidence lists in all the shapes its files
@@ -52,5 +53,26 @@ func TestRecallFixture(t *testing.T) {
 	}
 	if res.Ours.Tokens <= 0 || len(res.Ours.Latency) != 2 {
 		t.Errorf("ours: %v tokens, %d latencies", res.Ours.Tokens, len(res.Ours.Latency))
+	}
+}
+
+// TestRecallMultiLineTurn: a turn written on several lines is found when
+// the prompt carries it (on one line, as snippets show every message).
+func TestRecallMultiLineTurn(t *testing.T) {
+	day := time.Date(2024, 1, 7, 10, 0, 0, 0, time.UTC)
+	chats := []RecallChat{{
+		Name: "Chat_1_Ana_Bo",
+		Turns: []RecallTurn{
+			{ID: "D1:1", Speaker: "Ana", Text: "what did you bake?", Time: day},
+			{ID: "D1:2", Speaker: "Bo", Text: "A lemon cake.\n\nWith  poppy seeds!", Time: day.Add(time.Minute)},
+		},
+		Questions: []RecallQuestion{{Question: "What kind of cake did Bo bake?", Evidence: []string{"D1:2"}, Category: "1"}},
+	}}
+	res, err := Recall(context.Background(), chats, RecallOptions{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Ours.Recall != 1 || res.Baseline.Recall != 1 {
+		t.Errorf("recall %v (baseline %v), want 1: the lemon cake is in both", res.Ours.Recall, res.Baseline.Recall)
 	}
 }
