@@ -75,6 +75,10 @@ type Media struct {
 	Vision           string `mapstructure:"vision"`
 	MaxImageBytes    int    `mapstructure:"max_image_bytes"`
 	MaxDocumentBytes int    `mapstructure:"max_document_bytes"`
+	// KeepImages keeps the bytes of the photos users send under
+	// data/media/ (0600), purged with the rest; off, only their
+	// description is stored.
+	KeepImages bool `mapstructure:"keep_images"`
 }
 
 // Transcription owns speech-to-text for voice notes and audio.

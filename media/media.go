@@ -56,9 +56,11 @@ type Options struct {
 	Heard       bool          // show "🎤 heard: …" before the answer
 
 	Describer Describer // nil: photos are not looked at
+	Model     string    // the model that sees photos: images are counted by its rules, a refusal remembered for it
 	Usage     Usage     // counts descriptions in the daily token quota; nil: not counted
 	Vision    string    // VisionAuto (default), VisionOn or VisionOff
 	MaxImage  int64     // larger photos are not downloaded (default 20 MB)
+	Keep      *Kept     // photos' bytes are kept on disk (media.keep_images); nil: not kept
 
 	MaxDocument int64    // larger documents are not read (default 1 MiB)
 	Imports     *Imports // chat exports sent as documents are offered for import; nil: read as documents
@@ -73,11 +75,14 @@ type Stage struct {
 	opts Options
 
 	mu       sync.Mutex
-	noVision bool                  // auto: the model refused images
+	noVision map[string]bool       // auto: the models that refused images (bounded: maxModels)
 	told     map[pipeline.Key]bool // conversations told how to enable vision (bounded: maxTold)
 }
 
-const maxTold = 10000
+const (
+	maxTold   = 10000
+	maxModels = 100
+)
 
 // New returns the stage; rec stores what it answers by itself.
 func New(rec Recorder, opts Options) *Stage {
@@ -99,7 +104,7 @@ func New(rec Recorder, opts Options) *Stage {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Stage{rec: rec, opts: opts, told: map[pipeline.Key]bool{}}
+	return &Stage{rec: rec, opts: opts, told: map[pipeline.Key]bool{}, noVision: map[string]bool{}}
 }
 
 // Middleware returns the stage as a pipeline middleware.

@@ -26,6 +26,9 @@ type Inbound struct {
 	Choice      string // data of a pressed choice button; Text is then the button's label
 	Time        time.Time
 	Media       *Media // a voice note, photo, document… that came with it (Text is its caption); nil for none
+	// Images are shown to the model with Text (a photo, once the media
+	// stage has it); never stored.
+	Images []Image `json:"-"`
 }
 
 // UserID is the sender as access lists name it: the channel and the platform
