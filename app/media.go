@@ -25,6 +25,7 @@ func (a *App) mediaStage(rec media.Recorder, usage media.Usage) *media.Stage {
 		Vision:      mc.Vision,
 		MaxImage:    int64(mc.MaxImageBytes),
 		MaxDocument: int64(mc.MaxDocumentBytes),
+		MaxPDF:      int64(mc.MaxPDFBytes),
 		Usage:       usage,
 		Log:         a.Log,
 	}

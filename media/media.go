@@ -26,8 +26,8 @@ type Describer interface {
 	Describe(ctx context.Context, jpeg []byte, caption string) (text string, tokens int, err error)
 }
 
-// Usage hears the tokens a description cost, for the user's daily quota
-// (limits.Quota).
+// Usage hears the tokens a transcription or a description cost, for the
+// user's daily quota (limits.Quota).
 type Usage interface {
 	Add(ctx context.Context, userID string, tokens int) error
 }
@@ -57,12 +57,13 @@ type Options struct {
 
 	Describer Describer // nil: photos are not looked at
 	Model     string    // the model that sees photos: images are counted by its rules, a refusal remembered for it
-	Usage     Usage     // counts descriptions in the daily token quota; nil: not counted
+	Usage     Usage     // counts transcriptions and descriptions in the daily token quota; nil: not counted
 	Vision    string    // VisionAuto (default), VisionOn or VisionOff
 	MaxImage  int64     // larger photos are not downloaded (default 20 MB)
 	Keep      *Kept     // photos' bytes are kept on disk (media.keep_images); nil: not kept
 
-	MaxDocument int64    // larger documents are not read (default 1 MiB)
+	MaxDocument int64    // larger text documents are not read (default 1 MiB)
+	MaxPDF      int64    // larger PDFs are not read (default 20 MiB)
 	Imports     *Imports // chat exports sent as documents are offered for import; nil: read as documents
 
 	Timeout time.Duration // a download plus its model call (default 2 minutes)
@@ -94,6 +95,9 @@ func New(rec Recorder, opts Options) *Stage {
 	}
 	if opts.MaxDocument <= 0 {
 		opts.MaxDocument = 1 << 20
+	}
+	if opts.MaxPDF <= 0 {
+		opts.MaxPDF = 20 << 20
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = 2 * time.Minute
@@ -136,6 +140,19 @@ func (s *Stage) Middleware() pipeline.Middleware {
 			}
 			return next.Handle(ctx, t)
 		})
+	}
+}
+
+// count adds what a model call for the turn cost to the sender's daily
+// token quota (Options.Usage); a failure is logged.
+func (s *Stage) count(ctx context.Context, t *pipeline.Turn, what string, tokens int) {
+	if tokens <= 0 || s.opts.Usage == nil {
+		return
+	}
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := s.opts.Usage.Add(uctx, t.In.UserID(), tokens); err != nil {
+		t.Logger().Warn("counting the tokens of "+what, "tokens", tokens, "err", err)
 	}
 }
 

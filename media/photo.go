@@ -62,11 +62,7 @@ func (s *Stage) photo(ctx context.Context, t *pipeline.Turn) (done bool, err err
 		return true, reply(ctx, t, "I couldn't open that image ("+err.Error()+").")
 	}
 	desc, tokens, err := s.opts.Describer.Describe(ctx2, small, t.In.Text)
-	if tokens > 0 && s.opts.Usage != nil {
-		if uerr := s.opts.Usage.Add(context.WithoutCancel(ctx), t.In.UserID(), tokens); uerr != nil {
-			t.Logger().Warn("counting a photo's tokens", "err", uerr)
-		}
-	}
+	s.count(ctx, t, "describing a photo", tokens)
 	if errors.Is(err, ErrNoVision) && s.opts.Vision == VisionAuto {
 		s.refused(err)
 		s.tellOnce(ctx, t)

@@ -1,0 +1,101 @@
+package media_test
+
+import (
+	"bytes"
+	"compress/zlib"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/recallbot/recall/media"
+	"github.com/recallbot/recall/pipeline"
+)
+
+// makePDF writes a PDF whose pages draw the given content streams
+// (FlateDecode) in Helvetica, with a correct cross-reference table.
+func makePDF(t *testing.T, pages ...string) []byte {
+	t.Helper()
+	var objs []string
+	kids := make([]string, len(pages))
+	for i := range pages {
+		kids[i] = fmt.Sprintf("%d 0 R", 4+2*i)
+	}
+	objs = append(objs,
+		"<< /Type /Catalog /Pages 2 0 R >>",
+		fmt.Sprintf("<< /Type /Pages /Kids [%s] /Count %d >>", strings.Join(kids, " "), len(pages)),
+		"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>")
+	for i, content := range pages {
+		var z bytes.Buffer
+		w := zlib.NewWriter(&z)
+		w.Write([]byte(content))
+		w.Close()
+		objs = append(objs,
+			fmt.Sprintf("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Resources << /Font << /F1 3 0 R >> >> /Contents %d 0 R >>", 5+2*i),
+			fmt.Sprintf("<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream", z.Len(), z.String()))
+	}
+	var b bytes.Buffer
+	b.WriteString("%PDF-1.4\n")
+	offs := make([]int, len(objs))
+	for i, o := range objs {
+		offs[i] = b.Len()
+		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
+	}
+	xref := b.Len()
+	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
+	for _, o := range offs {
+		fmt.Fprintf(&b, "%010d 00000 n \n", o)
+	}
+	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
+	return b.Bytes()
+}
+
+// A PDF's text is read (Tj and TJ, page after page) into the message; one
+// with no text, a damaged one and one over the limit get a clear answer.
+func TestPDFDocuments(t *testing.T) {
+	lease := makePDF(t,
+		"BT /F1 12 Tf 72 720 Td (Lease agreement) Tj ET\nBT /F1 12 Tf 72 700 Td [(Rent: 9) -20 (00 EUR a month)] TJ ET",
+		"BT /F1 12 Tf 72 720 Td (Deposit: two months) Tj ET")
+	rec := &recorder{}
+	st := media.New(rec, media.Options{MaxPDF: 64 << 10})
+	doc := func(name string, data []byte, caption string) pipeline.Inbound {
+		return pipeline.Inbound{Key: key, MessageID: name, Time: time.Now(), Text: caption,
+			Media: &pipeline.Media{Kind: pipeline.MediaDocument, Name: name, MIME: "application/pdf", Size: int64(len(data)), Fetch: bytesOf(data)}}
+	}
+	got, sent := run(t, st, doc("lease.pdf", lease, "what is the deposit?"))
+	if got == nil || len(sent) != 0 {
+		t.Fatalf("reached the model %+v, sent %q", got, sent)
+	}
+	for _, want := range []string{"📄 lease.pdf (2 pages):", "Lease agreement", "Rent: 900 EUR a month", "Deposit: two months", "\nwhat is the deposit?"} {
+		if !strings.Contains(got.Text, want) {
+			t.Errorf("the text lacks %q:\n%s", want, got.Text)
+		}
+	}
+	big := append(append([]byte{}, lease...), bytes.Repeat([]byte("%"), 70<<10)...)
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"scan.pdf", makePDF(t, "q 100 0 0 100 0 0 cm Q"), "found no text"},
+		{"broken.pdf", append([]byte("%PDF-1.4\n1 0 obj\n<<"), bytes.Repeat([]byte("(("), 100)...), "looks damaged"},
+		{"cut.pdf", lease[:len(lease)/2], "looks damaged"},
+		{"big.pdf", big, "too large"},
+	} {
+		got, sent := run(t, st, doc(tc.name, tc.data, ""))
+		if got != nil || len(sent) != 1 || !strings.Contains(sent[0], tc.want) {
+			t.Errorf("%s: reached the model %+v, sent %q", tc.name, got, sent)
+		}
+	}
+}
+
+// Whatever bytes come as a PDF, reading them neither panics nor hangs.
+func FuzzPDFDocument(f *testing.F) {
+	f.Add([]byte("%PDF-1.4\n"))
+	f.Add(makePDF(&testing.T{}, "BT /F1 12 Tf (hello) Tj ET"))
+	st := media.New(&recorder{}, media.Options{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		in := pipeline.Inbound{Key: key, MessageID: "f", Media: &pipeline.Media{Kind: pipeline.MediaDocument, Name: "x.pdf", Size: int64(len(data)), Fetch: bytesOf(data)}}
+		run(t, st, in)
+	})
+}
