@@ -97,7 +97,12 @@ func (k *Kept) Purge(scope memory.PurgeScope) (int, error) {
 		}
 		return n, nil
 	}
-	cut := scope.OlderThan.UnixMilli()
+	return k.purgeOlderIn(root, scope.OlderThan)
+}
+
+// purgeOlderIn removes the photos under root that came before t.
+func (k *Kept) purgeOlderIn(root string, t time.Time) (int, error) {
+	cut := t.UnixMilli()
 	n := 0
 	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -115,6 +120,30 @@ func (k *Kept) Purge(scope memory.PurgeScope) (int, error) {
 	})
 	if err != nil {
 		return n, fmt.Errorf("removing kept photos: %w", err)
+	}
+	return n, nil
+}
+
+// PurgeOlder removes every owner's kept photos that came before t
+// (memory.retention_days).
+func (k *Kept) PurgeOlder(t time.Time) (int, error) {
+	owners, err := os.ReadDir(k.dir)
+	if os.IsNotExist(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("listing kept photos: %w", err)
+	}
+	n := 0
+	for _, o := range owners {
+		if !o.IsDir() {
+			continue
+		}
+		m, err := k.purgeOlderIn(filepath.Join(k.dir, o.Name()), t)
+		n += m
+		if err != nil {
+			return n, err
+		}
 	}
 	return n, nil
 }

@@ -51,6 +51,13 @@ func TestKeptPhotosFollowPurgeScopes(t *testing.T) {
 	if _, err := os.Stat(other); err != nil {
 		t.Fatalf("another owner's photo went: %v", err)
 	}
+	// Retention: every owner's photos older than the cut.
+	if n, err := k.PurgeOlder(now.AddDate(0, 0, -30)); err != nil || n != 1 {
+		t.Fatalf("retention removed %d, %v; want the other owner's old photo", n, err)
+	}
+	if _, err := os.Stat(other); !os.IsNotExist(err) {
+		t.Fatalf("the old photo is still there: %v", err)
+	}
 }
 
 func mustRel(t *testing.T, base, p string) string {
