@@ -263,3 +263,29 @@ func keptFiles(t *testing.T, dir string) []string {
 	}
 	return out
 }
+
+// A captioned photo is stored on arrival as its caption (the channel's
+// intake); once described, the description is what is remembered.
+func TestCaptionStoredOnArrivalIsReplacedByTheDescription(t *testing.T) {
+	srv := llmtest.NewServer(t, func(r llmtest.Request) llmtest.Response {
+		if strings.HasPrefix(r.Messages[0].Content, llm.DescribePrompt) {
+			return llmtest.Response{Text: "A bottle of Barolo 2016."}
+		}
+		return llmtest.Response{Text: "ok"}
+	})
+	a, out := newMediaApp(t, srv, nil)
+	in := photoIn("1", "the wine from Friday", testJPEG(t, 50, 50))
+	if err := a.Intake.Accept(t.Context(), in); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Handler.Handle(t.Context(), &pipeline.Turn{In: in, Out: out}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Store.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := a.Store.Active(t.Context(), in.Key)
+	if err != nil || len(msgs) != 2 || msgs[0].Text != "📷 Photo: A bottle of Barolo 2016.\nthe wine from Friday" || msgs[1].Text != "ok" {
+		t.Fatalf("stored %+v %v", msgs, err)
+	}
+}

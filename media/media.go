@@ -41,6 +41,13 @@ type Recorder interface {
 	Append(ctx context.Context, msgs ...memory.Message) error
 }
 
+// Discarder removes the copy of a message a channel stored on arrival
+// (chat.Intake stores a caption; memory.Store.Discard), so that the
+// responder stores what the media became in its place.
+type Discarder interface {
+	Discard(ctx context.Context, key pipeline.Key, platformID string) (removed bool, err error)
+}
+
 // Vision modes (media.vision).
 const (
 	VisionAuto = "auto" // try; a model that refuses images is not asked again
@@ -118,7 +125,7 @@ func (s *Stage) Middleware() pipeline.Middleware {
 			if t.In.Media == nil || !t.In.Addressed() {
 				return next.Handle(ctx, t)
 			}
-			md := t.In.Media
+			md, caption := t.In.Media, t.In.Text
 			var (
 				done bool
 				err  error
@@ -138,6 +145,9 @@ func (s *Stage) Middleware() pipeline.Middleware {
 			if strings.TrimSpace(t.In.Text) == "" {
 				return nil
 			}
+			if t.In.Text != caption && caption != "" {
+				s.replaceStored(ctx, t)
+			}
 			return next.Handle(ctx, t)
 		})
 	}
@@ -153,6 +163,22 @@ func (s *Stage) count(ctx context.Context, t *pipeline.Turn, what string, tokens
 	defer cancel()
 	if err := s.opts.Usage.Add(uctx, t.In.UserID(), tokens); err != nil {
 		t.Logger().Warn("counting the tokens of "+what, "tokens", tokens, "err", err)
+	}
+}
+
+// replaceStored removes the caption a channel stored when the message
+// arrived, so the transcript, description or document text the responder
+// stores is what is remembered (the store keeps the first copy of a
+// message). A crash between the two loses the message from the history.
+func (s *Stage) replaceStored(ctx context.Context, t *pipeline.Turn) {
+	d, ok := s.rec.(Discarder)
+	if !ok || t.In.MessageID == "" {
+		return
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if _, err := d.Discard(dctx, t.In.Key, t.In.MessageID); err != nil {
+		t.Logger().Warn("replacing the stored caption of a media message with what it said", "err", err)
 	}
 }
 
