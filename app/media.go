@@ -19,15 +19,16 @@ func (a *App) mediaStage(rec media.Recorder, usage media.Usage) *media.Stage {
 	cfg := a.Config
 	mc := cfg.Media
 	opts := media.Options{
-		MaxDuration: time.Duration(mc.Transcription.MaxSeconds) * time.Second,
-		MaxBytes:    int64(mc.Transcription.MaxBytes),
-		Heard:       mc.Transcription.ShowHeard,
-		Vision:      mc.Vision,
-		MaxImage:    int64(mc.MaxImageBytes),
-		MaxDocument: int64(mc.MaxDocumentBytes),
-		MaxPDF:      int64(mc.MaxPDFBytes),
-		Usage:       usage,
-		Log:         a.Log,
+		MaxDuration:    time.Duration(mc.Transcription.MaxSeconds) * time.Second,
+		MaxBytes:       int64(mc.Transcription.MaxBytes),
+		Heard:          mc.Transcription.ShowHeard,
+		Vision:         mc.Vision,
+		MaxImage:       int64(mc.MaxImageBytes),
+		MaxDocument:    int64(mc.MaxDocumentBytes),
+		MaxPDF:         int64(mc.MaxPDFBytes),
+		DocumentPrompt: cfg.Memory.Budget.Snippets,
+		Usage:          usage,
+		Log:            a.Log,
 	}
 	if mc.Transcription.Model != "" {
 		base, key := mc.Transcription.BaseURL, mc.Transcription.APIKey

@@ -441,10 +441,19 @@ func (r *Responder) journal(log *slog.Logger, err error) {
 
 func (r *Responder) request(in pipeline.Inbound, st memory.Settings) assemble.Request {
 	return assemble.Request{
-		Key: in.Key, Text: in.Text, Images: llmImages(in.Images), MessageID: in.MessageID, SystemPrompt: r.opts.SystemPrompt,
+		Key: in.Key, Text: promptText(in), Images: llmImages(in.Images), MessageID: in.MessageID, SystemPrompt: r.opts.SystemPrompt,
 		Memory: st.MemoryEnabled, Facts: r.opts.Facts && !st.FactsOff, MaxMemories: r.opts.MaxMemories,
 		MaxTotal: r.promptCap(),
 	}
+}
+
+// promptText is what the model reads for a message: its Prompt (a long
+// document's relevant part) or its Text.
+func promptText(in pipeline.Inbound) string {
+	if in.Prompt != "" {
+		return in.Prompt
+	}
+	return in.Text
 }
 
 // llmImages are a turn's images as the model takes them.
@@ -655,7 +664,7 @@ func (r *Responder) typing(ctx context.Context, t *pipeline.Turn) func() {
 }
 
 func (r *Responder) extractFacts(ctx context.Context, in pipeline.Inbound, reply string, log *slog.Logger) {
-	facts, err := r.facts.Extract(ctx, in.Text, reply)
+	facts, err := r.facts.Extract(ctx, promptText(in), reply)
 	if err != nil {
 		log.Warn("fact extraction failed", "err", err)
 		return

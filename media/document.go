@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/recallbot/recall/pipeline"
 )
@@ -72,7 +73,7 @@ func (s *Stage) document(ctx context.Context, t *pipeline.Turn) (done bool, err 
 		return true, s.refuse(ctx, t, fmt.Sprintf("📄 %s (not text)", name), fmt.Sprintf("%s is not a text file I can read.", name))
 	}
 	body := strings.TrimSpace(strings.TrimPrefix(string(data), "\ufeff"))
-	t.In.Text = withCaption(fmt.Sprintf("📄 %s:\n%s", name, body), t.In.Text)
+	s.setDocument(t, "📄 "+name, body)
 	return false, nil
 }
 
@@ -106,8 +107,27 @@ func (s *Stage) pdfDocument(ctx context.Context, t *pipeline.Turn, name string) 
 		return true, s.refuse(ctx, t, fmt.Sprintf("📄 %s (a PDF I could not read)", name),
 			fmt.Sprintf("I couldn't read %s: it looks damaged or password-protected. Paste the part you want me to read.", name))
 	}
-	t.In.Text = withCaption(fmt.Sprintf("📄 %s (%s):\n%s", name, plural(pages, "page"), text), t.In.Text)
+	s.setDocument(t, fmt.Sprintf("📄 %s (%s)", name, plural(pages, "page")), text)
 	return false, nil
+}
+
+// setDocument makes a document's text the turn's: stored whole and
+// searchable. The model reads a long one (over Options.DocumentPrompt) as
+// the parts most relevant to the caption, the rest left out.
+func (s *Stage) setDocument(t *pipeline.Turn, header, body string) {
+	caption := t.In.Text
+	t.In.Text = withCaption(header+":\n"+body, caption)
+	if max := s.opts.DocumentPrompt * 4; len(body) > max { // ~4 bytes a token
+		part := excerpt(body, caption, max)
+		if part == "" {
+			part = body[:max]
+			for len(part) > 0 && !utf8.ValidString(part) {
+				part = part[:len(part)-1]
+			}
+		}
+		t.In.Prompt = withCaption(fmt.Sprintf("%s — %d KB, too long to show whole; all of it is in your memory. "+
+			"The parts most relevant to the user's message:\n%s", header, len(body)>>10, part), caption)
+	}
 }
 
 // plural is "1 page", "3 pages".

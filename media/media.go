@@ -69,9 +69,13 @@ type Options struct {
 	MaxImage  int64     // larger photos are not downloaded (default 20 MB)
 	Keep      *Kept     // photos' bytes are kept on disk (media.keep_images); nil: not kept
 
-	MaxDocument int64    // larger text documents are not read (default 1 MiB)
-	MaxPDF      int64    // larger PDFs are not read (default 20 MiB)
-	Imports     *Imports // chat exports sent as documents are offered for import; nil: read as documents
+	MaxDocument int64 // larger text documents are not read (default 1 MiB)
+	MaxPDF      int64 // larger PDFs are not read (default 20 MiB)
+	// DocumentPrompt is how much of a document the model reads, in
+	// tokens (memory.budget.snippets; default 1500): a longer one is
+	// stored whole, and the model reads the parts relevant to the caption.
+	DocumentPrompt int
+	Imports        *Imports // chat exports sent as documents are offered for import; nil: read as documents
 
 	Timeout time.Duration // a download plus its model call (default 2 minutes)
 	Log     *slog.Logger
@@ -102,6 +106,9 @@ func New(rec Recorder, opts Options) *Stage {
 	}
 	if opts.MaxDocument <= 0 {
 		opts.MaxDocument = 1 << 20
+	}
+	if opts.DocumentPrompt <= 0 {
+		opts.DocumentPrompt = 1500
 	}
 	if opts.MaxPDF <= 0 {
 		opts.MaxPDF = 20 << 20

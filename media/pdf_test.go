@@ -99,3 +99,44 @@ func FuzzPDFDocument(f *testing.F) {
 		run(t, st, in)
 	})
 }
+
+// A long document is stored whole; the model reads the parts relevant to
+// the question (the caption) within the budget, the beginning without one.
+func TestLongDocumentPromptCarriesTheRelevantPart(t *testing.T) {
+	var doc strings.Builder
+	doc.WriteString("# Tenancy agreement\n\n")
+	for i := range 60 {
+		if i == 41 {
+			doc.WriteString("§ 41. The deposit is two months of rent, paid into a separate account.\n\n")
+			continue
+		}
+		fmt.Fprintf(&doc, "§ %d. The tenant keeps the flat clean and tidy, and reports repairs within a week. Clause %d applies.\n\n", i, i)
+	}
+	for doc.Len() < 40<<10 {
+		doc.WriteString("Appendix: the inventory lists chairs, tables and lamps in every room of the flat.\n")
+	}
+	data := []byte(doc.String())
+	st := media.New(&recorder{}, media.Options{MaxDocument: 1 << 20, DocumentPrompt: 500})
+	in := func(caption string) pipeline.Inbound {
+		return pipeline.Inbound{Key: key, MessageID: "d", Text: caption,
+			Media: &pipeline.Media{Kind: pipeline.MediaDocument, Name: "lease.md", Size: int64(len(data)), Fetch: bytesOf(data)}}
+	}
+	got, _ := run(t, st, in("How much is the deposit?"))
+	if got == nil || !strings.HasPrefix(got.Text, "📄 lease.md:\n# Tenancy agreement") || !strings.Contains(got.Text, "Appendix") {
+		t.Fatalf("stored text is not the whole document: %.200q", got.Text)
+	}
+	if !strings.Contains(got.Prompt, "The deposit is two months of rent") || len(got.Prompt) > 2300 ||
+		!strings.HasSuffix(got.Prompt, "\nHow much is the deposit?") {
+		t.Fatalf("the model reads (%d bytes):\n%s", len(got.Prompt), got.Prompt)
+	}
+	got, _ = run(t, st, in(""))
+	if !strings.Contains(got.Prompt, "# Tenancy agreement") || strings.Contains(got.Prompt, "deposit") {
+		t.Fatalf("without a question the model reads:\n%s", got.Prompt)
+	}
+	short := []byte("Rent: 900 EUR")
+	got, _ = run(t, st, pipeline.Inbound{Key: key, MessageID: "s",
+		Media: &pipeline.Media{Kind: pipeline.MediaDocument, Name: "rent.txt", Size: int64(len(short)), Fetch: bytesOf(short)}})
+	if got.Prompt != "" {
+		t.Fatalf("a short document got a prompt of its own: %q", got.Prompt)
+	}
+}

@@ -29,6 +29,10 @@ type Inbound struct {
 	// Images are shown to the model with Text (a photo, once the media
 	// stage has it); never stored.
 	Images []Image `json:"-"`
+	// Prompt, when not empty, is what the model reads for this message
+	// instead of Text (a long document's part relevant to the question);
+	// Text is what is stored.
+	Prompt string `json:"-"`
 }
 
 // UserID is the sender as access lists name it: the channel and the platform
