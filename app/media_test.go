@@ -289,3 +289,33 @@ func TestCaptionStoredOnArrivalIsReplacedByTheDescription(t *testing.T) {
 		t.Fatalf("stored %+v %v", msgs, err)
 	}
 }
+
+// A long document: the model reads the part relevant to the caption; the
+// whole text is stored.
+func TestLongDocumentTheModelReadsTheRelevantPart(t *testing.T) {
+	var last string
+	srv := llmtest.NewServer(t, func(r llmtest.Request) llmtest.Response {
+		last = r.Messages[len(r.Messages)-1].Content
+		return llmtest.Response{Text: "Two months."}
+	})
+	a, out := newMediaApp(t, srv, nil)
+	body := strings.Repeat("The tenant keeps the flat clean and reports repairs within a week.\n\n", 500) +
+		"The deposit is two months of rent.\n\n" + strings.Repeat("The inventory lists chairs and lamps.\n\n", 500)
+	in := pipeline.Inbound{Key: pipeline.Key{Channel: "telegram", Chat: "42"}, SenderID: "42", MessageID: "1",
+		Text: "how much is the deposit?", Time: time.Now(),
+		Media: &pipeline.Media{Kind: pipeline.MediaDocument, Name: "lease.txt", Size: int64(len(body)),
+			Fetch: func(context.Context, int64) ([]byte, error) { return []byte(body), nil }}}
+	if err := a.Handler.Handle(t.Context(), &pipeline.Turn{In: in, Out: out}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(last, "The deposit is two months of rent.") || len(last) > 8000 {
+		t.Fatalf("the model read %d bytes:\n%.300s", len(last), last)
+	}
+	if err := a.Store.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := a.Store.Active(t.Context(), in.Key)
+	if err != nil || len(msgs) != 2 || !strings.HasPrefix(msgs[0].Text, "📄 lease.txt:\n") || len(msgs[0].Text) < len(body) {
+		t.Fatalf("stored %d messages, %v", len(msgs), err)
+	}
+}
