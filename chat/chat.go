@@ -284,14 +284,14 @@ func (r *Responder) answer(ctx context.Context, t *pipeline.Turn, settings memor
 		}
 	}
 	ask(prompt.Messages)
-	if len(in.Images) > 0 && llm.IsImageRejected(err) && !a.cut && ctx.Err() == nil {
+	if in.Image != nil && llm.IsImageRejected(err) && !a.cut && ctx.Err() == nil {
 		// The model takes no images: it answers the text, told that a
 		// photo came that it cannot see.
 		text := cannotSee + "\n" + in.Text
 		if r.opts.Vision != nil {
 			text = r.opts.Vision.ImagesRefused(ctx, t, err)
 		}
-		in.Text, in.Images = text, nil
+		in.Text, in.Image = text, nil
 		if prompt, err = r.asm.Build(ctx, r.request(in, settings)); err != nil {
 			return answered{}, r.fail(ctx, t, "storage", err, "Sorry, I couldn't load our conversation from storage. Please try again in a moment.")
 		}
@@ -441,7 +441,7 @@ func (r *Responder) journal(log *slog.Logger, err error) {
 
 func (r *Responder) request(in pipeline.Inbound, st memory.Settings) assemble.Request {
 	return assemble.Request{
-		Key: in.Key, Text: promptText(in), Images: llmImages(in.Images), MessageID: in.MessageID, SystemPrompt: r.opts.SystemPrompt,
+		Key: in.Key, Text: promptText(in), Images: llmImages(in.Image), MessageID: in.MessageID, SystemPrompt: r.opts.SystemPrompt,
 		Memory: st.MemoryEnabled, Facts: r.opts.Facts && !st.FactsOff, MaxMemories: r.opts.MaxMemories,
 		MaxTotal: r.promptCap(),
 	}
@@ -456,16 +456,12 @@ func promptText(in pipeline.Inbound) string {
 	return in.Text
 }
 
-// llmImages are a turn's images as the model takes them.
-func llmImages(ims []pipeline.Image) []llm.Image {
-	if len(ims) == 0 {
+// llmImages is a turn's image as the model takes it.
+func llmImages(im *pipeline.Image) []llm.Image {
+	if im == nil {
 		return nil
 	}
-	out := make([]llm.Image, len(ims))
-	for i, im := range ims {
-		out[i] = llm.Image{JPEG: im.JPEG, Width: im.Width, Height: im.Height, Tokens: im.Tokens}
-	}
-	return out
+	return []llm.Image{{JPEG: im.JPEG, Width: im.Width, Height: im.Height, Tokens: im.Tokens}}
 }
 
 // Preview assembles without calling the LLM (for /context and `bot context`).

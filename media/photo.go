@@ -28,7 +28,7 @@ const cannotSee = "📷 [the user sent a photo you cannot see]"
 // photo has a vision model describe a photo, and makes the description
 // (with the caption) the turn's text: "📷 Photo: a bottle of Barolo 2016 on
 // a wooden table" — stored, searchable, answered like text. The model that
-// answers also sees the photo itself (the turn's Images, scaled down to
+// answers also sees the photo itself (the turn's Image, scaled down to
 // MaxSide).
 func (s *Stage) photo(ctx context.Context, t *pipeline.Turn) (done bool, err error) {
 	md := t.In.Media
@@ -75,7 +75,7 @@ func (s *Stage) photo(ctx context.Context, t *pipeline.Turn) (done bool, err err
 	}
 	t.In.Text = withCaption("📷 Photo: "+desc, t.In.Text)
 	if im, err := llm.NewImage(s.opts.Model, small); err == nil {
-		t.In.Images = []pipeline.Image{{JPEG: im.JPEG, Width: im.Width, Height: im.Height, Tokens: im.Tokens}}
+		t.In.Image = &pipeline.Image{JPEG: im.JPEG, Width: im.Width, Height: im.Height, Tokens: im.Tokens}
 	}
 	return false, nil
 }
