@@ -14,8 +14,11 @@ import (
 
 // makePDF writes a PDF whose pages draw the given content streams
 // (FlateDecode) in Helvetica, with a correct cross-reference table.
-func makePDF(t *testing.T, pages ...string) []byte {
-	t.Helper()
+func makePDF(t *testing.T, pages ...string) []byte { return buildPDF("", 0, pages...) }
+
+// buildPDF is makePDF with extra kids first in the page tree's root and,
+// when count > 0, the root's /Count.
+func buildPDF(extraKids string, count int, pages ...string) []byte {
 	var objs []string
 	kids := make([]string, len(pages))
 	for i := range pages {
@@ -23,7 +26,7 @@ func makePDF(t *testing.T, pages ...string) []byte {
 	}
 	objs = append(objs,
 		"<< /Type /Catalog /Pages 2 0 R >>",
-		fmt.Sprintf("<< /Type /Pages /Kids [%s] /Count %d >>", strings.Join(kids, " "), len(pages)),
+		fmt.Sprintf("<< /Type /Pages /Kids [%s%s] /Count %d >>", extraKids, strings.Join(kids, " "), max(count, len(pages))),
 		"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>")
 	for i, content := range pages {
 		var z bytes.Buffer
@@ -92,7 +95,7 @@ func TestPDFDocuments(t *testing.T) {
 // Whatever bytes come as a PDF, reading them neither panics nor hangs.
 func FuzzPDFDocument(f *testing.F) {
 	f.Add([]byte("%PDF-1.4\n"))
-	f.Add(makePDF(&testing.T{}, "BT /F1 12 Tf (hello) Tj ET"))
+	f.Add(buildPDF("", 0, "BT /F1 12 Tf (hello) Tj ET"))
 	st := media.New(&recorder{}, media.Options{})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		in := pipeline.Inbound{Key: key, MessageID: "f", Media: &pipeline.Media{Kind: pipeline.MediaDocument, Name: "x.pdf", Size: int64(len(data)), Fetch: bytesOf(data)}}
@@ -138,5 +141,20 @@ func TestLongDocumentPromptCarriesTheRelevantPart(t *testing.T) {
 		Media: &pipeline.Media{Kind: pipeline.MediaDocument, Name: "rent.txt", Size: int64(len(short)), Fetch: bytesOf(short)}})
 	if got.Prompt != "" {
 		t.Fatalf("a short document got a prompt of its own: %q", got.Prompt)
+	}
+}
+
+// A page tree that loops (a Pages node among its own kids) ends: the
+// reader's own page lookup would spin forever.
+func TestPDFWithALoopingPageTree(t *testing.T) {
+	looped := buildPDF("2 0 R ", 9, "BT /F1 12 Tf (only page) Tj ET")
+	st := media.New(&recorder{}, media.Options{})
+	got, sent := run(t, st, pipeline.Inbound{Key: key, MessageID: "l",
+		Media: &pipeline.Media{Kind: pipeline.MediaDocument, Name: "loop.pdf", Size: int64(len(looped)), Fetch: bytesOf(looped)}})
+	if got == nil && len(sent) == 0 {
+		t.Fatal("no answer")
+	}
+	if got == nil || !strings.Contains(got.Text, "only page") {
+		t.Fatalf("read %+v, sent %q", got, sent)
 	}
 }
