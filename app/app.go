@@ -18,6 +18,7 @@ import (
 	"github.com/recallbot/recall/limits"
 	"github.com/recallbot/recall/llm"
 	"github.com/recallbot/recall/logs"
+	"github.com/recallbot/recall/media"
 	"github.com/recallbot/recall/memory"
 	"github.com/recallbot/recall/memtools"
 	"github.com/recallbot/recall/metrics"
@@ -90,6 +91,7 @@ type App struct {
 	Health     *ops.Health // /healthz: database, write queue, then each channel as it starts
 	Intake     *chat.Intake
 	Outbox     *chat.Outbox // the delivery journal; nil when not open (the terminal chat)
+	Kept       *media.Kept  // the photos kept on disk (media.keep_images); nil when not kept
 	// Handler is the chain of stages: access, dedupe, rate limit,
 	// commands, token quota, then the responder.
 	Handler pipeline.Handler
@@ -163,12 +165,19 @@ func New(ctx context.Context, cfg config.Config, parts Parts) (*App, error) {
 }
 
 // forgetUndelivered drops from the delivery journal the replies of what a
-// /purge removed (nothing without a journal).
+// /purge removed (nothing without a journal), and the kept photos it
+// covers (media.keep_images).
 func (a *App) forgetUndelivered(scope memory.PurgeScope) error {
-	if a.Outbox == nil {
-		return nil
+	var errs []error
+	if a.Kept != nil {
+		if _, err := a.Kept.Purge(scope); err != nil {
+			errs = append(errs, err)
+		}
 	}
-	return a.Outbox.Forget(scope)
+	if a.Outbox != nil && scope.OlderThan.IsZero() {
+		errs = append(errs, a.Outbox.Forget(scope))
+	}
+	return errors.Join(errs...)
 }
 
 // AccessRefresh is how soon a running bot applies an allow/deny decision
@@ -238,6 +247,8 @@ func (a *App) build(ctx context.Context, parts Parts, defaults memory.Settings, 
 	if a.Outbox != nil {
 		copts.Journal = a.Outbox
 	}
+	mediaStage := a.mediaStage(store, quota)
+	copts.Vision = mediaStage
 	if parts.Chat != nil {
 		parts.Chat(&copts)
 	}
@@ -270,7 +281,7 @@ func (a *App) build(ctx context.Context, parts Parts, defaults memory.Settings, 
 		rate.Middleware(),
 		a.Commands.Middleware(),
 		quota.Middleware(),
-		a.mediaStage(store, quota).Middleware(),
+		mediaStage.Middleware(),
 	)
 	a.Intake = &chat.Intake{Store: store, Allowed: a.Access.Allowed, Asking: a.Commands.Asking, Counter: a.Counter, Wait: parts.IntakeWait}
 	return nil

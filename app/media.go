@@ -3,10 +3,12 @@ package app
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"time"
 
 	"github.com/recallbot/recall/llm"
 	"github.com/recallbot/recall/media"
+	"github.com/recallbot/recall/pipeline"
 )
 
 // mediaStage builds the stage that hears voice notes, sees photos and reads
@@ -17,14 +19,16 @@ func (a *App) mediaStage(rec media.Recorder, usage media.Usage) *media.Stage {
 	cfg := a.Config
 	mc := cfg.Media
 	opts := media.Options{
-		MaxDuration: time.Duration(mc.Transcription.MaxSeconds) * time.Second,
-		MaxBytes:    int64(mc.Transcription.MaxBytes),
-		Heard:       mc.Transcription.ShowHeard,
-		Vision:      mc.Vision,
-		MaxImage:    int64(mc.MaxImageBytes),
-		MaxDocument: int64(mc.MaxDocumentBytes),
-		Usage:       usage,
-		Log:         a.Log,
+		MaxDuration:    time.Duration(mc.Transcription.MaxSeconds) * time.Second,
+		MaxBytes:       int64(mc.Transcription.MaxBytes),
+		Heard:          mc.Transcription.ShowHeard,
+		Vision:         mc.Vision,
+		MaxImage:       int64(mc.MaxImageBytes),
+		MaxDocument:    int64(mc.MaxDocumentBytes),
+		MaxPDF:         int64(mc.MaxPDFBytes),
+		DocumentPrompt: cfg.Memory.Budget.Snippets,
+		Usage:          usage,
+		Log:            a.Log,
 	}
 	if mc.Transcription.Model != "" {
 		base, key := mc.Transcription.BaseURL, mc.Transcription.APIKey
@@ -42,12 +46,29 @@ func (a *App) mediaStage(rec media.Recorder, usage media.Usage) *media.Stage {
 		}
 	}
 	if imp, ok := rec.(media.Importer); ok {
-		opts.Imports = &media.Imports{Confirm: a.Commands, Store: imp, Count: a.Counter.Count}
+		opts.Imports = &media.Imports{Confirm: laterConfirm{a}, Store: imp, Count: a.Counter.Count}
 	}
 	if c, ok := a.Model.(*llm.Client); ok && mc.Vision != media.VisionOff {
 		opts.Describer = describer{c}
+		opts.Model = c.Model()
 	}
+	if mc.KeepImages {
+		opts.Keep = media.NewKept(filepath.Join(cfg.Data.Dir, MediaDir))
+	}
+	a.Kept = opts.Keep
 	return media.New(rec, opts)
+}
+
+// MediaDir is where kept photos are, under data.dir (media.keep_images).
+const MediaDir = "media"
+
+// laterConfirm asks through the commands, which are built after the stage
+// (they need the responder, which hears from the stage when the model
+// refuses images).
+type laterConfirm struct{ a *App }
+
+func (l laterConfirm) Confirm(ctx context.Context, t *pipeline.Turn, question, yesLabel, noText string, yes func(ctx context.Context) (string, error)) error {
+	return l.a.Commands.Confirm(ctx, t, question, yesLabel, noText, yes)
 }
 
 // describer has the chat model describe photos; a refusal of images is

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"sync"
+	"time"
 
 	"github.com/recallbot/recall/ops"
 )
@@ -43,19 +45,44 @@ func (a *App) ServeHTTP(optional bool) (stop func(), err error) {
 
 // StartRetention runs the retention sweep (memory.retention_days) until ctx
 // ends or the returned function is called; that function returns once the
-// sweep stopped.
+// sweep stopped. Kept photos (media.keep_images) older than the retention
+// go at each sweep too.
 func (a *App) StartRetention(ctx context.Context) (stop func()) {
 	cfg := a.Config
-	done := make(chan struct{})
+	var wg sync.WaitGroup
 	rctx, cancel := context.WithCancel(ctx)
-	go func() {
-		defer close(done)
+	wg.Go(func() {
 		if err := a.Store.RunRetention(rctx, cfg.Memory.RetentionDays, cfg.Memory.RetentionInterval); err != nil && rctx.Err() == nil {
 			a.Log.Error("the retention sweep stopped", "err", err)
 		}
-	}()
+	})
+	if a.Kept != nil && cfg.Memory.RetentionDays > 0 {
+		wg.Go(func() { a.keptRetention(rctx, cfg.Memory.RetentionDays, cfg.Memory.RetentionInterval) })
+	}
 	return func() {
 		cancel()
-		<-done
+		wg.Wait()
+	}
+}
+
+// keptRetention removes kept photos older than days every interval until
+// ctx ends.
+func (a *App) keptRetention(ctx context.Context, days int, interval time.Duration) {
+	if interval <= 0 {
+		interval = time.Hour
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if n, err := a.Kept.PurgeOlder(time.Now().AddDate(0, 0, -days)); err != nil {
+			a.Log.Error("retention of kept photos", "err", err)
+		} else if n > 0 {
+			a.Log.Info("retention removed old kept photos", "photos", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
 	}
 }

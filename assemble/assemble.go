@@ -39,8 +39,11 @@ type Source interface {
 
 // Request describes one assembly.
 type Request struct {
-	Key          pipeline.Key
-	Text         string // the current message
+	Key  pipeline.Key
+	Text string // the current message
+	// Images are shown to the model with the current message (a photo);
+	// their Tokens count in the budget as part of it.
+	Images       []llm.Image
 	MessageID    string // its platform id, so it is not also counted as a recent turn
 	SystemPrompt string
 	Memory       bool // the owner's memory is on: summaries and snippets are used
@@ -136,6 +139,7 @@ func New(src Source, counter llm.Counter, b Budget, opts ...Option) *Assembler {
 // parts is a prompt's content on its way through Build.
 type parts struct {
 	system, current string
+	images          []llm.Image // shown with the current message
 	notes           []string
 	sums            []memory.Summary
 	snips           []Snippet
@@ -175,7 +179,7 @@ func (a *Assembler) Build(ctx context.Context, req Request) (Prompt, error) {
 // system prompt; memories and facts; summaries, highest level first.
 func (a *Assembler) gather(ctx context.Context, req Request) (parts, error) {
 	b := a.budget
-	p := parts{current: req.Text}
+	p := parts{current: req.Text, images: req.Images}
 	// Ask the store for no more than the budget could hold (plus the current
 	// message): a long conversation with memory off has many active messages.
 	recent, err := a.src.Recent(ctx, req.Key, 0, b.Recent+a.count.Count(req.Text)+perMessage)
@@ -258,7 +262,7 @@ func (a *Assembler) gather(ctx context.Context, req Request) (parts, error) {
 // (it is always in), and returns the tokens of the system prompt and the two
 // messages' framing.
 func (a *Assembler) fitCurrent(p *parts) int {
-	fixed := a.count.Count(p.system) + perMessage + perMessage // system + current framing
+	fixed := a.count.Count(p.system) + perMessage + perMessage + imageTokens(p.images) // system + current framing and images
 	room := a.budget.Total - fixed
 	if room < 1 {
 		room = 1
@@ -366,7 +370,10 @@ func (a *Assembler) render(req Request, p parts, total func() int) Prompt {
 		}
 		msgs = append(msgs, llm.Message{Role: role, Content: content})
 	}
-	msgs = append(msgs, llm.Message{Role: "user", Content: p.current})
+	msgs = append(msgs, llm.Message{Role: "user", Content: p.current, Images: p.images})
+	if n := len(p.images); n > 0 {
+		bd.Notes = append(bd.Notes, fmt.Sprintf("the current message shows the model %d image(s): %d tokens", n, imageTokens(p.images)))
+	}
 
 	memTok := 0
 	if len(p.notes) > 0 {
@@ -388,7 +395,7 @@ func (a *Assembler) render(req Request, p parts, total func() int) Prompt {
 		{Name: PartSummaries, Tokens: sumTok, Budget: b.Summaries, Items: len(p.sums), Trimmed: p.sumTrimmed, Texts: sumLines},
 		{Name: PartSnippets, Tokens: snipTok, Budget: b.Snippets, Items: len(p.snips), Trimmed: p.snipTrimmed},
 		{Name: PartRecent, Tokens: tokensOf(p.recent), Budget: b.Recent, Items: len(p.recent), Trimmed: p.recentTrimmed},
-		{Name: PartCurrent, Tokens: a.count.Count(p.current), Items: 1},
+		{Name: PartCurrent, Tokens: a.count.Count(p.current) + imageTokens(p.images), Items: 1},
 	}
 	bd.Snippets = p.snips
 	bd.Total = total()
@@ -632,4 +639,13 @@ func plural(n int, one, many string) string {
 		return fmt.Sprintf("%d %s", n, one)
 	}
 	return fmt.Sprintf("%d %s", n, many)
+}
+
+// imageTokens is what images cost in the prompt.
+func imageTokens(images []llm.Image) int {
+	n := 0
+	for _, im := range images {
+		n += im.Tokens
+	}
+	return n
 }

@@ -803,3 +803,27 @@ func TestBurstLaterMessagesNotInPrompt(t *testing.T) {
 		t.Errorf("excluded from search = %v, want the current message and the later one", q)
 	}
 }
+
+// An image shown with the current message counts in the budget: at a total
+// of 144 (everything fits without it) a 23-token image trims as a total of
+// 121 would, and it goes with the current message.
+func TestImageCountsInTheBudget(t *testing.T) {
+	b := generous
+	b.Total = 144
+	req := request()
+	req.Images = []llm.Image{{JPEG: []byte{0xff, 0xd8}, Width: 10, Height: 10, Tokens: 23}}
+	p, err := assemble.New(fixture(), words{}, b).Build(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkParts(t, p.Breakdown, map[string]want{
+		assemble.PartSnippets: {0, 0, 2}, assemble.PartRecent: {42, 3, 1}, assemble.PartSummaries: {24, 3, 0}, assemble.PartMemories: {6, 2, 0},
+	})
+	last := p.Messages[len(p.Messages)-1]
+	if p.Breakdown.Total != 108+23 || len(last.Images) != 1 || last.Content != currentText {
+		t.Fatalf("total %d, the current message %q with %d images", p.Breakdown.Total, last.Content, len(last.Images))
+	}
+	if cur := p.Breakdown.Part(assemble.PartCurrent); cur.Tokens != len(strings.Fields(currentText))+23 {
+		t.Fatalf("the current message counts %d tokens", cur.Tokens)
+	}
+}

@@ -69,6 +69,17 @@ type Journal interface {
 	Done(key pipeline.Key, replyTo string) error
 }
 
+// Vision hears that the model refused a turn's images (media.Stage): it
+// remembers that this model takes none, tells the user once how to change
+// that, and returns the text the model reads instead of the turn's.
+type Vision interface {
+	ImagesRefused(ctx context.Context, t *pipeline.Turn, err error) (text string)
+}
+
+// cannotSee is what the model reads for a photo it refused, when no Vision
+// says otherwise.
+const cannotSee = "[the user sent a photo you cannot see]"
+
 // WaitNoter is a Sender that can show a short note while a slow answer is
 // awaited and take it away again (the terminal erases it). A platform that
 // cannot take a message away does not implement it and gets no note.
@@ -107,6 +118,10 @@ type Options struct {
 	// Journal records the delivery of each reply (the Outbox); nil
 	// records nothing (a crash may then lose a stored reply's delivery).
 	Journal Journal
+	// Vision hears when the model refuses a turn's images (the turn is
+	// then answered without them); nil: the model is told it cannot see
+	// the photo.
+	Vision Vision
 }
 
 // Responder is the final stage of the chain: it answers a turn (assemble,
@@ -274,6 +289,21 @@ func (r *Responder) answer(ctx context.Context, t *pipeline.Turn, settings memor
 		}
 	}
 	ask(prompt.Messages)
+	if in.Image != nil && llm.IsImageRejected(err) && !a.cut && ctx.Err() == nil {
+		// The model takes no images: it answers the text, told that a
+		// photo came that it cannot see.
+		text := cannotSee + "\n" + in.Text
+		if r.opts.Vision != nil {
+			text = r.opts.Vision.ImagesRefused(ctx, t, err)
+		}
+		in.Text, in.Image = text, nil
+		req := r.request(in, settings)
+		req.MaxTotal = tools.promptRoom(req.MaxTotal)
+		if prompt, err = r.asm.Build(ctx, req); err != nil {
+			return answered{}, r.fail(ctx, t, "storage", err, "Sorry, I couldn't load our conversation from storage. Please try again in a moment.")
+		}
+		ask(prompt.Messages)
+	}
 	for retry := 0; retry < maxCompactions; retry++ {
 		w, ok := llm.IsContextLength(err)
 		if !ok || a.cut || ctx.Err() != nil || (w > 0 && retry > 0) {
@@ -425,10 +455,27 @@ func (r *Responder) journal(log *slog.Logger, err error) {
 
 func (r *Responder) request(in pipeline.Inbound, st memory.Settings) assemble.Request {
 	return assemble.Request{
-		Key: in.Key, Text: in.Text, MessageID: in.MessageID, SystemPrompt: r.opts.SystemPrompt,
+		Key: in.Key, Text: promptText(in), Images: llmImages(in.Image), MessageID: in.MessageID, SystemPrompt: r.opts.SystemPrompt,
 		Memory: st.MemoryEnabled, Facts: r.opts.Facts && !st.FactsOff, MaxMemories: r.opts.MaxMemories,
 		MaxTotal: r.promptCap(),
 	}
+}
+
+// promptText is what the model reads for a message: its Prompt (a long
+// document's relevant part) or its Text.
+func promptText(in pipeline.Inbound) string {
+	if in.Prompt != "" {
+		return in.Prompt
+	}
+	return in.Text
+}
+
+// llmImages is a turn's image as the model takes it.
+func llmImages(im *pipeline.Image) []llm.Image {
+	if im == nil {
+		return nil
+	}
+	return []llm.Image{{JPEG: im.JPEG, Width: im.Width, Height: im.Height, Tokens: im.Tokens}}
 }
 
 // Preview assembles without calling the LLM (for /context and `bot context`).
@@ -631,7 +678,7 @@ func (r *Responder) typing(ctx context.Context, t *pipeline.Turn) func() {
 }
 
 func (r *Responder) extractFacts(ctx context.Context, in pipeline.Inbound, reply string, log *slog.Logger) {
-	facts, err := r.facts.Extract(ctx, in.Text, reply)
+	facts, err := r.facts.Extract(ctx, promptText(in), reply)
 	if err != nil {
 		log.Warn("fact extraction failed", "err", err)
 		return

@@ -97,9 +97,10 @@ type Options struct {
 	// Admin adds the admin commands (/allow, /deny, /pending, /stats) for
 	// the admins of its access list; nil: none.
 	Admin *AdminOptions
-	// AfterPurge, when set, hears of each /purge of a conversation or of
-	// all an owner's data, after the store's purge (the delivery journal
-	// forgets the undelivered replies).
+	// AfterPurge, when set, hears of each /purge (a conversation, all an
+	// owner's data, or what is older than a time), after the store's
+	// purge: the delivery journal forgets the undelivered replies, kept
+	// photos are removed.
 	AfterPurge func(scope memory.PurgeScope) error
 }
 

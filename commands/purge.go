@@ -146,9 +146,9 @@ func confirmPurge(ctx context.Context, c *Call, what string, days int) error {
 		if err != nil {
 			return err
 		}
-		if c.opts.AfterPurge != nil && scope.OlderThan.IsZero() {
-			// Replies still waiting to be delivered go too: their text
-			// must not stay on disk (the delivery journal).
+		if c.opts.AfterPurge != nil {
+			// Replies still waiting to be delivered go too (the delivery
+			// journal), and kept photos: nothing purged stays on disk.
 			if err := c.opts.AfterPurge(scope); err != nil {
 				c.Turn.Logger().Warn("forgetting the purged conversation's undelivered replies", "err", err)
 			}

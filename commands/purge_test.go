@@ -345,8 +345,8 @@ func TestPurgeAllOffersTheGroups(t *testing.T) {
 	}
 }
 
-// A /purge of a conversation or of all one's data tells AfterPurge (the
-// delivery journal forgets the undelivered replies); /purge older does not.
+// Every /purge tells AfterPurge its scope (the delivery journal forgets
+// the undelivered replies, kept photos are removed), /purge older too.
 func TestPurgeTellsAfterPurge(t *testing.T) {
 	var got []memory.PurgeScope
 	h := newHarness(t, &recorder{}, func(_ *memory.Options, c *commands.Options) {
@@ -357,7 +357,10 @@ func TestPurgeTellsAfterPurge(t *testing.T) {
 	h.reply(h.A, "yes")
 	h.reply(h.A, "/purge older 30")
 	h.reply(h.A, "yes")
-	if len(got) != 1 || got[0].Owner != h.A.Owner() || got[0].Key != h.A {
-		t.Fatalf("AfterPurge heard %+v, want the one conversation purge", got)
+	if len(got) != 2 || got[0].Owner != h.A.Owner() || got[0].Key != h.A {
+		t.Fatalf("AfterPurge heard %+v, want the conversation purge, then the older one", got)
+	}
+	if want := h.clock.Now().Add(-30 * 24 * time.Hour); got[1].Key != (pipeline.Key{}) || !got[1].OlderThan.Equal(want) {
+		t.Fatalf("the older purge told %+v, want older than %v", got[1], want)
 	}
 }

@@ -75,6 +75,11 @@ type Media struct {
 	Vision           string `mapstructure:"vision"`
 	MaxImageBytes    int    `mapstructure:"max_image_bytes"`
 	MaxDocumentBytes int    `mapstructure:"max_document_bytes"`
+	MaxPDFBytes      int    `mapstructure:"max_pdf_bytes"`
+	// KeepImages keeps the bytes of the photos users send under
+	// data/media/ (0600), purged with the rest; off, only their
+	// description is stored.
+	KeepImages bool `mapstructure:"keep_images"`
 }
 
 // Transcription owns speech-to-text for voice notes and audio.
@@ -319,6 +324,7 @@ func Default() Config {
 			Vision:           VisionAuto,
 			MaxImageBytes:    20 << 20,
 			MaxDocumentBytes: 1 << 20,
+			MaxPDFBytes:      20 << 20,
 		},
 		Memory: Memory{
 			EnabledByDefault:  true,

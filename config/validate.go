@@ -55,6 +55,7 @@ func (c Config) Validate() error {
 	v.oneOf("media.vision", c.Media.Vision, VisionAuto, VisionOn, VisionOff)
 	v.between("media.max_image_bytes", c.Media.MaxImageBytes, 1024, 2<<30)
 	v.between("media.max_document_bytes", c.Media.MaxDocumentBytes, 1024, 2<<30)
+	v.between("media.max_pdf_bytes", c.Media.MaxPDFBytes, 1024, 2<<30)
 	if c.LLM.ContextWindow != 0 {
 		v.between("llm.context_window", c.LLM.ContextWindow, 1024, 10_000_000)
 	}

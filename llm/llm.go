@@ -33,6 +33,9 @@ type Message struct {
 	// calling); ToolCallID names the call a RoleTool message answers.
 	ToolCalls  []ToolCall
 	ToolCallID string
+	// Images are pictures a user message shows the model (vision): sent
+	// as image parts after Content (OpenAI's content array).
+	Images []Image
 }
 
 // Options configures a Client. The zero value of every field except Model

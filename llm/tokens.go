@@ -68,11 +68,15 @@ func (l *lazyCounter) load() {
 
 // CountMessages estimates the prompt tokens of msgs the way OpenAI's
 // cookbook does: each message costs its content plus ~4 tokens of framing
-// (role and separators), and the reply is primed with 3 more.
+// (role and separators), and the reply is primed with 3 more. Images
+// count their Tokens.
 func CountMessages(c Counter, msgs []Message) int {
 	n := 3
 	for _, m := range msgs {
 		n += 4 + c.Count(m.Content)
+		for _, im := range m.Images {
+			n += im.Tokens
+		}
 	}
 	return n
 }

@@ -48,6 +48,9 @@ func toolsParam(tools []Tool) []openai.Tool {
 // wireMessage converts one message to go-openai's form.
 func wireMessage(m Message) openai.ChatCompletionMessage {
 	w := openai.ChatCompletionMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID}
+	if len(m.Images) > 0 {
+		w.Content, w.MultiContent = "", imageParts(m.Content, m.Images)
+	}
 	for _, tc := range m.ToolCalls {
 		w.ToolCalls = append(w.ToolCalls, openai.ToolCall{
 			ID: tc.ID, Type: openai.ToolTypeFunction,

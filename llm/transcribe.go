@@ -47,6 +47,20 @@ func NewTranscriber(o TranscriberOptions) (*Transcriber, error) {
 	return &Transcriber{api: openai.NewClientWithConfig(cfg), model: o.Model, language: o.Language, timeout: o.Timeout, apiKey: o.APIKey}, nil
 }
 
+// AudioTokensPerSecond converts speech to tokens for the daily quota:
+// OpenAI's audio input rate for its gpt-4o models (one token per 100 ms).
+// Transcription endpoints report no usage, and whisper-1, Groq and local
+// servers bill by time, so this is the documented estimate for all of them.
+const AudioTokensPerSecond = 10
+
+// TranscriptionTokens is what transcribing d of speech into text counts in
+// the daily token quota: d at AudioTokensPerSecond (at least one second)
+// plus the transcript (chars/4).
+func TranscriptionTokens(d time.Duration, text string) int {
+	sec := int((d + time.Second - 1) / time.Second)
+	return max(1, sec)*AudioTokensPerSecond + (len(text)+3)/4
+}
+
 // Model is the transcription model.
 func (t *Transcriber) Model() string { return t.model }
 

@@ -26,8 +26,8 @@ type Describer interface {
 	Describe(ctx context.Context, jpeg []byte, caption string) (text string, tokens int, err error)
 }
 
-// Usage hears the tokens a description cost, for the user's daily quota
-// (limits.Quota).
+// Usage hears the tokens a transcription or a description cost, for the
+// user's daily quota (limits.Quota).
 type Usage interface {
 	Add(ctx context.Context, userID string, tokens int) error
 }
@@ -39,6 +39,13 @@ var ErrNoVision = errors.New("the model does not take images")
 // not hear), so the history shows it arrived.
 type Recorder interface {
 	Append(ctx context.Context, msgs ...memory.Message) error
+}
+
+// Discarder removes the copy of a message a channel stored on arrival
+// (chat.Intake stores a caption; memory.Store.Discard), so that the
+// responder stores what the media became in its place.
+type Discarder interface {
+	Discard(ctx context.Context, key pipeline.Key, platformID string) (removed bool, err error)
 }
 
 // Vision modes (media.vision).
@@ -56,12 +63,19 @@ type Options struct {
 	Heard       bool          // show "🎤 heard: …" before the answer
 
 	Describer Describer // nil: photos are not looked at
-	Usage     Usage     // counts descriptions in the daily token quota; nil: not counted
+	Model     string    // the model that sees photos: images are counted by its rules, a refusal remembered for it
+	Usage     Usage     // counts transcriptions and descriptions in the daily token quota; nil: not counted
 	Vision    string    // VisionAuto (default), VisionOn or VisionOff
 	MaxImage  int64     // larger photos are not downloaded (default 20 MB)
+	Keep      *Kept     // photos' bytes are kept on disk (media.keep_images); nil: not kept
 
-	MaxDocument int64    // larger documents are not read (default 1 MiB)
-	Imports     *Imports // chat exports sent as documents are offered for import; nil: read as documents
+	MaxDocument int64 // larger text documents are not read (default 1 MiB)
+	MaxPDF      int64 // larger PDFs are not read (default 20 MiB)
+	// DocumentPrompt is how much of a document the model reads, in
+	// tokens (memory.budget.snippets; default 1500): a longer one is
+	// stored whole, and the model reads the parts relevant to the caption.
+	DocumentPrompt int
+	Imports        *Imports // chat exports sent as documents are offered for import; nil: read as documents
 
 	Timeout time.Duration // a download plus its model call (default 2 minutes)
 	Log     *slog.Logger
@@ -73,11 +87,14 @@ type Stage struct {
 	opts Options
 
 	mu       sync.Mutex
-	noVision bool                  // auto: the model refused images
+	noVision map[string]bool       // auto: the models that refused images (bounded: maxModels)
 	told     map[pipeline.Key]bool // conversations told how to enable vision (bounded: maxTold)
 }
 
-const maxTold = 10000
+const (
+	maxTold   = 10000
+	maxModels = 100
+)
 
 // New returns the stage; rec stores what it answers by itself.
 func New(rec Recorder, opts Options) *Stage {
@@ -90,6 +107,12 @@ func New(rec Recorder, opts Options) *Stage {
 	if opts.MaxDocument <= 0 {
 		opts.MaxDocument = 1 << 20
 	}
+	if opts.DocumentPrompt <= 0 {
+		opts.DocumentPrompt = 1500
+	}
+	if opts.MaxPDF <= 0 {
+		opts.MaxPDF = 20 << 20
+	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = 2 * time.Minute
 	}
@@ -99,7 +122,7 @@ func New(rec Recorder, opts Options) *Stage {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Stage{rec: rec, opts: opts, told: map[pipeline.Key]bool{}}
+	return &Stage{rec: rec, opts: opts, told: map[pipeline.Key]bool{}, noVision: map[string]bool{}}
 }
 
 // Middleware returns the stage as a pipeline middleware.
@@ -109,7 +132,7 @@ func (s *Stage) Middleware() pipeline.Middleware {
 			if t.In.Media == nil || !t.In.Addressed() {
 				return next.Handle(ctx, t)
 			}
-			md := t.In.Media
+			md, caption := t.In.Media, t.In.Text
 			var (
 				done bool
 				err  error
@@ -129,8 +152,40 @@ func (s *Stage) Middleware() pipeline.Middleware {
 			if strings.TrimSpace(t.In.Text) == "" {
 				return nil
 			}
+			if t.In.Text != caption && caption != "" {
+				s.replaceStored(ctx, t)
+			}
 			return next.Handle(ctx, t)
 		})
+	}
+}
+
+// count adds what a model call for the turn cost to the sender's daily
+// token quota (Options.Usage); a failure is logged.
+func (s *Stage) count(ctx context.Context, t *pipeline.Turn, what string, tokens int) {
+	if tokens <= 0 || s.opts.Usage == nil {
+		return
+	}
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := s.opts.Usage.Add(uctx, t.In.UserID(), tokens); err != nil {
+		t.Logger().Warn("counting the tokens of "+what, "tokens", tokens, "err", err)
+	}
+}
+
+// replaceStored removes the caption a channel stored when the message
+// arrived, so the transcript, description or document text the responder
+// stores is what is remembered (the store keeps the first copy of a
+// message). A crash between the two loses the message from the history.
+func (s *Stage) replaceStored(ctx context.Context, t *pipeline.Turn) {
+	d, ok := s.rec.(Discarder)
+	if !ok || t.In.MessageID == "" {
+		return
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if _, err := d.Discard(dctx, t.In.Key, t.In.MessageID); err != nil {
+		t.Logger().Warn("replacing the stored caption of a media message with what it said", "err", err)
 	}
 }
 

@@ -205,3 +205,27 @@ func (u *usage) Add(_ context.Context, user string, tokens int) error {
 	u.user, u.tokens = user, u.tokens+tokens
 	return nil
 }
+
+// A transcription counts in the sender's daily token quota: 10 tokens a
+// second of speech (the platform's duration, else guessed from the size of
+// the Opus file) plus the transcript.
+func TestTranscriptionCountsInTheQuota(t *testing.T) {
+	const said = "Remind me to call the plumber tomorrow." // 39 chars: 10 tokens
+	for _, tc := range []struct {
+		dur  time.Duration
+		size int
+		want int
+	}{
+		{14 * time.Second, 100, 140 + 10},
+		{0, 6000, 30 + 10}, // 6 KB of Opus at 16 kbit/s: 3 s
+	} {
+		use := &usage{}
+		st := media.New(&recorder{}, media.Options{Transcriber: transcriberFunc(func() (string, error) { return said, nil }), Usage: use})
+		audio := bytes.Repeat([]byte{1}, tc.size)
+		got, _ := run(t, st, pipeline.Inbound{Key: key, SenderID: "7", MessageID: "v",
+			Media: &pipeline.Media{Kind: pipeline.MediaVoice, Duration: tc.dur, Fetch: bytesOf(audio)}})
+		if got == nil || use.user != "telegram:7" || use.tokens != tc.want {
+			t.Errorf("%v, %d bytes: the quota heard %q %d tokens, want %d", tc.dur, tc.size, use.user, use.tokens, tc.want)
+		}
+	}
+}

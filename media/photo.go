@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/image/draw"
 
+	"github.com/recallbot/recall/llm"
 	"github.com/recallbot/recall/pipeline"
 )
 
@@ -26,15 +27,16 @@ const cannotSee = "📷 [the user sent a photo you cannot see]"
 
 // photo has a vision model describe a photo, and makes the description
 // (with the caption) the turn's text: "📷 Photo: a bottle of Barolo 2016 on
-// a wooden table" — stored, searchable, answered like text.
+// a wooden table" — stored, searchable, answered like text. The model that
+// answers also sees the photo itself (the turn's Image, scaled down to
+// MaxSide).
 func (s *Stage) photo(ctx context.Context, t *pipeline.Turn) (done bool, err error) {
 	md := t.In.Media
-	if !s.canSee() {
+	see := s.canSee()
+	if !see {
 		s.tellOnce(ctx, t)
-		t.In.Text = withCaption(cannotSee, t.In.Text)
-		return false, nil
 	}
-	if md.Size > s.opts.MaxImage || md.Fetch == nil {
+	if (!see && s.opts.Keep == nil) || md.Size > s.opts.MaxImage || md.Fetch == nil {
 		t.In.Text = withCaption(cannotSee, t.In.Text)
 		return false, nil
 	}
@@ -43,31 +45,26 @@ func (s *Stage) photo(ctx context.Context, t *pipeline.Turn) (done bool, err err
 	data, err := md.Fetch(ctx2, s.opts.MaxImage)
 	if err != nil {
 		t.Logger().Warn("downloading a photo", "err", err)
-		if strings.TrimSpace(t.In.Text) != "" {
+		if !see || strings.TrimSpace(t.In.Text) != "" {
 			// The caption can still be answered.
 			t.In.Text = withCaption(cannotSee, t.In.Text)
 			return false, nil
 		}
 		return true, reply(ctx, t, "I couldn't download that photo. Please try again.")
 	}
+	s.keep(t, data)
+	if !see {
+		t.In.Text = withCaption(cannotSee, t.In.Text)
+		return false, nil
+	}
 	small, err := Downscale(data, MaxSide)
 	if err != nil {
 		return true, reply(ctx, t, "I couldn't open that image ("+err.Error()+").")
 	}
 	desc, tokens, err := s.opts.Describer.Describe(ctx2, small, t.In.Text)
-	if tokens > 0 && s.opts.Usage != nil {
-		if uerr := s.opts.Usage.Add(context.WithoutCancel(ctx), t.In.UserID(), tokens); uerr != nil {
-			t.Logger().Warn("counting a photo's tokens", "err", uerr)
-		}
-	}
+	s.count(ctx, t, "describing a photo", tokens)
 	if errors.Is(err, ErrNoVision) && s.opts.Vision == VisionAuto {
-		s.mu.Lock()
-		first := !s.noVision
-		s.noVision = true
-		s.mu.Unlock()
-		if first {
-			s.opts.Log.Warn("the model refused image input; photos are passed on as text from now on (set media.vision: off, or a vision model)", "err", err)
-		}
+		s.refused(err)
 		s.tellOnce(ctx, t)
 		t.In.Text = withCaption(cannotSee, t.In.Text)
 		return false, nil
@@ -77,7 +74,41 @@ func (s *Stage) photo(ctx context.Context, t *pipeline.Turn) (done bool, err err
 		return true, reply(ctx, t, "I couldn't look at that photo (the model failed). Please try again in a moment.")
 	}
 	t.In.Text = withCaption("📷 Photo: "+desc, t.In.Text)
+	if im, err := llm.NewImage(s.opts.Model, small); err == nil {
+		t.In.Image = &pipeline.Image{JPEG: im.JPEG, Width: im.Width, Height: im.Height, Tokens: im.Tokens}
+	}
 	return false, nil
+}
+
+// ImagesRefused is told by the responder that the model refused the turn's
+// images (chat.Vision): in auto mode the model is not sent photos again;
+// the user is told once how to change that; the model reads that a photo
+// came it cannot see, with the caption (or the description it made).
+func (s *Stage) ImagesRefused(ctx context.Context, t *pipeline.Turn, err error) string {
+	if s.opts.Vision == VisionAuto {
+		s.refused(err)
+	}
+	s.tellOnce(ctx, t)
+	if strings.HasPrefix(t.In.Text, "📷 Photo: ") {
+		return t.In.Text // described: the description stands in
+	}
+	return withCaption(cannotSee, t.In.Text)
+}
+
+// refused remembers that the model refuses images (auto mode), and logs it
+// the first time.
+func (s *Stage) refused(err error) {
+	s.mu.Lock()
+	first := !s.noVision[s.opts.Model]
+	if first && len(s.noVision) >= maxModels {
+		clear(s.noVision)
+	}
+	s.noVision[s.opts.Model] = true
+	s.mu.Unlock()
+	if first {
+		s.opts.Log.Warn("the model refused image input; photos are passed on as text from now on (set media.vision: off, or a vision model)",
+			"model", s.opts.Model, "err", err)
+	}
 }
 
 func (s *Stage) canSee() bool {
@@ -86,7 +117,7 @@ func (s *Stage) canSee() bool {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.opts.Vision == VisionOn || !s.noVision
+	return s.opts.Vision == VisionOn || !s.noVision[s.opts.Model]
 }
 
 // tellOnce tells a conversation once how photos can be seen.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
+	"github.com/recallbot/recall/llm"
 	"github.com/recallbot/recall/pipeline"
 )
 
@@ -51,6 +53,7 @@ func (s *Stage) voice(ctx context.Context, t *pipeline.Turn) (done bool, err err
 		return true, reply(ctx, t, fmt.Sprintf("I couldn't transcribe that %s (the speech-to-text server failed). Please try again in a moment, or type it.", what))
 	}
 	text = strings.TrimSpace(text)
+	s.count(ctx, t, "transcribing a voice message", llm.TranscriptionTokens(duration(md, len(audio)), text))
 	if text == "" {
 		return true, s.refuse(ctx, t, withCaption(fmt.Sprintf("%s (a %s with no words I could hear)", mark, what), t.In.Text),
 			fmt.Sprintf("I couldn't hear any words in that %s.", what))
@@ -60,6 +63,20 @@ func (s *Stage) voice(ctx context.Context, t *pipeline.Turn) (done bool, err err
 	}
 	t.In.Text = withCaption(mark+": "+text, t.In.Text)
 	return false, nil
+}
+
+// opusBytesPerSecond is how a voice note's length is guessed when the
+// platform gives none: Telegram and WhatsApp voice notes are Opus at
+// ~16 kbit/s.
+const opusBytesPerSecond = 2000
+
+// duration is a voice message's length: the platform's, else guessed from
+// its size.
+func duration(md *pipeline.Media, size int) time.Duration {
+	if md.Duration > 0 {
+		return md.Duration
+	}
+	return time.Duration(size) * time.Second / opusBytesPerSecond
 }
 
 func mb(n int64) int64 { return (n + 1<<20 - 1) >> 20 }

@@ -37,3 +37,12 @@ type Media struct {
 	// set by the adapter, nil when the file cannot be fetched.
 	Fetch func(ctx context.Context, max int64) ([]byte, error) `json:"-"`
 }
+
+// Image is a picture the model sees with a message's text (a photo the
+// media stage scaled down): JPEG bytes, the size in pixels, and what it
+// costs in prompt tokens with the configured model.
+type Image struct {
+	JPEG          []byte
+	Width, Height int
+	Tokens        int
+}

@@ -26,6 +26,13 @@ type Inbound struct {
 	Choice      string // data of a pressed choice button; Text is then the button's label
 	Time        time.Time
 	Media       *Media // a voice note, photo, document… that came with it (Text is its caption); nil for none
+	// Image is shown to the model with Text (a photo, once the media
+	// stage has it); never stored. A pointer keeps Inbound comparable.
+	Image *Image `json:"-"`
+	// Prompt, when not empty, is what the model reads for this message
+	// instead of Text (a long document's part relevant to the question);
+	// Text is what is stored.
+	Prompt string `json:"-"`
 }
 
 // UserID is the sender as access lists name it: the channel and the platform

@@ -1,6 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"image"
+	"image/color"
+	"image/jpeg"
 	"os"
 	"strings"
 	"syscall"
@@ -10,6 +14,7 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	"github.com/recallbot/recall/adapters/telegram/telegramtest"
+	"github.com/recallbot/recall/llm"
 	"github.com/recallbot/recall/llm/llmtest"
 	"github.com/recallbot/recall/memory"
 )
@@ -135,6 +140,69 @@ func TestChatExportSentAsADocumentIsImported(t *testing.T) {
 	tg.sendText(42, "/search deposit")
 	if _, ok := tg.waitSent("two months", 30*time.Second); !ok {
 		t.Fatalf("the imported history is not searchable:\n%s", bot.output())
+	}
+	bot.signal(syscall.SIGTERM)
+	bot.wait(30 * time.Second)
+}
+
+// A photo with a caption, sent on Telegram: the answering model sees it
+// (an image part, downloaded through getFile), its description is what is
+// stored (not the caption the bot stored on arrival), and after a restart a
+// typed question is answered from it.
+func TestPhotoIsSeenAndRemembered(t *testing.T) {
+	img := image.NewRGBA(image.Rect(0, 0, 2000, 60))
+	for x := range 2000 {
+		for y := range 60 {
+			img.Set(x, y, color.RGBA{R: uint8(x), G: 80, B: uint8(y), A: 255})
+		}
+	}
+	var pic bytes.Buffer
+	if err := jpeg.Encode(&pic, img, nil); err != nil {
+		t.Fatal(err)
+	}
+	tg := newFakeTelegram(t)
+	model := llmtest.NewServer(t, func(r llmtest.Request) llmtest.Response {
+		last := r.Messages[len(r.Messages)-1]
+		switch {
+		case strings.HasPrefix(r.Messages[0].Content, llm.DescribePrompt):
+			return llmtest.Response{Text: "A bottle of Barolo 2016 from Cantina Rossi on a wooden table."}
+		case len(last.Images) == 1 && last.Images[0].Width == 1568 && strings.Contains(last.Content, "the wine from Friday"):
+			return llmtest.Response{Text: "A lovely Barolo!"}
+		case len(last.Images) > 0:
+			return llmtest.Response{Text: "wrong image or text"}
+		case strings.Contains(last.Content, "wine") && strings.Contains(last.Content, "?"):
+			for _, m := range r.Messages[:len(r.Messages)-1] {
+				if strings.Contains(m.Content, "Cantina Rossi") {
+					return llmtest.Response{Text: "The Barolo 2016 from Cantina Rossi."}
+				}
+			}
+			return llmtest.Response{Text: "I don't know."}
+		}
+		return llmtest.Response{Text: "Noted!"}
+	})
+	env := telegramEnv(t, tg, model.URL)
+	bot := env.startDaemon(t)
+	bot.waitLog("running", 30*time.Second)
+	chat := telegramtest.PrivateChat(42)
+	tg.Push(models.Update{Message: &models.Message{ID: tg.MsgID(chat.ID), Date: int(time.Now().Unix()), Chat: chat,
+		From: &models.User{ID: 42, FirstName: "Ann"}, Caption: "the wine from Friday",
+		Photo: []models.PhotoSize{{FileID: tg.AddFile("photo.jpg", pic.Bytes()), Width: 2000, Height: 60, FileSize: pic.Len()}}}})
+	if _, ok := tg.waitSent("A lovely Barolo!", 30*time.Second); !ok {
+		t.Fatalf("the photo was not answered with the image:\n%s", bot.output())
+	}
+	bot.signal(syscall.SIGTERM)
+	if code := bot.wait(30 * time.Second); code != 0 {
+		t.Fatalf("exit code %d:\n%s", code, bot.output())
+	}
+	if texts := textsOf(messagesOf(env.export(t, "--key", "telegram:42:"), "telegram:42:")); len(texts) != 2 ||
+		texts[0] != "📷 Photo: A bottle of Barolo 2016 from Cantina Rossi on a wooden table.\nthe wine from Friday" {
+		t.Fatalf("stored messages: %q", texts)
+	}
+	bot = env.startDaemon(t)
+	bot.waitLog("running", 30*time.Second)
+	tg.sendText(42, "Which wine did I show you?")
+	if _, ok := tg.waitSent("The Barolo 2016 from Cantina Rossi.", 30*time.Second); !ok {
+		t.Fatalf("not answered from memory after a restart:\n%s", bot.output())
 	}
 	bot.signal(syscall.SIGTERM)
 	bot.wait(30 * time.Second)

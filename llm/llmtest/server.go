@@ -8,8 +8,11 @@
 package llmtest
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"image/jpeg"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -32,7 +35,7 @@ type Request struct {
 	MaxTokens   int      // max_tokens or max_completion_tokens; 0 when not sent
 	APIKey      string   // bearer token from the Authorization header
 	Tools       []string // names of the tools offered, in order
-	Images      int      // image parts in the messages (vision)
+	Images      int      // image parts in the messages (vision); each message's are in its Images
 }
 
 // Response scripts the answer to one Request. The zero value is an empty
@@ -322,20 +325,36 @@ func content(raw json.RawMessage) string {
 	return ""
 }
 
-// images counts the image_url parts of a message's content.
-func images(raw json.RawMessage) int {
+// images returns the image_url parts of a message's content: a data: URL
+// holding a JPEG becomes the image's bytes and size; any other URL an
+// image with no bytes.
+func images(raw json.RawMessage) []llm.Image {
 	var parts []struct {
-		Type string `json:"type"`
+		Type     string `json:"type"`
+		ImageURL struct {
+			URL string `json:"url"`
+		} `json:"image_url"`
 	}
-	n := 0
-	if json.Unmarshal(raw, &parts) == nil {
-		for _, p := range parts {
-			if p.Type == "image_url" {
-				n++
+	var out []llm.Image
+	if json.Unmarshal(raw, &parts) != nil {
+		return nil
+	}
+	for _, p := range parts {
+		if p.Type != "image_url" {
+			continue
+		}
+		var im llm.Image
+		if b64, ok := strings.CutPrefix(p.ImageURL.URL, "data:image/jpeg;base64,"); ok {
+			if data, err := base64.StdEncoding.DecodeString(b64); err == nil {
+				im.JPEG = data
+				if cfg, err := jpeg.DecodeConfig(bytes.NewReader(data)); err == nil {
+					im.Width, im.Height = cfg.Width, cfg.Height
+				}
 			}
 		}
+		out = append(out, im)
 	}
-	return n
+	return out
 }
 
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
@@ -358,9 +377,10 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		req.Temperature = *wr.Temperature
 	}
 	for _, m := range wr.Messages {
-		req.Images += images(m.Content)
+		ims := images(m.Content)
+		req.Images += len(ims)
 		req.Messages = append(req.Messages, llm.Message{Role: m.Role, Content: content(m.Content),
-			ToolCalls: fromWire(m.ToolCalls), ToolCallID: m.ToolCallID})
+			ToolCalls: fromWire(m.ToolCalls), ToolCallID: m.ToolCallID, Images: ims})
 	}
 	for _, t := range wr.Tools {
 		req.Tools = append(req.Tools, t.Function.Name)
