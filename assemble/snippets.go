@@ -75,6 +75,9 @@ func (a *Assembler) recall(ctx context.Context, req Request, exclude []int64, bu
 	if budget <= 0 {
 		return nil, nil
 	}
+	if req.hybrid == nil {
+		req.hybrid = a.newHybrid()
+	}
 	limit := max(10, budget/tokensPerHit)
 	for {
 		snips, used, more, err := a.recallPass(ctx, req, exclude, budget, limit)
@@ -103,6 +106,7 @@ func (a *Assembler) recallPass(ctx context.Context, req Request, exclude []int64
 	if err != nil {
 		return nil, 0, false, err
 	}
+	all = a.fuse(ctx, req, text, all, limit, exclude) // with the similarity ranking (hybrid.go)
 	more = more || len(all) >= limit
 	// The time-narrowed hits rank first; the others follow.
 	if len(hits) > 0 {

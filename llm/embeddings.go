@@ -50,7 +50,8 @@ func (e *Embedder) Model() string { return e.model }
 
 // Embed returns one vector per text, in order, computed by model ("" = the
 // configured one: a caller still serving vectors of an earlier model asks
-// for that one). Every vector has the same length.
+// for that one), of the configured dimensions. Every vector has the same
+// length.
 func (e *Embedder) Embed(ctx context.Context, model string, texts []string) ([][]float32, error) {
 	if len(texts) == 0 {
 		return nil, nil
@@ -58,10 +59,8 @@ func (e *Embedder) Embed(ctx context.Context, model string, texts []string) ([][
 	if model == "" {
 		model = e.model
 	}
-	req := openai.EmbeddingRequestStrings{Input: texts, Model: openai.EmbeddingModel(model), EncodingFormat: openai.EmbeddingEncodingFormatFloat}
-	if model == e.model {
-		req.Dimensions = e.dims
-	}
+	req := openai.EmbeddingRequestStrings{Input: texts, Model: openai.EmbeddingModel(model), EncodingFormat: openai.EmbeddingEncodingFormatFloat,
+		Dimensions: e.dims}
 	resp, err := e.api.CreateEmbeddings(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("embedding %d texts with %s: %w", len(texts), model, err)
