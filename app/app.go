@@ -14,6 +14,7 @@ import (
 	"github.com/recallbot/recall/chat"
 	"github.com/recallbot/recall/commands"
 	"github.com/recallbot/recall/config"
+	"github.com/recallbot/recall/embed"
 	"github.com/recallbot/recall/limits"
 	"github.com/recallbot/recall/llm"
 	"github.com/recallbot/recall/logs"
@@ -88,6 +89,11 @@ type App struct {
 	Metrics    *metrics.Metrics
 	Health     *ops.Health // /healthz: database, write queue, then each channel as it starts
 	Intake     *chat.Intake
+	// Vectors ranks the archive by meaning and Embedding embeds new
+	// messages in the background (Run starts it), both nil unless
+	// memory.embeddings.model is set.
+	Vectors   *embed.Searcher
+	Embedding *embed.Worker
 	Outbox     *chat.Outbox // the delivery journal; nil when not open (the terminal chat)
 	// Handler is the chain of stages: access, dedupe, rate limit,
 	// commands, token quota, then the responder.
@@ -186,9 +192,16 @@ func (a *App) build(ctx context.Context, parts Parts, defaults memory.Settings, 
 	if err != nil {
 		return fmt.Errorf("memory.timezone: %w", err)
 	}
+	if err := a.buildEmbeddings(store); err != nil {
+		return err
+	}
+	asmOpts := []assemble.Option{assemble.InLocation(loc)}
+	if a.Vectors != nil {
+		asmOpts = append(asmOpts, assemble.WithVectors(a.Vectors))
+	}
 	var asm chat.Assembler = assemble.New(store, a.Counter, assemble.Budget{Total: b.Total, System: b.System,
 		Memories: b.Memories + facts, Summaries: b.Summaries, Snippets: b.Snippets, Recent: b.Recent},
-		assemble.InLocation(loc))
+		asmOpts...)
 	if parts.WrapAssembler != nil {
 		asm = parts.WrapAssembler(asm)
 	}
@@ -249,13 +262,19 @@ func (a *App) build(ctx context.Context, parts Parts, defaults memory.Settings, 
 	if a.Model == nil {
 		extra = NotConfigured
 	}
+	var coverage commands.Embeddings // /summary_status: how much is embedded
+	if a.Vectors != nil {
+		coverage = a.Vectors
+	}
 	a.Commands = commands.New(store, cmdSum, a.Responder, commands.Options{
+		Embeddings: coverage,
 		BotName: parts.BotName, Defaults: defaults, Facts: cfg.Memory.Facts.Enabled, KeepRecent: cfg.Memory.KeepRecentTurns,
 		Log: a.Log, Now: now, ExtraHelp: extra,
 		Admin: &commands.AdminOptions{Access: a.Access, Stats: store,
 			MessagesPerMinute: cfg.Limits.MessagesPerMinute, TokensPerDay: cfg.Limits.TokensPerDay},
 		AfterPurge: a.forgetUndelivered,
 	})
+
 	// The stages of DESIGN.md in order: access, dedupe, (rate limit),
 	// commands, (token quota), then the responder: persist, assemble, LLM,
 	// reply, persist, summarize.
@@ -290,7 +309,7 @@ func (a *App) Close() error {
 	if a.Summarizer != nil {
 		berr = a.Summarizer.Close(bctx)
 	}
-	berr = errors.Join(berr, a.Responder.Close(bctx))
+	berr = errors.Join(berr, a.Responder.Close(bctx), a.closeEmbeddings(bctx))
 	cancel()
 	if berr != nil {
 		a.Log.Warn("stopped background work that was still running; it retries at the next trigger", "err", berr)

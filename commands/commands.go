@@ -101,6 +101,15 @@ type Options struct {
 	// all an owner's data, after the store's purge (the delivery journal
 	// forgets the undelivered replies).
 	AfterPurge func(scope memory.PurgeScope) error
+	// Embeddings, when set (memory.embeddings), says in /summary_status
+	// how much of the conversation is embedded.
+	Embeddings Embeddings
+}
+
+// Embeddings reports how much of a conversation is embedded.
+type Embeddings interface {
+	Model() string
+	Coverage(ctx context.Context, key pipeline.Key) (done, total int64, err error)
 }
 
 // Commands is the registry and the stage that runs them.
