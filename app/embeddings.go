@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/recallbot/recall/config"
@@ -45,5 +46,5 @@ func (a *App) closeEmbeddings(ctx context.Context) error {
 	if a.Embedding == nil {
 		return nil
 	}
-	return a.Embedding.Close(ctx)
+	return errors.Join(a.Embedding.Close(ctx), a.Vectors.Close(ctx))
 }

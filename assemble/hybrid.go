@@ -19,7 +19,8 @@ type Vectors interface {
 	// similar to text, best first, none of exclude. It makes at most one
 	// call to the embeddings endpoint, within its own short deadline; an
 	// error means no ranking by meaning this time (the turn goes on with
-	// full text). No vectors yet: no hits and no error.
+	// full text); an error with a Note() string method says why in
+	// /context. No vectors yet: no hits and no error.
 	Similar(ctx context.Context, key pipeline.Key, text string, limit int, exclude []int64) ([]memory.Hit, error)
 	// Timeout is the deadline of that call (what /context names).
 	Timeout() time.Duration
@@ -125,7 +126,10 @@ func (h *hybrid) note(timeout time.Duration) string {
 	if h == nil || !h.used {
 		return ""
 	}
+	var n interface{ Note() string }
 	switch {
+	case errors.As(h.err, &n):
+		return n.Note()
 	case errors.Is(h.err, context.DeadlineExceeded):
 		return fmt.Sprintf("the embeddings endpoint did not answer within %s: archive snippets were found by full-text search only", timeout)
 	case h.err != nil:

@@ -191,6 +191,30 @@ func measureTurn(ctx context.Context, e *runEnv) ([]row, error) {
 				"cpu_ms_mean": figures.MS(figures.Sum(res.BigCPU)) / float64(max(1, len(res.BigCPU)))},
 		})
 	}
+	// The same turns with hybrid retrieval on (memory.embeddings against a
+	// fake endpoint answering at once), alternating with full text only.
+	h, err := figures.TurnOverheadHybrid(ctx, figures.TurnOptions{Archived: sc.turnArchived, Turns: sc.turns, Warmup: sc.warmup, Progress: e.log})
+	if err != nil {
+		return nil, fmt.Errorf("with embeddings: %w", err)
+	}
+	hs := fmt.Sprintf("%d turns each, alternating; %s archived, 256 dims", sc.turns, thousands(int64(sc.turnArchived)))
+	for _, p := range []float64{0.5, 0.99} {
+		o, f := figures.MS(figures.Pct(h.Hybrid, p)), figures.MS(figures.Pct(h.FullText, p))
+		rows = append(rows, row{
+			Figure: "turn overhead p" + strconv.Itoa(int(p*100)) + " with embeddings (0-ms fake endpoint) vs full text only",
+			Ours:   fmtMS(o), Baseline: fmtMS(f), Ratio: fmtRatio(o, f), Scale: hs,
+			Values: map[string]float64{"ms": o, "fulltext_ms": f, "asm_ms": figures.MS(figures.Pct(h.HybridAsm, p)), "fulltext_asm_ms": figures.MS(figures.Pct(h.FullTextAsm, p)),
+				"cpu_ms_mean": figures.MS(figures.Sum(h.HybridCPU)) / float64(max(1, len(h.HybridCPU)))},
+		})
+	}
+	perMsg := float64(h.FixtureBytes[1]-h.FixtureBytes[0]) / float64(max(1, h.Vectors))
+	rows = append(rows,
+		row{Figure: "first turn with embeddings (loads the archive's vector index) vs a later p50", Ours: fmtMS(figures.MS(h.FirstHybrid)),
+			Baseline: fmtMS(figures.MS(figures.Pct(h.Hybrid, 0.5))), Ratio: fmtRatio(figures.MS(h.FirstHybrid), figures.MS(figures.Pct(h.Hybrid, 0.5))), Scale: hs},
+		row{Figure: "database bytes per embedded message (256 dims) vs the message itself", Ours: fmt.Sprintf("%.0f B", perMsg),
+			Baseline: fmt.Sprintf("%.0f B", float64(h.FixtureBytes[0])/float64(sc.turnArchived)), Ratio: fmtRatio(perMsg, float64(h.FixtureBytes[0])/float64(sc.turnArchived)), Scale: hs,
+			Values: map[string]float64{"bytes_per_vector": perMsg}},
+	)
 	return rows, nil
 }
 

@@ -109,7 +109,7 @@ func TestParaphraseFoundOnlyWithEmbeddings(t *testing.T) {
 	if got := snippetTexts(off.Breakdown.Snippets); strings.Contains(got, purchase) {
 		t.Fatalf("full text alone found the paraphrased message:\n%s", got)
 	}
-	s := embed.NewSearcher(st.SQLite(), e, embed.SearcherOptions{})
+	s := embed.NewSearcher(st.SQLite(), e, embed.SearcherOptions{LoadWait: time.Minute})
 	on, err := assemble.New(st, words{}, budget, assemble.WithVectors(s)).Build(ctx, req)
 	if err != nil {
 		t.Fatal(err)
@@ -153,7 +153,7 @@ func TestSlowEndpointFallsBackToFullText(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv.OnEmbeddings(func(llmtest.EmbeddingRequest) llmtest.EmbeddingScript { return tc.script })
-			s := embed.NewSearcher(st.SQLite(), e, embed.SearcherOptions{Timeout: 50 * time.Millisecond})
+			s := embed.NewSearcher(st.SQLite(), e, embed.SearcherOptions{Timeout: 50 * time.Millisecond, LoadWait: time.Minute})
 			before := len(srv.EmbeddingCalls())
 			p, err := assemble.New(st, words{}, budget, assemble.WithVectors(s)).Build(ctx, req)
 			if err != nil {
@@ -195,7 +195,7 @@ func TestIdenticalTextsEmbeddedOnce(t *testing.T) {
 	if want := 8 + 1 + 12; n != want || srv.EmbeddedTexts() != want {
 		t.Errorf("embedded %d texts (server saw %d), want %d", n, srv.EmbeddedTexts(), want)
 	}
-	s := embed.NewSearcher(st.SQLite(), e, embed.SearcherOptions{})
+	s := embed.NewSearcher(st.SQLite(), e, embed.SearcherOptions{LoadWait: time.Minute})
 	done, total, err := s.Coverage(ctx, group)
 	if err != nil || done != 50 || total != 50 {
 		t.Errorf("coverage = %d of %d (%v), want 50 of 50", done, total, err)
@@ -250,7 +250,7 @@ func TestModelChangeOldVectorsServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	newModel := embedder(t, srv, "new-model")
-	s := embed.NewSearcher(st.SQLite(), newModel, embed.SearcherOptions{})
+	s := embed.NewSearcher(st.SQLite(), newModel, embed.SearcherOptions{LoadWait: time.Minute})
 	find := func() string {
 		t.Helper()
 		hits, err := s.Similar(ctx, group, "when did they purchase their new car?", 3, nil)
@@ -316,7 +316,7 @@ func TestWorkerEmbedsNewMessagesAndPurgeDropsVectors(t *testing.T) {
 	if err := w.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	s := embed.NewSearcher(st.SQLite(), embedder(t, srv, "fake-embed"), embed.SearcherOptions{})
+	s := embed.NewSearcher(st.SQLite(), embedder(t, srv, "fake-embed"), embed.SearcherOptions{LoadWait: time.Minute})
 	if done, total, err := s.Coverage(ctx, group); err != nil || done != 21 || total != 21 {
 		t.Fatalf("coverage %d of %d (%v)", done, total, err)
 	}
@@ -330,5 +330,66 @@ func TestWorkerEmbedsNewMessagesAndPurgeDropsVectors(t *testing.T) {
 	}
 	if vecs != 0 || rows != 0 {
 		t.Errorf("after /purge: %d vectors, %d message embeddings left", vecs, rows)
+	}
+}
+
+// gatedStore holds the first load of a conversation's vectors until gate
+// is closed.
+type gatedStore struct {
+	embed.Store
+	gate chan struct{}
+}
+
+func (g gatedStore) ConversationVectors(ctx context.Context, key pipeline.Key, fn func(memory.MessageVector)) error {
+	select {
+	case <-g.gate:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return g.Store.ConversationVectors(ctx, key, fn)
+}
+
+// A big archive loads its vectors in the background: meanwhile the turns
+// use full text and /context says why; once loaded, embeddings serve.
+func TestFirstLoadInBackground(t *testing.T) {
+	ctx := context.Background()
+	st := archive(t, 60, map[int]string{20: purchase, 30: "the car wash was closed"})
+	srv := llmtest.NewServer(t, llmtest.Echo(""))
+	e := embedder(t, srv, "fake-embed")
+	if _, err := embed.Reindex(ctx, st.SQLite(), e, 32, nil); err != nil {
+		t.Fatal(err)
+	}
+	gate := make(chan struct{})
+	s := embed.NewSearcher(gatedStore{st.SQLite(), gate}, e, embed.SearcherOptions{LoadWait: time.Millisecond})
+	defer s.Close(ctx)
+	req := assemble.Request{Key: group, Text: "when did they purchase their new car?", Memory: true}
+	budget := assemble.Budget{Total: 4000, Snippets: 300, Recent: 500, Summaries: 500, Memories: 200, System: 200}
+	a := assemble.New(st, words{}, budget, assemble.WithVectors(s))
+	p, err := a.Build(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if notes := strings.Join(p.Breakdown.Notes, "\n"); !strings.Contains(notes, "still being loaded") || strings.Contains(snippetTexts(p.Breakdown.Snippets), purchase) {
+		t.Errorf("while loading: notes %q, snippets %q", notes, snippetTexts(p.Breakdown.Snippets))
+	}
+	close(gate)
+	// The load finishes; a search that waits longer than LoadWait is not
+	// needed: Similar waits for a finished load's channel at once.
+	for {
+		_, err := s.Similar(ctx, group, req.Text, 3, nil)
+		if err == nil {
+			break
+		}
+		var l embed.Loading
+		if !errors.As(err, &l) {
+			t.Fatal(err)
+		}
+	}
+	p, err = a.Build(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(snippetTexts(p.Breakdown.Snippets), purchase) {
+		t.Errorf("after the load: snippets %q", snippetTexts(p.Breakdown.Snippets))
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -19,14 +18,31 @@ type SearcherOptions struct {
 	// default 300 ms): past it the turn answers from full text alone.
 	Timeout time.Duration
 	// MaxBytes bounds the in-memory indexes of all conversations together
-	// (default 256 MiB: about 5 million messages at 256 dimensions, 1.3
-	// million at 1,536); the least recently searched conversations are
-	// dropped first and loaded again when searched.
+	// (default 256 MiB: about 800,000 messages at 256 dimensions, 150,000
+	// at 1,536); the least recently searched conversations are dropped
+	// first and loaded again when searched.
 	MaxBytes int
 	// Candidates is how many messages per wanted hit the sign-bit scan
-	// passes on to be scored exactly (default 4).
+	// passes on to be scored by their 8-bit vectors (default 4).
 	Candidates int
-	Log        *slog.Logger
+	// LoadWait is how long a search waits for the first load of its
+	// conversation's index (default 300 ms); a bigger archive goes on
+	// loading in the background while the turns use full text (Loading).
+	LoadWait time.Duration
+	Log      *slog.Logger
+}
+
+// Loading is the error of a search whose conversation's vectors are still
+// being loaded into memory (the first search since the start).
+type Loading struct{ Key pipeline.Key }
+
+func (e Loading) Error() string {
+	return "the vectors of " + e.Key.String() + " are still being loaded"
+}
+
+// Note is what /context says.
+func (e Loading) Note() string {
+	return "the archive's embeddings are still being loaded (the first search since the bot started): archive snippets were found by full-text search only"
 }
 
 // Searcher ranks a conversation's messages by the cosine similarity of
@@ -40,15 +56,23 @@ type Searcher struct {
 	mu    sync.Mutex
 	convs map[pipeline.Key]*convIndex
 	clock int64 // ticks on every search: the LRU order
+
+	base   context.Context // the loads' context, cancelled by Close
+	cancel context.CancelFunc
+	loads  sync.WaitGroup
 }
 
 // convIndex is one conversation's index, per model.
 type convIndex struct {
+	loading chan struct{} // closed when the first load ends (guarded by Searcher.mu)
+	loadErr error         // its error (read after loading is closed)
+
 	mu     sync.Mutex
 	seq    int64 // rows of message_embeddings up to this one are in
 	models map[string]*codes
-	used   int64 // Searcher.clock at the last search
-	size   int   // bytes, as of the last search
+	loaded bool  // the first load is done (guarded by Searcher.mu)
+	used   int64 // Searcher.clock at the last search (guarded by Searcher.mu)
+	size   int   // bytes, as of the last search (guarded by Searcher.mu)
 }
 
 // NewSearcher returns a Searcher.
@@ -62,10 +86,86 @@ func NewSearcher(store Store, model Model, o SearcherOptions) *Searcher {
 	if o.Candidates <= 0 {
 		o.Candidates = 4
 	}
+	if o.LoadWait <= 0 {
+		o.LoadWait = 300 * time.Millisecond
+	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Searcher{store: store, model: model, opts: o, convs: map[pipeline.Key]*convIndex{}}
+	base, cancel := context.WithCancel(context.Background())
+	return &Searcher{store: store, model: model, opts: o, convs: map[pipeline.Key]*convIndex{}, base: base, cancel: cancel}
+}
+
+// Close stops the loads in progress and waits for them (until ctx ends).
+func (s *Searcher) Close(ctx context.Context) error {
+	s.cancel()
+	done := make(chan struct{})
+	go func() { s.loads.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("stopping the loads of vector indexes: %w", ctx.Err())
+	}
+}
+
+// ready waits up to LoadWait for the first load of the conversation's
+// index, starting it if none runs; a load that takes longer goes on in the
+// background (Loading).
+func (s *Searcher) ready(ctx context.Context, key pipeline.Key, ix *convIndex) error {
+	s.mu.Lock()
+	if ix.loaded {
+		s.mu.Unlock()
+		return nil
+	}
+	ch := ix.loading
+	if ch == nil {
+		ch = make(chan struct{})
+		ix.loading = ch
+		s.loads.Add(1)
+		go func() {
+			defer s.loads.Done()
+			err := s.load(s.base, key, ix)
+			s.mu.Lock()
+			ix.loadErr = err
+			if err == nil {
+				ix.loaded = true
+			}
+			ix.loading = nil // a failed load is tried again by the next search
+			s.mu.Unlock()
+			close(ch)
+			if err != nil && s.base.Err() == nil {
+				s.opts.Log.Warn("loading the vectors of a conversation failed", "key", key, "err", err)
+			}
+		}()
+	}
+	s.mu.Unlock()
+	t := time.NewTimer(s.opts.LoadWait)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return ix.loadErr
+	case <-t.C:
+		return Loading{Key: key}
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// load reads the conversation's vectors into ix: through its messages,
+// then what was stored meanwhile comes with the rows since seq.
+func (s *Searcher) load(ctx context.Context, key pipeline.Key, ix *convIndex) error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	seq, err := s.store.LastVectorSeq(ctx)
+	if err != nil {
+		return err
+	}
+	if err := s.store.ConversationVectors(ctx, key, ix.put); err != nil {
+		return err
+	}
+	ix.seq = seq
+	return nil
 }
 
 // Model is the configured embeddings model.
@@ -89,6 +189,9 @@ func (s *Searcher) Similar(ctx context.Context, key pipeline.Key, text string, l
 		return nil, nil
 	}
 	ix := s.index(key)
+	if err := s.ready(ctx, key, ix); err != nil {
+		return nil, err
+	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if err := s.refresh(ctx, key, ix); err != nil {
@@ -112,46 +215,30 @@ func (s *Searcher) Similar(ctx context.Context, key pipeline.Key, text string, l
 	for _, id := range exclude {
 		skip[id] = true
 	}
-	ids := c.nearest(q, limit*s.opts.Candidates, skip)
-	found, err := s.store.VectorsOf(ctx, key, model, ids)
+	top := c.best(q, limit, s.opts.Candidates, skip)
+	ids := make([]int64, len(top))
+	for i, x := range top {
+		ids[i] = x.id
+	}
+	msgs, err := s.store.MessagesOf(ctx, key, ids)
 	if err != nil {
 		return nil, err
 	}
-	if len(found) < len(ids) { // purged since they were indexed
-		have := make(map[int64]bool, len(found))
-		for _, f := range found {
-			have[f.Message.ID] = true
-		}
-		var gone []int64
-		for _, id := range ids {
-			if !have[id] {
-				gone = append(gone, id)
-			}
-		}
-		c.remove(gone)
+	byID := make(map[int64]memory.Message, len(msgs))
+	for _, m := range msgs {
+		byID[m.ID] = m
 	}
-	hits := make([]memory.Hit, 0, len(found))
-	for _, f := range found {
-		if sim := float64(dot(q, f.Vec)); sim > 0 {
-			hits = append(hits, memory.Hit{Message: f.Message, Score: sim})
+	hits := make([]memory.Hit, 0, len(top))
+	var gone []int64
+	for _, x := range top {
+		m, ok := byID[x.id]
+		if !ok { // purged since it was indexed
+			gone = append(gone, x.id)
+			continue
 		}
+		hits = append(hits, memory.Hit{Message: m, Score: float64(x.sim)})
 	}
-	slices.SortStableFunc(hits, func(a, b memory.Hit) int {
-		switch {
-		case a.Score > b.Score:
-			return -1
-		case a.Score < b.Score:
-			return 1
-		case a.Message.ID > b.Message.ID: // newer first on ties
-			return -1
-		case a.Message.ID < b.Message.ID:
-			return 1
-		}
-		return 0
-	})
-	if len(hits) > limit {
-		hits = hits[:limit]
-	}
+	c.remove(gone)
 	return hits, nil
 }
 
@@ -193,23 +280,31 @@ func (s *Searcher) refresh(ctx context.Context, key pipeline.Key, ix *convIndex)
 			return err
 		}
 		for _, r := range rows {
-			c := ix.models[r.Model]
-			if c == nil {
-				c = newCodes(len(r.Vec))
-				ix.models[r.Model] = c
-			}
-			c.put(r.MessageID, r.Vec)
+			ix.put(r)
 			ix.seq = r.Seq
 		}
 		if len(rows) < loadPage {
 			break
 		}
 	}
-	ix.size = 0
+	size := 0
 	for _, c := range ix.models {
-		ix.size += c.bytes()
+		size += c.bytes()
 	}
+	s.mu.Lock()
+	ix.size = size
+	s.mu.Unlock()
 	return nil
+}
+
+// put adds a stored vector.
+func (ix *convIndex) put(r memory.MessageVector) {
+	c := ix.models[r.Model]
+	if c == nil {
+		c = newCodes(len(r.Vec))
+		ix.models[r.Model] = c
+	}
+	c.put(r.MessageID, r.Vec)
 }
 
 // serving picks the model whose vectors answer: the configured one unless

@@ -16,7 +16,9 @@ type Store interface {
 	CachedEmbeddings(ctx context.Context, model string, hashes [][]byte) (map[string][]float32, error)
 	PutEmbeddings(ctx context.Context, vs []memory.MessageVector) error
 	VectorsSince(ctx context.Context, key pipeline.Key, seq int64, limit int) ([]memory.MessageVector, error)
-	VectorsOf(ctx context.Context, key pipeline.Key, model string, ids []int64) ([]memory.VectorHit, error)
+	ConversationVectors(ctx context.Context, key pipeline.Key, fn func(memory.MessageVector)) error
+	LastVectorSeq(ctx context.Context) (int64, error)
+	MessagesOf(ctx context.Context, key pipeline.Key, ids []int64) ([]memory.Message, error)
 	EmbeddingCoverage(ctx context.Context, key pipeline.Key, model string) (done, total int64, err error)
 	DropOtherEmbeddings(ctx context.Context, model string) (int64, error)
 }

@@ -2,13 +2,13 @@ package memory
 
 import (
 	"context"
+	"database/sql"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
-	"time"
 
 	"github.com/recallbot/recall/pipeline"
 )
@@ -33,12 +33,6 @@ type MessageVector struct {
 	Vec       []float32
 }
 
-// VectorHit is a message with its vector (VectorsOf).
-type VectorHit struct {
-	Message Message
-	Vec     []float32
-}
-
 const (
 	// Roles embedded: what people and the bot said.
 	sqlEmbedPending = `SELECT m.id, m.text FROM messages m
@@ -52,14 +46,19 @@ WHERE m.role IN ('user', 'assistant') AND m.text <> ''
 	sqlEmbedMapping = `INSERT INTO message_embeddings (message_id, model, hash) SELECT ?1, ?2, ?3
 WHERE EXISTS (SELECT 1 FROM messages WHERE id = ?1) ON CONFLICT (message_id, model) DO NOTHING`
 	sqlEmbedVector = `INSERT INTO embedding_vectors (model, hash, vec) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING`
-	sqlEmbedSince  = `SELECT e.seq, e.message_id, e.model, e.hash, v.vec FROM message_embeddings e
-JOIN messages m ON m.id = e.message_id
-JOIN embedding_vectors v ON v.model = e.model AND v.hash = e.hash
+	// CROSS JOIN keeps SQLite on the seq range (only the rows added since)
+	// rather than the conversation's every message.
+	sqlEmbedSince = `SELECT e.seq, e.message_id, e.model, e.hash, v.vec FROM message_embeddings e
+CROSS JOIN messages m ON m.id = e.message_id
+CROSS JOIN embedding_vectors v ON v.model = e.model AND v.hash = e.hash
 WHERE e.seq > ?2 AND m.conv = ?1 ORDER BY e.seq LIMIT ?3`
-	sqlEmbedOf = `SELECT ` + msgColumns + `, v.vec FROM messages m
-JOIN message_embeddings e ON e.message_id = m.id AND e.model = ?2
-JOIN embedding_vectors v ON v.model = e.model AND v.hash = e.hash
-WHERE +m.conv = ?1 AND m.id IN (SELECT value FROM json_each(?3))`
+	// A first load goes through the conversation's messages, unsorted
+	// (sorting 100,000 vectors spilled to a temporary file).
+	sqlEmbedConv = `SELECT e.seq, e.message_id, e.model, e.hash, v.vec FROM messages m
+CROSS JOIN message_embeddings e ON e.message_id = m.id
+CROSS JOIN embedding_vectors v ON v.model = e.model AND v.hash = e.hash
+WHERE m.conv = ?1`
+	sqlMessagesOf     = `SELECT ` + msgColumns + ` FROM messages m WHERE m.id IN (SELECT value FROM json_each(?2)) AND +m.conv = ?1`
 	sqlEmbedConvTotal = `SELECT count(*) FROM messages m WHERE m.conv = ?1 AND m.role IN ('user', 'assistant') AND m.text <> ''`
 	sqlEmbedConvDone  = `SELECT count(*) FROM message_embeddings e JOIN messages m ON m.id = e.message_id WHERE m.conv = ?1 AND e.model = ?2`
 	sqlEmbedDropOther = `DELETE FROM message_embeddings WHERE model <> ?1`
@@ -162,6 +161,10 @@ func (s *SQLite) VectorsSince(ctx context.Context, key pipeline.Key, seq int64, 
 	if err != nil {
 		return nil, fmt.Errorf("loading the vectors of %s: %w", key, err)
 	}
+	return scanVectors(rows, key)
+}
+
+func scanVectors(rows *sql.Rows, key pipeline.Key) ([]MessageVector, error) {
 	defer rows.Close()
 	var out []MessageVector
 	for rows.Next() {
@@ -176,6 +179,35 @@ func (s *SQLite) VectorsSince(ctx context.Context, key pipeline.Key, seq int64, 
 	return out, rows.Err()
 }
 
+// ConversationVectors calls fn with each of the conversation's vectors
+// (every model), in no particular order: a first load (VectorsSince goes
+// on from LastVectorSeq, read before it). The vector passed to fn is
+// reused: fn copies what it keeps.
+func (s *SQLite) ConversationVectors(ctx context.Context, key pipeline.Key, fn func(MessageVector)) error {
+	conv, err := convID(ctx, s.rd, key)
+	if err != nil || conv == 0 {
+		return err
+	}
+	rows, err := s.r.QueryContext(ctx, sqlEmbedConv, conv)
+	if err != nil {
+		return fmt.Errorf("loading the vectors of %s: %w", key, err)
+	}
+	defer rows.Close()
+	var v MessageVector
+	var raw []byte
+	for rows.Next() {
+		if err := rows.Scan(&v.Seq, &v.MessageID, &v.Model, &v.Hash, &raw); err != nil {
+			return fmt.Errorf("loading the vectors of %s: %w", key, err)
+		}
+		v.Vec = decodeInto(v.Vec, raw)
+		fn(v)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("loading the vectors of %s: %w", key, err)
+	}
+	return nil
+}
+
 // LastVectorSeq is the seq of the newest stored embedding (0: none).
 func (s *SQLite) LastVectorSeq(ctx context.Context) (int64, error) {
 	var n int64
@@ -183,9 +215,10 @@ func (s *SQLite) LastVectorSeq(ctx context.Context) (int64, error) {
 	return n, err
 }
 
-// VectorsOf returns the given messages of the conversation that have a
-// vector by model, with it (in no particular order).
-func (s *SQLite) VectorsOf(ctx context.Context, key pipeline.Key, model string, ids []int64) ([]VectorHit, error) {
+// MessagesOf returns the given messages of the conversation (in no
+// particular order); ids of other conversations or of no message bring
+// nothing.
+func (s *SQLite) MessagesOf(ctx context.Context, key pipeline.Key, ids []int64) ([]Message, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -193,25 +226,15 @@ func (s *SQLite) VectorsOf(ctx context.Context, key pipeline.Key, model string, 
 	if err != nil || conv == 0 {
 		return nil, err
 	}
-	rows, err := s.rd.QueryContext(ctx, sqlEmbedOf, conv, model, jsonIDs(ids))
+	rows, err := s.rd.QueryContext(ctx, sqlMessagesOf, conv, jsonIDs(ids))
 	if err != nil {
-		return nil, fmt.Errorf("reading vectors of %s: %w", key, err)
+		return nil, fmt.Errorf("reading messages of %s: %w", key, err)
 	}
-	defer rows.Close()
-	var out []VectorHit
-	for rows.Next() {
-		var m Message
-		var role string
-		var at int64
-		var active int
-		var raw []byte
-		if err := rows.Scan(&m.ID, &role, &m.SenderID, &m.SenderName, &m.PlatformID, &m.ReplyTo, &m.Text, &at, &m.Tokens, &active, &m.ChunkID, &raw); err != nil {
-			return nil, fmt.Errorf("reading vectors of %s: %w", key, err)
-		}
-		m.Key, m.Role, m.Time, m.Active = key, Role(role), time.UnixMilli(at).UTC(), active == 1
-		out = append(out, VectorHit{Message: m, Vec: DecodeVector(raw)})
+	out, _, err := scanMessages(rows, key, false)
+	if err != nil {
+		return nil, fmt.Errorf("reading messages of %s: %w", key, err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // EmbeddingCoverage counts the conversation's messages that are embedded
@@ -251,8 +274,15 @@ func EncodeVector(v []float32) []byte {
 }
 
 // DecodeVector reads a stored vector (a trailing partial value is dropped).
-func DecodeVector(b []byte) []float32 {
-	v := make([]float32, len(b)/4)
+func DecodeVector(b []byte) []float32 { return decodeInto(nil, b) }
+
+// decodeInto is DecodeVector into dst's memory when it is big enough.
+func decodeInto(dst []float32, b []byte) []float32 {
+	v := dst[:0]
+	if cap(v) < len(b)/4 {
+		v = make([]float32, len(b)/4)
+	}
+	v = v[:len(b)/4]
 	for i := range v {
 		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 	}

@@ -1,13 +1,15 @@
 -- 0005: embeddings of messages for hybrid retrieval (memory.embeddings).
 -- A vector is kept once per model and text: identical texts share it (the
 -- embedding cache). hash is the first 16 bytes of the text's SHA-256; vec
--- is little-endian float32 of unit length.
+-- is little-endian float32 of unit length. (A rowid table: in a WITHOUT
+-- ROWID one, a row of 1 KB already spills into an overflow page of its own.)
 CREATE TABLE embedding_vectors (
+    id    INTEGER PRIMARY KEY,
     model TEXT NOT NULL,
     hash  BLOB NOT NULL,
     vec   BLOB NOT NULL,
-    PRIMARY KEY (model, hash)
-) WITHOUT ROWID;
+    UNIQUE (model, hash)
+);
 
 -- Which message is embedded with which model. seq grows with every row, so
 -- a reader loads only the rows added since it last looked.
