@@ -94,7 +94,7 @@ type App struct {
 	// memory.embeddings.model is set.
 	Vectors   *embed.Searcher
 	Embedding *embed.Worker
-	Outbox     *chat.Outbox // the delivery journal; nil when not open (the terminal chat)
+	Outbox    *chat.Outbox // the delivery journal; nil when not open (the terminal chat)
 	// Handler is the chain of stages: access, dedupe, rate limit,
 	// commands, token quota, then the responder.
 	Handler pipeline.Handler
@@ -268,7 +268,7 @@ func (a *App) build(ctx context.Context, parts Parts, defaults memory.Settings, 
 	}
 	a.Commands = commands.New(store, cmdSum, a.Responder, commands.Options{
 		Embeddings: coverage,
-		BotName: parts.BotName, Defaults: defaults, Facts: cfg.Memory.Facts.Enabled, KeepRecent: cfg.Memory.KeepRecentTurns,
+		BotName:    parts.BotName, Defaults: defaults, Facts: cfg.Memory.Facts.Enabled, KeepRecent: cfg.Memory.KeepRecentTurns,
 		Log: a.Log, Now: now, ExtraHelp: extra,
 		Admin: &commands.AdminOptions{Access: a.Access, Stats: store,
 			MessagesPerMinute: cfg.Limits.MessagesPerMinute, TokensPerDay: cfg.Limits.TokensPerDay},
