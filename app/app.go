@@ -89,15 +89,16 @@ type App struct {
 	Metrics    *metrics.Metrics
 	Health     *ops.Health // /healthz: database, write queue, then each channel as it starts
 	Intake     *chat.Intake
+	Outbox     *chat.Outbox // the delivery journal; nil when not open (the terminal chat)
+	// Handler is the chain of stages: access, dedupe, rate limit,
+	// commands, token quota, then the responder.
+	Handler pipeline.Handler
+
 	// Vectors ranks the archive by meaning and Embedding embeds new
 	// messages in the background (Run starts it), both nil unless
 	// memory.embeddings.model is set.
 	Vectors   *embed.Searcher
 	Embedding *embed.Worker
-	Outbox    *chat.Outbox // the delivery journal; nil when not open (the terminal chat)
-	// Handler is the chain of stages: access, dedupe, rate limit,
-	// commands, token quota, then the responder.
-	Handler pipeline.Handler
 }
 
 // The metrics hear about every turn.
@@ -267,12 +268,12 @@ func (a *App) build(ctx context.Context, parts Parts, defaults memory.Settings, 
 		coverage = a.Vectors
 	}
 	a.Commands = commands.New(store, cmdSum, a.Responder, commands.Options{
-		Embeddings: coverage,
-		BotName:    parts.BotName, Defaults: defaults, Facts: cfg.Memory.Facts.Enabled, KeepRecent: cfg.Memory.KeepRecentTurns,
+		BotName: parts.BotName, Defaults: defaults, Facts: cfg.Memory.Facts.Enabled, KeepRecent: cfg.Memory.KeepRecentTurns,
 		Log: a.Log, Now: now, ExtraHelp: extra,
 		Admin: &commands.AdminOptions{Access: a.Access, Stats: store,
 			MessagesPerMinute: cfg.Limits.MessagesPerMinute, TokensPerDay: cfg.Limits.TokensPerDay},
 		AfterPurge: a.forgetUndelivered,
+		Embeddings: coverage,
 	})
 
 	// The stages of DESIGN.md in order: access, dedupe, (rate limit),
