@@ -275,7 +275,6 @@ func (a *App) build(ctx context.Context, parts Parts, defaults memory.Settings, 
 		AfterPurge: a.forgetUndelivered,
 		Embeddings: coverage,
 	})
-
 	// The stages of DESIGN.md in order: access, dedupe, (rate limit),
 	// commands, (token quota), then the responder: persist, assemble, LLM,
 	// reply, persist, summarize.
