@@ -19,7 +19,7 @@ import (
 type WorkerOptions struct {
 	Batch   int           // messages per embeddings request (default 64)
 	Poll    time.Duration // how often it looks for new messages (default 2 s)
-	Rescan  time.Duration // how often it looks through the whole store again (default 10 min)
+	Rescan  time.Duration // how often it looks through the whole store again (default 1 h): edited texts, reused ids
 	Timeout time.Duration // one request (default 1 min)
 	Log     *slog.Logger
 	// Stored, when set, hears how many messages each stored batch held
@@ -54,7 +54,7 @@ func NewWorker(store Store, model Model, o WorkerOptions) *Worker {
 		o.Poll = 2 * time.Second
 	}
 	if o.Rescan <= 0 {
-		o.Rescan = 10 * time.Minute
+		o.Rescan = time.Hour
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = time.Minute
