@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/recallbot/recall/memory"
@@ -44,13 +43,38 @@ const (
 	vectorHits = 60
 )
 
-// hybrid is one assembly's similarity ranking: computed on first use, so
-// that the passes of a search share one call to the endpoint.
+// hybrid is one assembly's similarity ranking: started once, as the
+// search starts, so that it runs beside the full-text search and the
+// passes of a search share one call to the endpoint.
 type hybrid struct {
-	once sync.Once
+	done chan struct{} // closed when hits and err are set; nil: not started
 	hits []memory.Hit
 	err  error
-	used bool // the ranking was asked for
+}
+
+// start ranks the archive by similarity to the question (its words
+// without the time words, as the full-text search reads it) in the
+// background; wait waits for it.
+func (h *hybrid) start(ctx context.Context, a *Assembler, req Request, exclude []int64) {
+	if h == nil || h.done != nil {
+		return
+	}
+	text := req.Text
+	if w, ok := parseWhen(req.Text, req.Now, a.loc); ok {
+		text = w.rest
+	}
+	h.done = make(chan struct{})
+	go func() {
+		defer close(h.done)
+		h.hits, h.err = a.vectors.Similar(ctx, req.Key, text, vectorHits, exclude)
+	}()
+}
+
+// wait returns once a started ranking is done.
+func (h *hybrid) wait() {
+	if h != nil && h.done != nil {
+		<-h.done
+	}
 }
 
 // newHybrid returns the similarity ranking of one assembly, nil without
@@ -69,16 +93,13 @@ func (a *Assembler) newHybrid() *hybrid {
 // limit hits are kept. Without Vectors, or when the similarity ranking
 // fails (the note says so in /context), the full-text hits stay as they
 // are.
-func (a *Assembler) fuse(ctx context.Context, req Request, text string, fullText []memory.Hit, limit int, exclude []int64) []memory.Hit {
+func (a *Assembler) fuse(ctx context.Context, req Request, fullText []memory.Hit, limit int, exclude []int64) []memory.Hit {
 	h := req.hybrid
 	if a.vectors == nil || h == nil {
 		return fullText
 	}
-	h.once.Do(func() {
-		h.used = true
-		ex := exclude
-		h.hits, h.err = a.vectors.Similar(ctx, req.Key, text, vectorHits, ex)
-	})
+	h.start(ctx, a, req, exclude) // started by recall already
+	h.wait()
 	if h.err != nil || len(h.hits) == 0 {
 		return fullText
 	}
@@ -123,7 +144,7 @@ func (a *Assembler) fuse(ctx context.Context, req Request, text string, fullText
 // note is what /context says about the similarity ranking of this
 // assembly ("" when it was not asked for).
 func (h *hybrid) note(timeout time.Duration) string {
-	if h == nil || !h.used {
+	if h == nil || h.done == nil {
 		return ""
 	}
 	var n interface{ Note() string }

@@ -74,7 +74,7 @@ func benchEmbeddings(srv *llmtest.Server) config.Embeddings {
 type HybridResult struct {
 	FullText, Hybrid       []time.Duration // the big conversation's chain, per turn
 	FullTextAsm, HybridAsm []time.Duration // its assembly
-	HybridCPU              []time.Duration // process CPU time during each hybrid turn
+	FullTextCPU, HybridCPU []time.Duration // process CPU time during each turn
 	FirstHybrid            time.Duration   // the first hybrid turn: the index of the archive's vectors is loaded
 	Vectors                int64           // messages embedded in the fixture
 	FixtureBytes           [2]int64        // the fixture's size without and with the vectors
@@ -149,12 +149,12 @@ func TurnOverheadHybrid(ctx context.Context, o TurnOptions) (HybridResult, error
 		lat[i].reset()
 	}
 	for range o.Turns {
-		t, _, err := drivers[0].turn(ctx, rigs[0].handler)
+		t, c, err := drivers[0].turn(ctx, rigs[0].handler)
 		if err != nil {
 			return res, err
 		}
-		res.FullText = append(res.FullText, t)
-		t, c, err := drivers[1].turn(ctx, rigs[1].handler)
+		res.FullText, res.FullTextCPU = append(res.FullText, t), append(res.FullTextCPU, c)
+		t, c, err = drivers[1].turn(ctx, rigs[1].handler)
 		if err != nil {
 			return res, err
 		}
