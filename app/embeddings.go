@@ -35,8 +35,8 @@ func (a *App) buildEmbeddings(store *memory.Store) error {
 		return err
 	}
 	e := a.Config.Memory.Embeddings
-	a.Vectors = embed.NewSearcher(store.SQLite(), emb, embed.SearcherOptions{Timeout: e.Timeout, Log: a.Log})
-	a.Embedding = embed.NewWorker(store.SQLite(), emb, embed.WorkerOptions{Batch: e.Batch, Log: a.Log})
+	a.Vectors = embed.NewSearcher(store.SQLite(), emb, embed.SearcherOptions{Timeout: e.Timeout, JSON: store.JSON(), Log: a.Log})
+	a.Embedding = embed.NewWorker(store.SQLite(), emb, embed.WorkerOptions{Batch: e.Batch, JSON: store.JSON(), Log: a.Log})
 	return nil
 }
 

@@ -58,7 +58,7 @@ func TestEmbeddingsThroughTheChain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := embed.Reindex(t.Context(), a.Store.SQLite(), emb, 16, nil); err != nil {
+	if _, err := embed.Reindex(t.Context(), a.Store.SQLite(), a.Store.JSON(), emb, 16, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := turn("s2", "/summary_status"); !strings.Contains(got, "40 of 40 messages embedded (100%)") {

@@ -153,7 +153,7 @@ func runSummaryStatus(ctx context.Context, c *Call) error {
 		b.WriteString("\nA summary is being written right now.")
 	}
 	if e := c.opts.Embeddings; e != nil {
-		b.WriteString("\n" + embeddingsLine(ctx, e, c.Key, st.Storage))
+		b.WriteString("\n" + embeddingsLine(ctx, e, c.Key))
 	}
 	return c.Reply(ctx, b.String())
 }
@@ -217,10 +217,7 @@ func runSummaryNow(ctx context.Context, c *Call) error {
 
 // embeddingsLine says how much of the conversation is embedded for search
 // by meaning (memory.embeddings).
-func embeddingsLine(ctx context.Context, e Embeddings, key pipeline.Key, storage memory.Storage) string {
-	if storage == memory.StorageJSON {
-		return "Search by meaning: not available with JSON storage (search by words only)"
-	}
+func embeddingsLine(ctx context.Context, e Embeddings, key pipeline.Key) string {
 	done, total, err := e.Coverage(ctx, key)
 	switch {
 	case err != nil:

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -39,13 +41,19 @@ var filler = []string{
 // import` does (archived), with extra lines among the filler.
 func archive(t *testing.T, n int, extra map[int]string) *memory.Store {
 	t.Helper()
+	return archiveIn(t, memory.StorageSQLite, n, extra)
+}
+
+// archiveIn is archive with the owner on storage.
+func archiveIn(t *testing.T, storage memory.Storage, n int, extra map[int]string) *memory.Store {
+	t.Helper()
 	ctx := context.Background()
 	st, err := memory.Open(ctx, memory.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close(context.Background()) })
-	set := memory.Settings{Owner: group.Owner(), MemoryEnabled: true, Storage: memory.StorageSQLite, Threshold: 10}
+	set := memory.Settings{Owner: group.Owner(), MemoryEnabled: true, Storage: storage, Threshold: 10}
 	conv := memory.ConversationData{Key: group.String()}
 	t0 := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 	for i := range n {
@@ -95,7 +103,7 @@ func TestParaphraseFoundOnlyWithEmbeddings(t *testing.T) {
 	st := archive(t, 200, map[int]string{57: purchase, 120: "the car wash was closed"})
 	srv := llmtest.NewServer(t, llmtest.Echo(""))
 	e := embedder(t, srv, "fake-embed")
-	if _, err := embed.Reindex(ctx, st.SQLite(), e, 32, nil); err != nil {
+	if _, err := embed.Reindex(ctx, st.SQLite(), nil, e, 32, nil); err != nil {
 		t.Fatal(err)
 	}
 	req := assemble.Request{Key: group, Text: "when did we buy the automobile vehicle thing?", Memory: true, Now: time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)}
@@ -138,7 +146,7 @@ func TestSlowEndpointFallsBackToFullText(t *testing.T) {
 	st := archive(t, 60, map[int]string{20: purchase, 30: "the car wash was closed"})
 	srv := llmtest.NewServer(t, llmtest.Echo(""))
 	e := embedder(t, srv, "fake-embed")
-	if _, err := embed.Reindex(ctx, st.SQLite(), e, 32, nil); err != nil {
+	if _, err := embed.Reindex(ctx, st.SQLite(), nil, e, 32, nil); err != nil {
 		t.Fatal(err)
 	}
 	req := assemble.Request{Key: group, Text: "when did they purchase their new car?", Memory: true}
@@ -187,7 +195,7 @@ func TestIdenticalTextsEmbeddedOnce(t *testing.T) {
 	st := archive(t, 50, extra)
 	srv := llmtest.NewServer(t, llmtest.Echo(""))
 	e := embedder(t, srv, "fake-embed")
-	n, err := embed.Reindex(ctx, st.SQLite(), e, 8, nil)
+	n, err := embed.Reindex(ctx, st.SQLite(), nil, e, 8, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +209,7 @@ func TestIdenticalTextsEmbeddedOnce(t *testing.T) {
 		t.Errorf("coverage = %d of %d (%v), want 50 of 50", done, total, err)
 	}
 	// Run again: nothing left to embed.
-	if n, err := embed.Reindex(ctx, st.SQLite(), e, 8, nil); err != nil || n != 0 {
+	if n, err := embed.Reindex(ctx, st.SQLite(), nil, e, 8, nil); err != nil || n != 0 {
 		t.Errorf("second run embedded %d (%v), want 0", n, err)
 	}
 }
@@ -222,14 +230,14 @@ func TestReindexResumesAfterCancel(t *testing.T) {
 		}
 		return llmtest.EmbeddingScript{}
 	})
-	_, err := embed.Reindex(ctx, st.SQLite(), e, 16, nil)
+	_, err := embed.Reindex(ctx, st.SQLite(), nil, e, 16, nil)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("first run: %v, want cancelled", err)
 	}
 	cut := srv.EmbeddingCalls()[4]
 	first := srv.EmbeddedTexts()
 	var last, total int64
-	if _, err := embed.Reindex(context.Background(), st.SQLite(), e, 16, func(d, t int64) { last, total = d, t }); err != nil {
+	if _, err := embed.Reindex(context.Background(), st.SQLite(), nil, e, 16, func(d, t int64) { last, total = d, t }); err != nil {
 		t.Fatal(err)
 	}
 	// 300 unique texts: the 4 stored batches are not sent again; the cut
@@ -246,7 +254,7 @@ func TestModelChangeOldVectorsServe(t *testing.T) {
 	ctx := context.Background()
 	st := archive(t, 80, map[int]string{33: purchase})
 	srv := llmtest.NewServer(t, llmtest.Echo(""))
-	if _, err := embed.Reindex(ctx, st.SQLite(), embedder(t, srv, "old-model"), 16, nil); err != nil {
+	if _, err := embed.Reindex(ctx, st.SQLite(), nil, embedder(t, srv, "old-model"), 16, nil); err != nil {
 		t.Fatal(err)
 	}
 	newModel := embedder(t, srv, "new-model")
@@ -277,12 +285,12 @@ func TestModelChangeOldVectorsServe(t *testing.T) {
 		}
 		return llmtest.EmbeddingScript{}
 	})
-	_, _ = embed.Reindex(cctx, st.SQLite(), newModel, 20, nil)
+	_, _ = embed.Reindex(cctx, st.SQLite(), nil, newModel, 20, nil)
 	srv.OnEmbeddings(nil)
 	if m := find(); m != "old-model" {
 		t.Errorf("half re-embedded: question embedded by %s, want old-model", m)
 	}
-	if _, err := embed.Reindex(ctx, st.SQLite(), newModel, 20, nil); err != nil {
+	if _, err := embed.Reindex(ctx, st.SQLite(), nil, newModel, 20, nil); err != nil {
 		t.Fatal(err)
 	}
 	if m := find(); m != "new-model" {
@@ -356,7 +364,7 @@ func TestFirstLoadInBackground(t *testing.T) {
 	st := archive(t, 60, map[int]string{20: purchase, 30: "the car wash was closed"})
 	srv := llmtest.NewServer(t, llmtest.Echo(""))
 	e := embedder(t, srv, "fake-embed")
-	if _, err := embed.Reindex(ctx, st.SQLite(), e, 32, nil); err != nil {
+	if _, err := embed.Reindex(ctx, st.SQLite(), nil, e, 32, nil); err != nil {
 		t.Fatal(err)
 	}
 	gate := make(chan struct{})
@@ -391,5 +399,67 @@ func TestFirstLoadInBackground(t *testing.T) {
 	}
 	if !strings.Contains(snippetTexts(p.Breakdown.Snippets), purchase) {
 		t.Errorf("after the load: snippets %q", snippetTexts(p.Breakdown.Snippets))
+	}
+}
+
+// An owner on JSON storage keeps its vectors in a file beside its own
+// (0600), found by meaning like the database's; a purge rewrites that file
+// without the purged messages' vectors, or removes it with the owner's.
+func TestJSONOwnerVectorsBesideTheirFile(t *testing.T) {
+	ctx := context.Background()
+	st := archiveIn(t, memory.StorageJSON, 60, map[int]string{20: purchase, 30: "the car wash was closed"})
+	if !st.JSON().Has(group.Owner()) {
+		t.Fatal("the owner is not on JSON storage")
+	}
+	srv := llmtest.NewServer(t, llmtest.Echo(""))
+	e := embedder(t, srv, "fake-embed")
+	var last, total int64
+	if _, err := embed.Reindex(ctx, st.SQLite(), st.JSON(), e, 16, func(d, t int64) { last, total = d, t }); err != nil {
+		t.Fatal(err)
+	}
+	if last != 60 || total != 60 {
+		t.Errorf("progress %d of %d, want 60 of 60", last, total)
+	}
+	path := st.JSON().VectorsPath(group.Owner())
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o600 || filepath.Dir(path) != filepath.Dir(st.JSON().Path(group.Owner())) {
+		t.Fatalf("vectors file %s: %v, %v; want 0600 beside the owner's file", path, fi, err)
+	}
+	var rows int
+	if err := st.SQLite().DB().QueryRowContext(ctx, `SELECT count(*) FROM embedding_vectors`).Scan(&rows); err != nil || rows != 0 {
+		t.Errorf("%d vectors in the database for a JSON owner (%v)", rows, err)
+	}
+	s := embed.NewSearcher(st.SQLite(), e, embed.SearcherOptions{JSON: st.JSON(), LoadWait: time.Minute})
+	defer s.Close(ctx)
+	if done, total, err := s.Coverage(ctx, group); err != nil || done != 60 || total != 60 {
+		t.Errorf("coverage %d of %d (%v)", done, total, err)
+	}
+	req := assemble.Request{Key: group, Text: "when did they purchase their new car?", Memory: true}
+	budget := assemble.Budget{Total: 4000, Snippets: 300, Recent: 500, Summaries: 500, Memories: 200, System: 200}
+	p, err := assemble.New(st, words{}, budget, assemble.WithVectors(s)).Build(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := snippetTexts(p.Breakdown.Snippets); !strings.Contains(got, purchase) {
+		t.Errorf("the JSON owner's paraphrased message was not found:\n%s", got)
+	}
+	// Purge the messages older than the purchase's day: its vector stays,
+	// the older ones go.
+	cut := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC).Add(20 * 3 * time.Hour)
+	if _, err := st.Purge(ctx, memory.PurgeScope{Owner: group.Owner(), OlderThan: cut}); err != nil {
+		t.Fatal(err)
+	}
+	vs, err := st.JSON().Vectors(ctx, group.Owner())
+	if err != nil || len(vs) != 40 {
+		t.Fatalf("after purging 20 messages: %d vectors (%v), want 40", len(vs), err)
+	}
+	if _, err := s.Similar(ctx, group, req.Text, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Purge(ctx, memory.PurgeScope{Owner: group.Owner()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("after purging everything the vectors file is still there: %v", err)
 	}
 }

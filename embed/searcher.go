@@ -29,7 +29,10 @@ type SearcherOptions struct {
 	// conversation's index (default 300 ms); a bigger archive goes on
 	// loading in the background while the turns use full text (Loading).
 	LoadWait time.Duration
-	Log      *slog.Logger
+	// JSON, when set, holds the vectors of the owners on JSON storage
+	// (beside their files); nil: their conversations have none.
+	JSON JSONStore
+	Log  *slog.Logger
 }
 
 // Loading is the error of a search whose conversation's vectors are still
@@ -157,11 +160,12 @@ func (s *Searcher) ready(ctx context.Context, key pipeline.Key, ix *convIndex) e
 func (s *Searcher) load(ctx context.Context, key pipeline.Key, ix *convIndex) error {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	seq, err := s.store.LastVectorSeq(ctx)
+	src := s.src(key)
+	seq, err := src.LastVectorSeq(ctx, key)
 	if err != nil {
 		return err
 	}
-	if err := s.store.ConversationVectors(ctx, key, ix.put); err != nil {
+	if err := src.ConversationVectors(ctx, key, ix.put); err != nil {
 		return err
 	}
 	ix.seq = seq
@@ -220,7 +224,7 @@ func (s *Searcher) Similar(ctx context.Context, key pipeline.Key, text string, l
 	for i, x := range top {
 		ids[i] = x.id
 	}
-	msgs, err := s.store.MessagesOf(ctx, key, ids)
+	msgs, err := s.src(key).MessagesOf(ctx, key, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -275,7 +279,7 @@ func (s *Searcher) index(key pipeline.Key) *convIndex {
 // refresh reads the vectors stored since the index last looked.
 func (s *Searcher) refresh(ctx context.Context, key pipeline.Key, ix *convIndex) error {
 	for {
-		rows, err := s.store.VectorsSince(ctx, key, ix.seq, loadPage)
+		rows, err := s.src(key).VectorsSince(ctx, key, ix.seq, loadPage)
 		if err != nil {
 			return err
 		}
@@ -332,5 +336,14 @@ func (s *Searcher) serving(ix *convIndex) (string, *codes) {
 // Coverage counts the conversation's messages embedded by the configured
 // model, and those that can be (for /summary_status).
 func (s *Searcher) Coverage(ctx context.Context, key pipeline.Key) (done, total int64, err error) {
-	return s.store.EmbeddingCoverage(ctx, key, s.model.Model())
+	return s.src(key).EmbeddingCoverage(ctx, key, s.model.Model())
+}
+
+// src is where the conversation's vectors are: beside a JSON owner's file,
+// else in the database.
+func (s *Searcher) src(key pipeline.Key) source {
+	if s.opts.JSON != nil && s.opts.JSON.Has(key.Owner()) {
+		return jsonSource{s.opts.JSON}
+	}
+	return dbSource{s.store}
 }

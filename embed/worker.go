@@ -25,6 +25,9 @@ type WorkerOptions struct {
 	// Stored, when set, hears how many messages each stored batch held
 	// (a test waits on it).
 	Stored func(n int)
+	// JSON, when set, is where the owners on JSON storage keep their
+	// vectors (beside their files); nil: their messages are not embedded.
+	JSON JSONStore
 }
 
 // Worker embeds stored messages in the background, in batches: whatever
@@ -107,6 +110,7 @@ func (w *Worker) run(ctx context.Context) {
 		lastFull time.Time
 		failures int
 		dropped  bool
+		seen     = map[string]jsonState{} // JSON owners' files as of their last pass
 	)
 	for {
 		full := after == 0 || time.Since(lastFull) >= w.opts.Rescan
@@ -115,6 +119,12 @@ func (w *Worker) run(ctx context.Context) {
 			from = 0
 		}
 		last, _, err := w.pass(ctx, from, nil)
+		if err == nil {
+			if full {
+				clear(seen) // look at every JSON owner again
+			}
+			_, err = w.jsonPass(ctx, seen, nil)
+		}
 		wait := w.opts.Poll
 		switch {
 		case ctx.Err() != nil:
@@ -286,20 +296,33 @@ func refused(err error) bool {
 // what was stored stays, and the next run goes on from there). progress,
 // when set, hears done of total after each batch. Once all are done, the
 // vectors of earlier models are dropped.
-func Reindex(ctx context.Context, store Store, model Model, batch int, progress func(done, total int64)) (embedded int, err error) {
+func Reindex(ctx context.Context, store Store, files JSONStore, model Model, batch int, progress func(done, total int64)) (embedded int, err error) {
 	total, err := store.CountPendingEmbeddings(ctx, model.Model())
 	if err != nil {
 		return 0, err
 	}
+	inFiles, err := jsonPendingCount(ctx, files, model.Model())
+	if err != nil {
+		return 0, err
+	}
+	total += inFiles
 	if progress != nil {
 		progress(0, total)
 	}
-	w := NewWorker(store, model, WorkerOptions{Batch: batch})
-	_, embedded, err = w.pass(ctx, 0, func(n int) {
+	w := NewWorker(store, model, WorkerOptions{Batch: batch, JSON: files})
+	var handled int64
+	report := func(n int) {
+		handled += int64(n)
 		if progress != nil {
-			progress(min(int64(n), total), total)
+			progress(min(handled, total), total)
 		}
-	})
+	}
+	_, embedded, err = w.pass(ctx, 0, func(n int) { report(n - int(handled)) })
+	if err != nil {
+		return embedded, err
+	}
+	n, err := w.jsonPass(ctx, nil, report)
+	embedded += n
 	if err != nil {
 		return embedded, err
 	}

@@ -54,7 +54,7 @@ func embeddedTurnFixture(ctx context.Context, archived int, progress io.Writer) 
 			if err != nil {
 				return err
 			}
-			_, err = embed.Reindex(ctx, s, e, 512, nil)
+			_, err = embed.Reindex(ctx, s, nil, e, 512, nil)
 			return err
 		})
 	if err != nil {
