@@ -4,6 +4,9 @@ import (
 	"context"
 	"reflect"
 	"testing"
+
+	"github.com/recallbot/recall/llm"
+	"github.com/recallbot/recall/llm/llmtest"
 )
 
 // TestEvidenceIDs: REALTALK's evidence lists in all the shapes its files
@@ -52,5 +55,30 @@ func TestRecallFixture(t *testing.T) {
 	}
 	if res.Ours.Tokens <= 0 || len(res.Ours.Latency) != 2 {
 		t.Errorf("ours: %v tokens, %d latencies", res.Ours.Tokens, len(res.Ours.Latency))
+	}
+}
+
+// With an embeddings endpoint the recall run scores hybrid retrieval too
+// (here the fake endpoint: the figure means something only with a real
+// model).
+func TestRecallFixtureWithEmbeddings(t *testing.T) {
+	chats, err := LoadRecallChats("testdata/realtalk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := llmtest.NewServer(t, llmtest.Echo(""))
+	e, err := llm.NewEmbedder(llm.EmbedderOptions{BaseURL: srv.URL, Model: "fake-embed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Recall(context.Background(), chats, RecallOptions{Dir: t.TempDir(), Embeddings: e})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Hybrid == nil || res.Hybrid.Questions != 2 || res.Hybrid.AnyFound != 1 {
+		t.Fatalf("hybrid: %+v", res.Hybrid)
+	}
+	if srv.EmbeddedTexts() < 7 {
+		t.Errorf("%d texts embedded, want the chat's 7 turns and the questions", srv.EmbeddedTexts())
 	}
 }
