@@ -74,6 +74,7 @@ type convIndex struct {
 	seq    int64 // rows of message_embeddings up to this one are in
 	models map[string]*codes
 	loaded bool  // the first load is done (guarded by Searcher.mu)
+	inFile bool  // the vectors are a JSON owner's (its ids are the file's)
 	used   int64 // Searcher.clock at the last search (guarded by Searcher.mu)
 	size   int   // bytes, as of the last search (guarded by Searcher.mu)
 }
@@ -249,12 +250,15 @@ func (s *Searcher) Similar(ctx context.Context, key pipeline.Key, text string, l
 // index returns the conversation's index, making room for it within
 // MaxBytes by dropping the least recently searched others.
 func (s *Searcher) index(key pipeline.Key) *convIndex {
+	_, inFile := s.src(key).(jsonSource)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.clock++
 	ix, ok := s.convs[key]
-	if !ok {
-		ix = &convIndex{models: map[string]*codes{}}
+	if !ok || ix.inFile != inFile {
+		// New, or the owner moved between the database and a file: ids
+		// differ there, so the index starts over.
+		ix = &convIndex{models: map[string]*codes{}, inFile: inFile}
 		s.convs[key] = ix
 	}
 	ix.used = s.clock
