@@ -219,7 +219,7 @@ func Recall(ctx context.Context, chats []RecallChat, o RecallOptions) (RecallRes
 	var hybridAsm *assemble.Assembler
 	if o.Embeddings != nil {
 		s := embed.NewSearcher(st.SQLite(), o.Embeddings, embed.SearcherOptions{Timeout: time.Minute, LoadWait: time.Hour})
-		defer s.Close(context.Background())
+		defer func() { _ = s.Close(context.Background()) }()
 		hybridAsm = assemble.New(st, counter, budget, assemble.WithVectors(s))
 	}
 
