@@ -35,8 +35,10 @@ func (a *App) buildEmbeddings(store *memory.Store) error {
 		return err
 	}
 	e := a.Config.Memory.Embeddings
-	a.Vectors = embed.NewSearcher(store.SQLite(), emb, embed.SearcherOptions{Timeout: e.Timeout, JSON: store.JSON(), Log: a.Log})
-	a.Embedding = embed.NewWorker(store.SQLite(), emb, embed.WorkerOptions{Batch: e.Batch, JSON: store.JSON(), Log: a.Log})
+	// The worker is the one writer of vectors while the bot runs (bot
+	// reindex takes the data directory's lock): it tells the searcher.
+	a.Vectors = embed.NewSearcher(store.SQLite(), emb, embed.SearcherOptions{Timeout: e.Timeout, JSON: store.JSON(), Notified: true, Log: a.Log})
+	a.Embedding = embed.NewWorker(store.SQLite(), emb, embed.WorkerOptions{Batch: e.Batch, JSON: store.JSON(), Stored: a.Vectors.Stored, Log: a.Log})
 	return nil
 }
 

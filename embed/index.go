@@ -18,6 +18,7 @@ type codes struct {
 	q8    []int8
 	scale []float32
 	pos   map[int64]int // message id → its place in ids
+	dist  []uint16      // nearest's scratch (the index is used under convIndex.mu)
 }
 
 func newCodes(dims int) *codes {
@@ -113,7 +114,7 @@ func (c *codes) remove(ids []int64) {
 }
 
 func (c *codes) bytes() int {
-	return len(c.ids)*8 + len(c.bits)*8 + len(c.q8) + len(c.scale)*4 + len(c.pos)*24
+	return len(c.ids)*8 + len(c.bits)*8 + len(c.q8) + len(c.scale)*4 + len(c.pos)*24 + cap(c.dist)*2
 }
 
 // scored is a message and its similarity to a question.
@@ -161,7 +162,10 @@ func (c *codes) nearest(q []float32, n int, skip map[int64]bool) []int64 {
 	}
 	qc := make([]uint64, c.words)
 	code(qc, q)
-	dist := make([]uint16, len(c.ids))
+	if cap(c.dist) < len(c.ids) {
+		c.dist = make([]uint16, len(c.ids), len(c.ids)+len(c.ids)/4)
+	}
+	dist := c.dist[:len(c.ids)]
 	hist := make([]int, c.words*64+1)
 	w := c.words
 	for i := range c.ids {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/recallbot/recall/memory"
@@ -32,7 +33,11 @@ type SearcherOptions struct {
 	// JSON, when set, holds the vectors of the owners on JSON storage
 	// (beside their files); nil: their conversations have none.
 	JSON JSONStore
-	Log  *slog.Logger
+	// Notified: the one writer of vectors (the bot's Worker) calls Stored
+	// after each batch, so a search reads the store for new vectors only
+	// then; otherwise every search looks.
+	Notified bool
+	Log      *slog.Logger
 }
 
 // Loading is the error of a search whose conversation's vectors are still
@@ -60,6 +65,8 @@ type Searcher struct {
 	convs map[pipeline.Key]*convIndex
 	clock int64 // ticks on every search: the LRU order
 
+	stored atomic.Int64 // batches stored (Stored), with Notified
+
 	base   context.Context // the loads' context, cancelled by Close
 	cancel context.CancelFunc
 	loads  sync.WaitGroup
@@ -74,6 +81,7 @@ type convIndex struct {
 	seq    int64 // rows of message_embeddings up to this one are in
 	models map[string]*codes
 	loaded bool  // the first load is done (guarded by Searcher.mu)
+	seen   int64 // Searcher.stored as of the last refresh (with Notified)
 	inFile bool  // the vectors are a JSON owner's (its ids are the file's)
 	used   int64 // Searcher.clock at the last search (guarded by Searcher.mu)
 	size   int   // bytes, as of the last search (guarded by Searcher.mu)
@@ -280,8 +288,18 @@ func (s *Searcher) index(key pipeline.Key) *convIndex {
 	return ix
 }
 
+// Stored tells the Searcher that vectors were stored (with Notified).
+func (s *Searcher) Stored(int) { s.stored.Add(1) }
+
 // refresh reads the vectors stored since the index last looked.
 func (s *Searcher) refresh(ctx context.Context, key pipeline.Key, ix *convIndex) error {
+	if s.opts.Notified {
+		n := s.stored.Load()
+		if n == ix.seen {
+			return nil
+		}
+		ix.seen = n // read before the rows: a batch stored meanwhile is read next time
+	}
 	for {
 		rows, err := s.src(key).VectorsSince(ctx, key, ix.seq, loadPage)
 		if err != nil {
