@@ -72,6 +72,10 @@ type Parts struct {
 	// assembly and store calls; nil leaves them alone.
 	WrapAssembler func(chat.Assembler) chat.Assembler
 	WrapStore     func(*memory.Store) chat.Store
+	// WaitForVectors: a one-shot command (bot search, bot context) waits
+	// for a conversation's vector index to load (memory.embeddings)
+	// instead of answering from full text meanwhile, as a turn does.
+	WaitForVectors bool
 }
 
 // App is the bot, wired. Its fields are the parts, for the subcommands and
@@ -193,7 +197,7 @@ func (a *App) build(ctx context.Context, parts Parts, defaults memory.Settings, 
 	if err != nil {
 		return fmt.Errorf("memory.timezone: %w", err)
 	}
-	if err := a.buildEmbeddings(store); err != nil {
+	if err := a.buildEmbeddings(store, parts.WaitForVectors); err != nil {
 		return err
 	}
 	asmOpts := []assemble.Option{assemble.InLocation(loc)}

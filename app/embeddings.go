@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/recallbot/recall/config"
 	"github.com/recallbot/recall/embed"
@@ -29,15 +30,19 @@ func NewEmbedder(cfg config.Config) (*llm.Embedder, error) {
 // buildEmbeddings makes the hybrid retrieval parts when memory.embeddings
 // is set: the Searcher the assembler fuses with full text, and the worker
 // that embeds new messages (started by Run, stopped by Close).
-func (a *App) buildEmbeddings(store *memory.Store) error {
+func (a *App) buildEmbeddings(store *memory.Store, waitForLoad bool) error {
 	emb, err := NewEmbedder(a.Config)
 	if err != nil || emb == nil {
 		return err
 	}
 	e := a.Config.Memory.Embeddings
+	loadWait := time.Duration(0) // the searcher's default: a turn waits 300 ms at most
+	if waitForLoad {
+		loadWait = time.Hour
+	}
 	// The worker is the one writer of vectors while the bot runs (bot
 	// reindex takes the data directory's lock): it tells the searcher.
-	a.Vectors = embed.NewSearcher(store.SQLite(), emb, embed.SearcherOptions{Timeout: e.Timeout, JSON: store.JSON(), Notified: true, Log: a.Log})
+	a.Vectors = embed.NewSearcher(store.SQLite(), emb, embed.SearcherOptions{Timeout: e.Timeout, LoadWait: loadWait, JSON: store.JSON(), Notified: true, Log: a.Log})
 	a.Embedding = embed.NewWorker(store.SQLite(), emb, embed.WorkerOptions{Batch: e.Batch, JSON: store.JSON(), Stored: a.Vectors.Stored, Log: a.Log})
 	return nil
 }
