@@ -463,3 +463,75 @@ func TestJSONOwnerVectorsBesideTheirFile(t *testing.T) {
 		t.Errorf("after purging everything the vectors file is still there: %v", err)
 	}
 }
+
+// The worker embeds a JSON owner's new messages in the background too,
+// into the file beside theirs.
+func TestWorkerEmbedsJSONOwners(t *testing.T) {
+	ctx := context.Background()
+	st := archiveIn(t, memory.StorageJSON, 10, nil)
+	srv := llmtest.NewServer(t, llmtest.Echo(""))
+	batches := make(chan int, 100)
+	w := embed.NewWorker(st.SQLite(), embedder(t, srv, "fake-embed"), embed.WorkerOptions{Batch: 4, Poll: time.Hour, JSON: st.JSON(),
+		Stored: func(n int) { batches <- n }})
+	w.Start()
+	defer w.Close(ctx)
+	for got := 0; got < 10; got += <-batches {
+	}
+	if err := st.Append(ctx, memory.Message{Key: group, Role: memory.RoleUser, SenderName: "Anna", PlatformID: "new-1", Text: purchase, Time: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	w.Kick()
+	if n := <-batches; n != 1 {
+		t.Fatalf("stored a batch of %d, want the new message", n)
+	}
+	if err := w.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	vs, err := st.JSON().Vectors(ctx, group.Owner())
+	if err != nil || len(vs) != 11 {
+		t.Fatalf("%d vectors beside the file (%v), want 11", len(vs), err)
+	}
+}
+
+// recordingStore reports the id each look for messages to embed starts
+// after.
+type recordingStore struct {
+	embed.Store
+	afters chan int64
+}
+
+func (r recordingStore) PendingEmbeddings(ctx context.Context, model string, after int64, limit int) ([]memory.EmbedText, error) {
+	select {
+	case r.afters <- after:
+	case <-ctx.Done():
+	}
+	return r.Store.PendingEmbeddings(ctx, model, after, limit)
+}
+
+// Once everything is embedded, the worker's later looks start after the
+// newest message: it does not read the whole store again at every poll.
+func TestWorkerLooksOnlyPastTheNewest(t *testing.T) {
+	ctx := context.Background()
+	st := archive(t, 30, nil)
+	srv := llmtest.NewServer(t, llmtest.Echo(""))
+	e := embedder(t, srv, "fake-embed")
+	if _, err := embed.Reindex(ctx, st.SQLite(), nil, e, 16, nil); err != nil {
+		t.Fatal(err)
+	}
+	top, err := st.SQLite().MaxMessageID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := recordingStore{Store: st.SQLite(), afters: make(chan int64)}
+	w := embed.NewWorker(rec, e, embed.WorkerOptions{Poll: time.Millisecond})
+	w.Start()
+	defer w.Close(ctx)
+	if first := <-rec.afters; first != 0 {
+		t.Fatalf("the first look starts after %d, want 0 (the whole store)", first)
+	}
+	for range 3 {
+		if a := <-rec.afters; a != top {
+			t.Fatalf("a later look starts after %d, want the newest message %d", a, top)
+		}
+	}
+}

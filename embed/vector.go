@@ -13,6 +13,7 @@ import (
 type Store interface {
 	PendingEmbeddings(ctx context.Context, model string, after int64, limit int) ([]memory.EmbedText, error)
 	CountPendingEmbeddings(ctx context.Context, model string) (int64, error)
+	MaxMessageID(ctx context.Context) (int64, error)
 	CachedEmbeddings(ctx context.Context, model string, hashes [][]byte) (map[string][]float32, error)
 	PutEmbeddings(ctx context.Context, vs []memory.MessageVector) error
 	VectorsSince(ctx context.Context, key pipeline.Key, seq int64, limit int) ([]memory.MessageVector, error)

@@ -113,12 +113,18 @@ func (w *Worker) run(ctx context.Context) {
 		seen     = map[string]jsonState{} // JSON owners' files as of their last pass
 	)
 	for {
-		full := after == 0 || time.Since(lastFull) >= w.opts.Rescan
+		full := lastFull.IsZero() || time.Since(lastFull) >= w.opts.Rescan
 		from := after
+		var top int64 // a full pass looks at every message up to this one at least
+		var err error
 		if full {
 			from = 0
+			top, err = w.store.MaxMessageID(ctx)
 		}
-		last, _, err := w.pass(ctx, from, nil)
+		last := from
+		if err == nil {
+			last, _, err = w.pass(ctx, from, nil)
+		}
 		if err == nil {
 			if full {
 				clear(seen) // look at every JSON owner again
@@ -140,7 +146,7 @@ func (w *Worker) run(ctx context.Context) {
 				w.opts.Log.Info("embedding messages works again", "after_failures", failures)
 			}
 			failures = 0
-			after = max(after, last)
+			after = max(after, last, top)
 			if full {
 				lastFull = time.Now()
 				if !dropped {

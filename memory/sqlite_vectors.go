@@ -84,6 +84,15 @@ func (s *SQLite) PendingEmbeddings(ctx context.Context, model string, after int6
 	return out, rows.Err()
 }
 
+// MaxMessageID is the id of the newest stored message (0: none).
+func (s *SQLite) MaxMessageID(ctx context.Context) (int64, error) {
+	var n int64
+	if err := s.r.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM messages`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("reading the newest message id: %w", err)
+	}
+	return n, nil
+}
+
 // CountPendingEmbeddings counts the messages without an embedding by model.
 func (s *SQLite) CountPendingEmbeddings(ctx context.Context, model string) (int64, error) {
 	var n int64
