@@ -15,6 +15,7 @@ import (
 	"github.com/recallbot/recall/chat"
 	"github.com/recallbot/recall/commands"
 	"github.com/recallbot/recall/config"
+	"github.com/recallbot/recall/embed"
 	"github.com/recallbot/recall/limits"
 	"github.com/recallbot/recall/llm"
 	"github.com/recallbot/recall/logs"
@@ -73,6 +74,10 @@ type Parts struct {
 	// assembly and store calls; nil leaves them alone.
 	WrapAssembler func(chat.Assembler) chat.Assembler
 	WrapStore     func(*memory.Store) chat.Store
+	// WaitForVectors: a one-shot command (bot search, bot context) waits
+	// for a conversation's vector index to load (memory.embeddings)
+	// instead of answering from full text meanwhile, as a turn does.
+	WaitForVectors bool
 }
 
 // App is the bot, wired. Its fields are the parts, for the subcommands and
@@ -95,6 +100,12 @@ type App struct {
 	// Handler is the chain of stages: access, dedupe, rate limit,
 	// commands, token quota, then the responder.
 	Handler pipeline.Handler
+
+	// Vectors ranks the archive by meaning and Embedding embeds new
+	// messages in the background (Run starts it), both nil unless
+	// memory.embeddings.model is set.
+	Vectors   *embed.Searcher
+	Embedding *embed.Worker
 }
 
 // The metrics hear about every turn.
@@ -196,9 +207,16 @@ func (a *App) build(ctx context.Context, parts Parts, defaults memory.Settings, 
 	if err != nil {
 		return fmt.Errorf("memory.timezone: %w", err)
 	}
+	if err := a.buildEmbeddings(store, parts.WaitForVectors); err != nil {
+		return err
+	}
+	asmOpts := []assemble.Option{assemble.InLocation(loc)}
+	if a.Vectors != nil {
+		asmOpts = append(asmOpts, assemble.WithVectors(a.Vectors))
+	}
 	var asm chat.Assembler = assemble.New(store, a.Counter, assemble.Budget{Total: b.Total, System: b.System,
 		Memories: b.Memories + facts, Summaries: b.Summaries, Snippets: b.Snippets, Recent: b.Recent},
-		assemble.InLocation(loc))
+		asmOpts...)
 	if parts.WrapAssembler != nil {
 		asm = parts.WrapAssembler(asm)
 	}
@@ -265,12 +283,17 @@ func (a *App) build(ctx context.Context, parts Parts, defaults memory.Settings, 
 		extras = append(extras, NotConfigured)
 	}
 	extra := strings.Join(extras, "\n\n")
+	var coverage commands.Embeddings // /summary_status: how much is embedded
+	if a.Vectors != nil {
+		coverage = a.Vectors
+	}
 	a.Commands = commands.New(store, cmdSum, a.Responder, commands.Options{
 		BotName: parts.BotName, Defaults: defaults, Facts: cfg.Memory.Facts.Enabled, KeepRecent: cfg.Memory.KeepRecentTurns,
 		Log: a.Log, Now: now, ExtraHelp: extra,
 		Admin: &commands.AdminOptions{Access: a.Access, Stats: store,
 			MessagesPerMinute: cfg.Limits.MessagesPerMinute, TokensPerDay: cfg.Limits.TokensPerDay},
 		AfterPurge: a.forgetUndelivered,
+		Embeddings: coverage,
 	})
 	// The stages of DESIGN.md in order: access, dedupe, (rate limit),
 	// commands, (token quota), then the responder: persist, assemble, LLM,
@@ -306,7 +329,7 @@ func (a *App) Close() error {
 	if a.Summarizer != nil {
 		berr = a.Summarizer.Close(bctx)
 	}
-	berr = errors.Join(berr, a.Responder.Close(bctx))
+	berr = errors.Join(berr, a.Responder.Close(bctx), a.closeEmbeddings(bctx))
 	cancel()
 	if berr != nil {
 		a.Log.Warn("stopped background work that was still running; it retries at the next trigger", "err", berr)

@@ -76,6 +76,9 @@ const PendingWindow = time.Hour
 // the messages it accepted but never answered, then runs.
 func (a *App) Run(ctx context.Context, channels ...ChannelFunc) error {
 	cfg := a.Config
+	if a.Embedding != nil {
+		a.Embedding.Start() // embeds new messages until Close
+	}
 	disp := a.NewDispatcher()
 	w := Wiring{Submit: disp.Submit, Accept: a.Intake.Accept, AcceptStored: a.Intake.AcceptStored, Allowed: a.Access.Allowed,
 		Commands: a.Commands.List(), Known: a.Commands.Names(), Store: a.Store, Log: a.Log, Metrics: a.Metrics}

@@ -53,6 +53,8 @@ type Request struct {
 	// Total (a model with a smaller context window; see Budget.Within).
 	MaxTotal int
 	Now      time.Time
+
+	hybrid *hybrid // the similarity ranking of this assembly (hybrid.go)
 }
 
 // Part names, in prompt order.
@@ -112,6 +114,8 @@ type Assembler struct {
 	count  llm.Counter
 	budget Budget
 	loc    *time.Location // time words in questions ("yesterday") are read here
+	// vectors, when set, ranks the archive by meaning too (hybrid.go).
+	vectors Vectors
 }
 
 // Option configures an Assembler.
@@ -159,6 +163,7 @@ func (a *Assembler) Build(ctx context.Context, req Request) (Prompt, error) {
 	if req.MaxMemories <= 0 {
 		req.MaxMemories = 50
 	}
+	req.hybrid = a.newHybrid()
 	if req.MaxTotal > 0 && req.MaxTotal < a.budget.Total {
 		// A smaller context window: the same assembly on a smaller budget.
 		small := *a
@@ -399,6 +404,9 @@ func (a *Assembler) render(req Request, p parts, total func() int) Prompt {
 	}
 	bd.Snippets = p.snips
 	bd.Total = total()
+	if n := req.hybrid.note(a.vectorTimeout()); n != "" {
+		bd.Notes = append(bd.Notes, n)
+	}
 	if !req.Memory {
 		bd.Notes = append(bd.Notes, "memory is off for this chat: no summaries or archive snippets (/summary_on turns it on)")
 	}

@@ -78,6 +78,11 @@ func (a *Assembler) recall(ctx context.Context, req Request, exclude []int64, bu
 	if budget <= 0 {
 		return nil, nil
 	}
+	if req.hybrid == nil {
+		req.hybrid = a.newHybrid()
+	}
+	req.hybrid.start(ctx, a, req, exclude) // the similarity ranking, beside the full-text search (hybrid.go)
+	defer req.hybrid.wait()
 	limit := max(10, budget/tokensPerHit)
 	for {
 		snips, used, more, err := a.recallPass(ctx, req, exclude, budget, limit)
@@ -106,6 +111,7 @@ func (a *Assembler) recallPass(ctx context.Context, req Request, exclude []int64
 	if err != nil {
 		return nil, 0, false, err
 	}
+	all = a.fuse(ctx, req, all, limit, exclude) // with the similarity ranking (hybrid.go)
 	more = more || len(all) >= limit
 	// The time-narrowed hits rank first; the others follow.
 	if len(hits) > 0 {

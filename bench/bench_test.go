@@ -66,6 +66,32 @@ func BenchmarkTurnOverhead(b *testing.B) {
 	b.ReportMetric(float64(sums), "summary_calls")
 }
 
+// BenchmarkTurnOverheadHybrid is the turn of BenchmarkTurnOverhead with
+// hybrid retrieval on (memory.embeddings, a fake endpoint answering at
+// once, 256 dimensions) beside the same turns with full text only,
+// alternating: see figures.TurnOverheadHybrid. cpu_ms is the mean CPU time
+// of the process during a turn (background embedding included), the
+// figure least moved by a busy machine.
+func BenchmarkTurnOverheadHybrid(b *testing.B) {
+	ctx := context.Background()
+	var hy, ft, hyCPU, ftCPU []time.Duration
+	for b.Loop() {
+		res, err := figures.TurnOverheadHybrid(ctx, figures.TurnOptions{Archived: 100_000, Turns: 300, Warmup: 20, Progress: os.Stderr})
+		if err != nil {
+			b.Fatal(err)
+		}
+		hy, ft = append(hy, res.Hybrid...), append(ft, res.FullText...)
+		hyCPU, ftCPU = append(hyCPU, res.HybridCPU...), append(ftCPU, res.FullTextCPU...)
+	}
+	ms, pct, sum := figures.MS, figures.Pct, figures.Sum
+	b.ReportMetric(ms(pct(hy, 0.50)), "p50_ms")
+	b.ReportMetric(ms(pct(hy, 0.99)), "p99_ms")
+	b.ReportMetric(ms(sum(hyCPU))/float64(len(hyCPU)), "cpu_ms")
+	b.ReportMetric(ms(pct(ft, 0.50)), "fulltext_p50_ms")
+	b.ReportMetric(ms(pct(ft, 0.99)), "fulltext_p99_ms")
+	b.ReportMetric(ms(sum(ftCPU))/float64(len(ftCPU)), "fulltext_cpu_ms")
+}
+
 // BenchmarkConcurrentConversations runs 1,000 conversations × 10 turns
 // through the pipeline.Dispatcher and the whole chain, against the real
 // llm.Client and an llmtest server that answers every request after 200 ms:

@@ -20,6 +20,11 @@
 // archive snippets vs plain BM25 top-20:
 //
 //	go run ./bench --only=recall --data ~/REALTALK/data
+//
+// With an embeddings endpoint, the recall figure scores hybrid retrieval
+// (memory.embeddings) too:
+//
+//	go run ./bench --only=recall --data ~/REALTALK/data --embeddings-url http://localhost:11434/v1 --embeddings-model nomic-embed-text
 package main
 
 import (
@@ -33,6 +38,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/recallbot/recall/llm"
 )
 
 func main() {
@@ -51,6 +58,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	only := fs.String("only", "", "comma-separated figures to run: "+strings.Join(figureNames(), ","))
 	asJSON := fs.Bool("json", false, "print the table as JSON")
 	data := fs.String("data", "", "the data/ folder of REALTALK (github.com/danny911kr/REALTALK) for the recall figure")
+	embURL := fs.String("embeddings-url", "", "an OpenAI-compatible embeddings endpoint (ending in /v1): the recall figure scores hybrid retrieval too")
+	embModel := fs.String("embeddings-model", "", "the embeddings model for --embeddings-url (e.g. text-embedding-3-small, nomic-embed-text)")
+	embDims := fs.Int("embeddings-dims", 0, "the vector size to ask --embeddings-url for (0: the model's own)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -65,7 +75,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	rep, err := measure(ctx, sc, names, *data, stderr)
+	var emb *llm.Embedder
+	if *embURL != "" {
+		// The key, if the endpoint needs one, comes from the environment.
+		e, err := llm.NewEmbedder(llm.EmbedderOptions{BaseURL: *embURL, APIKey: os.Getenv("RECALL_MEMORY_EMBEDDINGS_API_KEY"), Model: *embModel, Dimensions: *embDims})
+		if err != nil {
+			return fmt.Errorf("--embeddings-url: %w", err)
+		}
+		emb = e
+	}
+	rep, err := measure(ctx, sc, names, *data, emb, stderr)
 	if err != nil {
 		return err
 	}
@@ -80,10 +99,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 // measure runs the figures names at scale sc, in the order of figureList;
 // progress goes to log.
-func measure(ctx context.Context, sc scale, names []string, data string, log io.Writer) (report, error) {
+func measure(ctx context.Context, sc scale, names []string, data string, emb *llm.Embedder, log io.Writer) (report, error) {
 	rep := report{Machine: describeMachine(), Scale: sc.name}
 	start := time.Now()
-	env := &runEnv{scale: sc, log: log, data: data}
+	env := &runEnv{scale: sc, log: log, data: data, embeddings: emb}
 	defer env.close()
 	for _, f := range figureList {
 		if !slices.Contains(names, f.name) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/recallbot/recall/bench/figures"
+	"github.com/recallbot/recall/llm"
 	"github.com/recallbot/recall/memory"
 )
 
@@ -76,6 +77,9 @@ type runEnv struct {
 	binDir string
 	bin    string
 	data   string // REALTALK's data/ folder ("" skips the recall figure)
+	// embeddings, when set (--embeddings-url), adds hybrid retrieval's
+	// rows to the recall figure.
+	embeddings *llm.Embedder
 }
 
 // botBinary builds cmd/bot once per run.
@@ -191,6 +195,30 @@ func measureTurn(ctx context.Context, e *runEnv) ([]row, error) {
 				"cpu_ms_mean": figures.MS(figures.Sum(res.BigCPU)) / float64(max(1, len(res.BigCPU)))},
 		})
 	}
+	// The same turns with hybrid retrieval on (memory.embeddings against a
+	// fake endpoint answering at once), alternating with full text only.
+	h, err := figures.TurnOverheadHybrid(ctx, figures.TurnOptions{Archived: sc.turnArchived, Turns: sc.turns, Warmup: sc.warmup, Progress: e.log})
+	if err != nil {
+		return nil, fmt.Errorf("with embeddings: %w", err)
+	}
+	hs := fmt.Sprintf("%d turns each, alternating; %s archived, 256 dims", sc.turns, thousands(int64(sc.turnArchived)))
+	for _, p := range []float64{0.5, 0.99} {
+		o, f := figures.MS(figures.Pct(h.Hybrid, p)), figures.MS(figures.Pct(h.FullText, p))
+		rows = append(rows, row{
+			Figure: "turn overhead p" + strconv.Itoa(int(p*100)) + " with embeddings (0-ms fake endpoint) vs full text only",
+			Ours:   fmtMS(o), Baseline: fmtMS(f), Ratio: fmtRatio(o, f), Scale: hs,
+			Values: map[string]float64{"ms": o, "fulltext_ms": f, "asm_ms": figures.MS(figures.Pct(h.HybridAsm, p)), "fulltext_asm_ms": figures.MS(figures.Pct(h.FullTextAsm, p)),
+				"cpu_ms_mean": figures.MS(figures.Sum(h.HybridCPU)) / float64(max(1, len(h.HybridCPU)))},
+		})
+	}
+	perMsg := float64(h.FixtureBytes[1]-h.FixtureBytes[0]) / float64(max(1, h.Vectors))
+	rows = append(rows,
+		row{Figure: "first turn with embeddings (its index loads; the turn waits ≤ 300 ms for it) vs a later p50", Ours: fmtMS(figures.MS(h.FirstHybrid)),
+			Baseline: fmtMS(figures.MS(figures.Pct(h.Hybrid, 0.5))), Ratio: fmtRatio(figures.MS(h.FirstHybrid), figures.MS(figures.Pct(h.Hybrid, 0.5))), Scale: hs},
+		row{Figure: "database bytes per embedded message (256 dims) vs the message itself", Ours: fmt.Sprintf("%.0f B", perMsg),
+			Baseline: fmt.Sprintf("%.0f B", float64(h.FixtureBytes[0])/float64(sc.turnArchived)), Ratio: fmtRatio(perMsg, float64(h.FixtureBytes[0])/float64(sc.turnArchived)), Scale: hs,
+			Values: map[string]float64{"bytes_per_vector": perMsg}},
+	)
 	return rows, nil
 }
 
@@ -359,7 +387,11 @@ func measureRecall(ctx context.Context, e *runEnv) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := figures.Recall(ctx, chats, figures.RecallOptions{Progress: func(f string, a ...any) { fmt.Fprintf(e.log, f+"\n", a...) }})
+	ropts := figures.RecallOptions{Progress: func(f string, a ...any) { fmt.Fprintf(e.log, f+"\n", a...) }}
+	if e.embeddings != nil {
+		ropts.Embeddings = e.embeddings
+	}
+	res, err := figures.Recall(ctx, chats, ropts)
 	if err != nil {
 		return nil, err
 	}
@@ -395,5 +427,14 @@ func measureRecall(ctx context.Context, e *runEnv) ([]row, error) {
 		row{Figure: "archive snippets: retrieval p50 vs BM25 top-20", Ours: fmtMS(ov["p50_ms"]), Baseline: fmtMS(bv["p50_ms"]), Ratio: fmtRatio(ov["p50_ms"], bv["p50_ms"]), Scale: scaleS},
 		row{Figure: "archive snippets: retrieval p99 vs BM25 top-20", Ours: fmtMS(ov["p99_ms"]), Baseline: fmtMS(bv["p99_ms"]), Ratio: fmtRatio(ov["p99_ms"], bv["p99_ms"]), Scale: scaleS},
 	)
+	if h := res.Hybrid; h != nil {
+		hs := scaleS + "; embeddings " + e.embeddings.Model()
+		hv := vals(*h)
+		rows = append(rows,
+			row{Figure: "archive snippets with embeddings: evidence recall vs full text only", Ours: fmt.Sprintf("%.3f", h.Recall), Baseline: fmt.Sprintf("%.3f", o.Recall), Ratio: fmtRatio(h.Recall, o.Recall), Scale: hs, Values: hv},
+			row{Figure: "archive snippets with embeddings: any evidence found vs full text only", Ours: fmt.Sprintf("%.3f", h.AnyFound), Baseline: fmt.Sprintf("%.3f", o.AnyFound), Ratio: fmtRatio(h.AnyFound, o.AnyFound), Scale: hs},
+			row{Figure: "archive snippets with embeddings: retrieval p50 vs full text only", Ours: fmtMS(hv["p50_ms"]), Baseline: fmtMS(ov["p50_ms"]), Ratio: fmtRatio(hv["p50_ms"], ov["p50_ms"]), Scale: hs + " (incl. the endpoint)"},
+		)
+	}
 	return rows, nil
 }

@@ -102,6 +102,15 @@ type Options struct {
 	// purge: the delivery journal forgets the undelivered replies, kept
 	// photos are removed.
 	AfterPurge func(scope memory.PurgeScope) error
+	// Embeddings, when set (memory.embeddings), says in /summary_status
+	// how much of the conversation is embedded.
+	Embeddings Embeddings
+}
+
+// Embeddings reports how much of a conversation is embedded.
+type Embeddings interface {
+	Model() string
+	Coverage(ctx context.Context, key pipeline.Key) (done, total int64, err error)
 }
 
 // Commands is the registry and the stage that runs them.

@@ -187,6 +187,9 @@ func runSummaryStatus(ctx context.Context, c *Call) error {
 	if c.sum != nil && c.sum.Running(c.Key) {
 		b.WriteString("\nA summary is being written right now.")
 	}
+	if e := c.opts.Embeddings; e != nil {
+		b.WriteString("\n" + embeddingsLine(ctx, e, c.Key))
+	}
 	return c.Reply(ctx, b.String())
 }
 
@@ -245,4 +248,17 @@ func runSummaryNow(ctx context.Context, c *Call) error {
 		msg += fmt.Sprintf(" %d level-%d summary folded from older ones.", levels[l], l)
 	}
 	return c.Reply(ctx, msg+" Nothing was deleted: /search still finds everything.")
+}
+
+// embeddingsLine says how much of the conversation is embedded for search
+// by meaning (memory.embeddings).
+func embeddingsLine(ctx context.Context, e Embeddings, key pipeline.Key) string {
+	done, total, err := e.Coverage(ctx, key)
+	switch {
+	case err != nil:
+		return "Search by meaning: could not count the embedded messages right now"
+	case total == 0:
+		return fmt.Sprintf("Search by meaning (%s): nothing to embed yet", e.Model())
+	}
+	return fmt.Sprintf("Search by meaning (%s): %d of %d messages embedded (%d%%)", e.Model(), done, total, done*100/total)
 }

@@ -195,6 +195,7 @@ type Memory struct {
 	Timezone          string        `mapstructure:"timezone"` // IANA name for time words in questions; "" = the server's
 	Budget            Budget        `mapstructure:"budget"`
 	Facts             Facts         `mapstructure:"facts"`
+	Embeddings        Embeddings    `mapstructure:"embeddings"`
 }
 
 // Location is the time zone in which time words of questions ("yesterday",
@@ -222,6 +223,34 @@ type Budget struct {
 type Facts struct {
 	Enabled bool `mapstructure:"enabled"`
 	Budget  int  `mapstructure:"budget"`
+}
+
+// Embeddings owns the optional semantic retrieval: the OpenAI-compatible
+// embeddings endpoint the archive and each question are embedded with. An
+// empty Model turns it off.
+type Embeddings struct {
+	Model      string        `mapstructure:"model"`                 // e.g. text-embedding-3-small; "" = off
+	BaseURL    string        `mapstructure:"base_url"`              // "" = llm.base_url
+	APIKey     string        `mapstructure:"api_key" secret:"true"` // "" = llm.api_key
+	Dimensions int           `mapstructure:"dimensions"`            // 0 = the model's own
+	Timeout    time.Duration `mapstructure:"timeout"`               // the question's embedding in a turn
+	Batch      int           `mapstructure:"batch"`                 // messages per background request
+}
+
+// Enabled reports whether embeddings are configured.
+func (e Embeddings) Enabled() bool { return strings.TrimSpace(e.Model) != "" }
+
+// Endpoint returns the base URL and API key to embed with: the
+// embeddings' own, or the LLM's when unset.
+func (c Config) EmbeddingsEndpoint() (baseURL, apiKey string) {
+	baseURL, apiKey = c.Memory.Embeddings.BaseURL, c.Memory.Embeddings.APIKey
+	if baseURL == "" {
+		baseURL = c.LLM.BaseURL
+	}
+	if apiKey == "" {
+		apiKey = c.LLM.APIKey
+	}
+	return baseURL, apiKey
 }
 
 // Pipeline owns message-processing concurrency.
@@ -345,7 +374,8 @@ func Default() Config {
 				Snippets:  1500,
 				Recent:    3000,
 			},
-			Facts: Facts{Enabled: false, Budget: 300},
+			Facts:      Facts{Enabled: false, Budget: 300},
+			Embeddings: Embeddings{Timeout: 300 * time.Millisecond, Batch: 64},
 		},
 		Pipeline: Pipeline{MaxConcurrent: 64},
 		Access:   Access{Open: false},

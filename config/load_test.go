@@ -55,7 +55,7 @@ func TestLeavesHaveUniqueKeysAndEnvNames(t *testing.T) {
 			secrets = append(secrets, l.key)
 		}
 	}
-	if want := []string{"database.url", "llm.api_key", "telegram.token", "telegram.webhook.secret", "media.transcription.api_key"}; !slices.Equal(secrets, want) {
+	if want := []string{"database.url", "llm.api_key", "memory.embeddings.api_key", "telegram.token", "telegram.webhook.secret", "media.transcription.api_key"}; !slices.Equal(secrets, want) {
 		t.Errorf("secret keys = %v, want %v", secrets, want)
 	}
 }

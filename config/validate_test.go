@@ -154,3 +154,31 @@ func TestValidateNeverEchoesWebhookSecret(t *testing.T) {
 		t.Fatalf("Validate() = %v; want an error that does not contain the secret", err)
 	}
 }
+
+func TestEmbeddingsValidation(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  func(*Config)
+		key  string
+	}{
+		{"bad base url", func(c *Config) { c.Memory.Embeddings.Model = "m"; c.Memory.Embeddings.BaseURL = "ftp://x" }, "memory.embeddings.base_url"},
+		{"zero timeout", func(c *Config) { c.Memory.Embeddings.Timeout = 0 }, "memory.embeddings.timeout"},
+		{"batch too big", func(c *Config) { c.Memory.Embeddings.Batch = 5000 }, "memory.embeddings.batch"},
+		{"with postgres", func(c *Config) { c.Memory.Embeddings.Model = "m"; c.Database.URL = "postgres://x/y" }, "memory.embeddings.model"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Default()
+			tc.set(&c)
+			err := c.Validate()
+			if err == nil || !strings.Contains(err.Error(), tc.key) {
+				t.Fatalf("Validate() = %v, want an error naming %s", err, tc.key)
+			}
+		})
+	}
+	c := Default()
+	c.LLM.BaseURL, c.LLM.APIKey = "http://127.0.0.1:1/v1", "k"
+	c.Memory.Embeddings.Model = "nomic-embed-text"
+	if base, key := c.EmbeddingsEndpoint(); base != c.LLM.BaseURL || key != "k" {
+		t.Errorf("EmbeddingsEndpoint() = %q, %q; want the LLM's", base, key)
+	}
+}

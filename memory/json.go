@@ -59,6 +59,8 @@ type JSON struct {
 	limit  int64                 // the bound on cached
 	most   int                   // the bound on the number of loaded owners
 	names  map[string]string     // file name → owner, for Owners
+
+	vecVersion map[string]int64 // owner → writes of its vectors file (json_vectors.go)
 }
 
 // The bounds of the JSON owners' cache: the size of the owner files kept
@@ -123,7 +125,8 @@ func OpenJSON(dir string) (*JSON, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("opening json directory: %s is not a directory", dir)
 	}
-	return &JSON{dir: dir, owners: map[string]*jsonOwner{}, names: map[string]string{}, limit: JSONCacheBytes, most: JSONCacheOwners}, nil
+	return &JSON{dir: dir, owners: map[string]*jsonOwner{}, names: map[string]string{}, limit: JSONCacheBytes, most: JSONCacheOwners,
+		vecVersion: map[string]int64{}}, nil
 }
 
 // Dir is the directory of owner files.
@@ -304,10 +307,22 @@ func (j *JSON) update(ctx context.Context, owner string, fn func(f *jsonFile) (c
 	// Once the rename (or removal) is done the change is made, even if
 	// syncing the directory then fails: memory follows the file.
 	if committed {
+		removed := next.messageCount() < o.f.messageCount()
 		o.f = next
 		j.sized(o, size)
+		if removed { // their vectors go too (json_vectors.go)
+			err = errors.Join(err, j.pruneVectorsLocked(owner, next))
+		}
 	}
 	return err
+}
+
+func (f *jsonFile) messageCount() int {
+	n := 0
+	for _, c := range f.Data.Conversations {
+		n += len(c.Messages)
+	}
+	return n
 }
 
 func (o *jsonOwner) resetCache() {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/recallbot/recall/assemble"
+	"github.com/recallbot/recall/embed"
 	"github.com/recallbot/recall/llm"
 	"github.com/recallbot/recall/memory"
 	"github.com/recallbot/recall/pipeline"
@@ -167,6 +168,10 @@ type RecallOptions struct {
 	Budget   int    // the snippets' budget (memory.budget.snippets; 1,500 when 0)
 	Model    string // the counter's model (the bot's default when empty)
 	Progress func(format string, args ...any)
+	// Embeddings, when set, scores hybrid retrieval too (RecallResult.Hybrid):
+	// every chat is embedded through it, and each question asked with the
+	// similarity ranking fused in, as a turn with memory.embeddings does.
+	Embeddings embed.Model
 }
 
 // RecallScore is one way of retrieving, scored.
@@ -182,6 +187,7 @@ type RecallScore struct {
 // RecallResult is ours beside the baseline.
 type RecallResult struct {
 	Ours, Baseline RecallScore
+	Hybrid         *RecallScore // with RecallOptions.Embeddings
 	Chats, Turns   int
 }
 
@@ -215,6 +221,12 @@ func Recall(ctx context.Context, chats []RecallChat, o RecallOptions) (RecallRes
 	budget := assemble.DefaultBudget
 	budget.Snippets = o.Budget
 	asm := assemble.New(st, counter, budget)
+	var hybridAsm *assemble.Assembler
+	if o.Embeddings != nil {
+		s := embed.NewSearcher(st.SQLite(), o.Embeddings, embed.SearcherOptions{Timeout: time.Minute, LoadWait: time.Hour})
+		defer func() { _ = s.Close(context.Background()) }()
+		hybridAsm = assemble.New(st, counter, budget, assemble.WithVectors(s))
+	}
 
 	type catSum struct{ sum, n float64 }
 	score := func() (*RecallScore, map[string]*catSum) {
@@ -222,6 +234,7 @@ func Recall(ctx context.Context, chats []RecallChat, o RecallOptions) (RecallRes
 	}
 	ours, oursCat := score()
 	base, baseCat := score()
+	hyb, hybCat := score()
 	add := func(s *RecallScore, cats map[string]*catSum, cat string, frac float64, tokens int, took time.Duration) {
 		s.Questions++
 		s.Recall += frac
@@ -259,6 +272,11 @@ func Recall(ctx context.Context, chats []RecallChat, o RecallOptions) (RecallRes
 		if _, err := st.Import(ctx, memory.NewExport(memory.OwnerData{Owner: key.Owner(), Settings: &set, Conversations: []memory.ConversationData{conv}})); err != nil {
 			return res, fmt.Errorf("importing %s: %w", c.Name, err)
 		}
+		if o.Embeddings != nil {
+			if _, err := embed.Reindex(ctx, st.SQLite(), nil, o.Embeddings, 256, nil); err != nil {
+				return res, fmt.Errorf("embedding %s: %w", c.Name, err)
+			}
+		}
 		res.Chats++
 		res.Turns += len(c.Turns)
 		now := c.Turns[len(c.Turns)-1].Time.Add(time.Hour)
@@ -293,6 +311,19 @@ func Recall(ctx context.Context, chats []RecallChat, o RecallOptions) (RecallRes
 				prompt.WriteString(m.Content + "\n")
 			}
 			add(ours, oursCat, q.Category, frac(prompt.String()), p.Breakdown.Part(assemble.PartSnippets).Tokens, took)
+			if hybridAsm != nil {
+				t0 := time.Now()
+				p, err := hybridAsm.Build(ctx, assemble.Request{Key: key, Text: q.Question, Memory: true, Now: now})
+				took := time.Since(t0)
+				if err != nil {
+					return res, fmt.Errorf("%s: %q with embeddings: %w", c.Name, q.Question, err)
+				}
+				var prompt strings.Builder
+				for _, m := range p.Messages[:len(p.Messages)-1] {
+					prompt.WriteString(m.Content + "\n")
+				}
+				add(hyb, hybCat, q.Category, frac(prompt.String()), p.Breakdown.Part(assemble.PartSnippets).Tokens, took)
+			}
 
 			t0 = time.Now()
 			hits, err := st.Search(ctx, key, memory.Query{Text: q.Question, Limit: 20, TokenBudget: o.Budget})
@@ -325,5 +356,9 @@ func Recall(ctx context.Context, chats []RecallChat, o RecallOptions) (RecallRes
 		return *s
 	}
 	res.Ours, res.Baseline = finish(ours, oursCat), finish(base, baseCat)
+	if o.Embeddings != nil {
+		h := finish(hyb, hybCat)
+		res.Hybrid = &h
+	}
 	return res, nil
 }

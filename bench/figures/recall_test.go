@@ -5,6 +5,9 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/recallbot/recall/llm"
+	"github.com/recallbot/recall/llm/llmtest"
 )
 
 // TestEvidenceIDs: REALTALK's evidence lists in all the shapes its files
@@ -74,5 +77,30 @@ func TestRecallMultiLineTurn(t *testing.T) {
 	}
 	if res.Ours.Recall != 1 || res.Baseline.Recall != 1 {
 		t.Errorf("recall %v (baseline %v), want 1: the lemon cake is in both", res.Ours.Recall, res.Baseline.Recall)
+	}
+}
+
+// With an embeddings endpoint the recall run scores hybrid retrieval too
+// (here the fake endpoint: the figure means something only with a real
+// model).
+func TestRecallFixtureWithEmbeddings(t *testing.T) {
+	chats, err := LoadRecallChats("testdata/realtalk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := llmtest.NewServer(t, llmtest.Echo(""))
+	e, err := llm.NewEmbedder(llm.EmbedderOptions{BaseURL: srv.URL, Model: "fake-embed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Recall(context.Background(), chats, RecallOptions{Dir: t.TempDir(), Embeddings: e})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Hybrid == nil || res.Hybrid.Questions != 2 || res.Hybrid.AnyFound != 1 {
+		t.Fatalf("hybrid: %+v", res.Hybrid)
+	}
+	if srv.EmbeddedTexts() < 7 {
+		t.Errorf("%d texts embedded, want the chat's 7 turns and the questions", srv.EmbeddedTexts())
 	}
 }

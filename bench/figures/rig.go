@@ -46,6 +46,9 @@ type rigConfig struct {
 	wrapAsm   func(chat.Assembler) chat.Assembler
 	wrapStore func(*memory.Store) chat.Store
 	log       *slog.Logger // nil discards
+	// embeddings, when its Model is set, turns hybrid retrieval on, with
+	// the background worker running as the bot runs it.
+	embeddings config.Embeddings
 }
 
 // rig is the application as package app builds it, with config.Default()
@@ -75,12 +78,18 @@ func newRig(ctx context.Context, rc rigConfig) (*rig, error) {
 	if rc.threshold > 0 {
 		cfg.Memory.Threshold = rc.threshold
 	}
+	if rc.embeddings.Enabled() {
+		cfg.Memory.Embeddings = rc.embeddings
+	}
 	a, err := app.New(ctx, cfg, app.Parts{
 		Model: rc.model, Logger: log, ForegroundSummaries: !rc.bgSummary,
 		WrapAssembler: rc.wrapAsm, WrapStore: rc.wrapStore,
 	})
 	if err != nil {
 		return nil, err
+	}
+	if a.Embedding != nil {
+		a.Embedding.Start() // as App.Run does; App.Close stops it
 	}
 	return &rig{cfg: cfg, app: a, store: a.Store, counter: a.Counter, summarizer: a.Summarizer, responder: a.Responder, handler: a.Handler}, nil
 }

@@ -32,6 +32,7 @@ Usage:
   bot healthcheck                          exit 0 when the running bot's /healthz (http.listen) answers 200
   bot search --key KEY TEXT                search a conversation's archive; prints JSON
   bot context --key KEY TEXT               show the context assembled for TEXT; prints JSON
+  bot reindex                              embed the stored messages for search by meaning (memory.embeddings); resumable
   bot version                              print the version
 
 Configuration: config.yaml in the working directory (or --config FILE), and
@@ -73,7 +74,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 0
 	}
 	switch cmd {
-	case "", "import", "export", "backup", "search", "context", "healthcheck", "whatsapp", "allow", "deny":
+	case "", "import", "export", "backup", "search", "context", "healthcheck", "whatsapp", "allow", "deny", "reindex":
 	default:
 		// Before the configuration is read: a typo is named as such even
 		// when the configuration is broken too.
@@ -116,6 +117,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = runSearch(ctx, cfg, rest, stdout)
 	case "context":
 		err = runContext(ctx, cfg, rest, stdout)
+	case "reindex":
+		err = runReindex(ctx, cfg, rest, stderr)
 	default:
 		fmt.Fprintf(stderr, "unknown command %q\n\n%s", cmd, usageText)
 		return 2
@@ -139,7 +142,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // run beside a running bot; healthcheck asks the bot over HTTP.
 func writesData(cmd string) bool {
 	switch cmd {
-	case "", "import", "whatsapp":
+	case "", "import", "whatsapp", "reindex":
 		return true
 	}
 	return false

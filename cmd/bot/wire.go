@@ -31,9 +31,9 @@ func loadConfig(path string) (config.Config, error) {
 }
 
 // newApp builds the bot (package app) with the production parts, logging
-// to logw.
+// to logw, for the one-shot commands (bot search, bot context).
 func newApp(ctx context.Context, cfg config.Config, logw io.Writer) (*app.App, error) {
-	return app.New(ctx, cfg, app.Parts{LogWriter: logw, Version: version})
+	return app.New(ctx, cfg, app.Parts{LogWriter: logw, Version: version, WaitForVectors: true})
 }
 
 // runBot runs the chat channels until ctx ends (or, for the terminal chat,

@@ -104,6 +104,8 @@ type Server struct {
 
 	transcribe TranscribeFunc // nil: /v1/audio/transcriptions answers 404
 	heard      []Transcription
+
+	embed embedState // /v1/embeddings (embeddings.go)
 }
 
 // Models scripts the answer to GET /v1/models.
@@ -176,6 +178,7 @@ func Start(h Handler) *Server {
 	mux.HandleFunc("/v1/chat/completions", s.chat)
 	mux.HandleFunc("/v1/models", s.listModels)
 	mux.HandleFunc("/v1/audio/transcriptions", s.transcription)
+	mux.HandleFunc("/v1/embeddings", s.embeddings)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "Unknown request URL: "+r.Method+" "+r.URL.Path)
 	})

@@ -190,7 +190,7 @@ func TestErrorFormat(t *testing.T) {
 	}
 
 	// Unknown paths and bad bodies are OpenAI-style errors too.
-	if r := post(t, srv.URL+"/embeddings", `{}`); r.StatusCode != 404 {
+	if r := post(t, srv.URL+"/moderations", `{}`); r.StatusCode != 404 {
 		t.Fatalf("unknown path: %d", r.StatusCode)
 	}
 	if r := post(t, srv.URL+"/chat/completions", `{`); r.StatusCode != 400 {
@@ -284,5 +284,19 @@ func TestStreamPieceDelay(t *testing.T) {
 		if gap := at[i].Sub(at[i-1]); gap < 25*time.Millisecond {
 			t.Errorf("gap %d = %s, want about 30ms", i, gap)
 		}
+	}
+}
+
+// The fake embeddings endpoint refuses what OpenAI's refuses: no model, an
+// input that is neither a string nor strings, base64 (not spoken here).
+func TestEmbeddingsRefusesBadRequests(t *testing.T) {
+	srv := llmtest.NewServer(t, llmtest.Echo(""))
+	for _, body := range []string{`{"input":"x"}`, `{"model":"m","input":3}`, `{"model":"m","input":"x","encoding_format":"base64"}`, `{`} {
+		if r := post(t, srv.URL+"/embeddings", body); r.StatusCode != 400 {
+			t.Errorf("%s: status %d, want 400", body, r.StatusCode)
+		}
+	}
+	if r := post(t, srv.URL+"/embeddings", `{"model":"m","input":"one text"}`); r.StatusCode != 200 {
+		t.Errorf("a single string: status %d", r.StatusCode)
 	}
 }
