@@ -14,6 +14,7 @@ import (
 	"github.com/recallbot/recall/chat"
 	"github.com/recallbot/recall/commands"
 	"github.com/recallbot/recall/config"
+	"github.com/recallbot/recall/lease"
 	"github.com/recallbot/recall/limits"
 	"github.com/recallbot/recall/llm"
 	"github.com/recallbot/recall/logs"
@@ -23,6 +24,7 @@ import (
 	"github.com/recallbot/recall/ops"
 	"github.com/recallbot/recall/pipeline"
 	"github.com/recallbot/recall/summary"
+	"github.com/recallbot/recall/turnqueue"
 )
 
 // Model is what the bot needs from a language model: chat answers and
@@ -71,12 +73,21 @@ type Parts struct {
 	// assembly and store calls; nil leaves them alone.
 	WrapAssembler func(chat.Assembler) chat.Assembler
 	WrapStore     func(*memory.Store) chat.Store
+	// Replica names this process among the replicas on one PostgreSQL
+	// database (leases, claimed turns); empty: host name, PID and a
+	// random suffix.
+	Replica string
+	// Queue and Lease adjust the shared queue's and the leader leases'
+	// timing on PostgreSQL (a test's short leases and clock).
+	Queue func(*turnqueue.Options)
+	Lease func(*lease.Options)
 }
 
 // App is the bot, wired. Its fields are the parts, for the subcommands and
 // for tests to look at; Close stops what it owns.
 type App struct {
 	Config     config.Config
+	Replica    string // this process among the replicas on PostgreSQL (Parts.Replica)
 	Log        *slog.Logger
 	Store      *memory.Store
 	Model      Model               // nil when no model is configured
@@ -92,6 +103,8 @@ type App struct {
 	// Handler is the chain of stages: access, dedupe, rate limit,
 	// commands, token quota, then the responder.
 	Handler pipeline.Handler
+
+	parts Parts
 }
 
 // The metrics hear about every turn.
@@ -108,7 +121,10 @@ const OutboxFile = "outbox.jsonl"
 
 // New opens the store in data.dir and builds the bot. Close releases it.
 func New(ctx context.Context, cfg config.Config, parts Parts) (*App, error) {
-	a := &App{Config: cfg, Log: parts.Logger}
+	a := &App{Config: cfg, Log: parts.Logger, Replica: parts.Replica, parts: parts}
+	if a.Replica == "" {
+		a.Replica = replicaName()
+	}
 	if a.Log == nil {
 		w := parts.LogWriter
 		if w == nil {

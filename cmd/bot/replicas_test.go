@@ -1,0 +1,231 @@
+package main
+
+// Replicas on one PostgreSQL database, in one test process: each replica
+// is the bot as runBot builds it (app.New + app.Run with the Telegram
+// channel of channels.go) with a data directory of its own.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-telegram/bot/models"
+
+	"github.com/recallbot/recall/adapters/adaptertest"
+	"github.com/recallbot/recall/adapters/telegram/telegramtest"
+	"github.com/recallbot/recall/app"
+	"github.com/recallbot/recall/config"
+	"github.com/recallbot/recall/lease"
+	"github.com/recallbot/recall/memory/pgtest"
+	"github.com/recallbot/recall/turnqueue"
+)
+
+const hookSecret = "hook-secret"
+
+// replicaOptions tune one replica.
+type replicaOptions struct {
+	name    string
+	db      string // database.url
+	llm     string
+	webhook bool // webhook mode on a port of its own, else long polling
+}
+
+// replica is one running bot.
+type replica struct {
+	name   string
+	app    *app.App
+	hook   string // the webhook's URL on 127.0.0.1 (webhook mode)
+	logs   *adaptertest.SyncBuffer
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func startReplica(t *testing.T, tg fakeTelegram, o replicaOptions) *replica {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Data.Dir = t.TempDir()
+	cfg.Database.URL = o.db
+	cfg.HTTP.Listen = ""
+	cfg.Telegram.Token, cfg.Telegram.APIURL = fakeTGToken, tg.URL
+	cfg.Access.AllowedUsers = nil
+	cfg.Access.Open = true
+	cfg.LLM.BaseURL, cfg.LLM.APIKey, cfg.LLM.Model, cfg.LLM.MaxRetries = o.llm, "test-key", "test-model", 0
+	cfg.Shutdown.Timeout = 3 * time.Second
+	r := &replica{name: o.name, logs: &adaptertest.SyncBuffer{}, done: make(chan error, 1)}
+	if o.webhook {
+		port := freePort(t)
+		cfg.Telegram.Webhook = config.TelegramWebhook{URL: "https://bot.example.com/hook", Listen: "127.0.0.1:" + port, Secret: hookSecret}
+		r.hook = "http://127.0.0.1:" + port + "/hook"
+	}
+	log := slog.New(slog.NewTextHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug})).With("replica", o.name)
+	a, err := app.New(t.Context(), cfg, app.Parts{Logger: log, Journal: true, Replica: o.name,
+		// Leases of seconds, so a dead replica's turn is taken over
+		// within the test's patience.
+		Queue: func(q *turnqueue.Options) { q.Lease, q.Renew, q.Rescan = 2*time.Second, 100*time.Millisecond, 50*time.Millisecond },
+		Lease: func(l *lease.Options) { l.TTL, l.Every = 2*time.Second, 100*time.Millisecond },
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", o.name, err)
+	}
+	r.app = a
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	go func() { r.done <- a.Run(ctx, telegramChannel(cfg)) }()
+	t.Cleanup(func() {
+		r.stop()
+		if t.Failed() {
+			t.Logf("%s logs:\n%s", o.name, r.logs.String())
+		}
+	})
+	if o.webhook {
+		waitListening(t, r)
+	}
+	return r
+}
+
+// stop stops the replica as SIGTERM does; again is a no-op.
+func (r *replica) stop() {
+	if r.cancel == nil {
+		return
+	}
+	r.cancel()
+	<-r.done
+	_ = r.app.Close()
+	r.cancel = nil
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	return port
+}
+
+// waitListening waits until the replica's webhook server answers.
+func waitListening(t *testing.T, r *replica) {
+	t.Helper()
+	u, _ := url.Parse(r.hook)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := net.Dial("tcp", u.Host)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: the webhook server does not listen: %v\n%s", r.name, err, r.logs.String())
+		}
+		time.Sleep(10 * time.Millisecond) // polling a port, not synchronising goroutines
+	}
+}
+
+// post delivers an update to a replica's webhook as Telegram does, and
+// returns the HTTP status.
+func post(t *testing.T, r *replica, u models.Update) int {
+	t.Helper()
+	body, err := json.Marshal(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodPost, r.hook, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Telegram-Bot-Api-Secret-Token", hookSecret)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Errorf("posting to %s: %v", r.name, err)
+		return 0
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// replies returns the texts of the replies delivered to chat, in order.
+func replies(tg fakeTelegram, chat int64) []string {
+	var out []string
+	for _, c := range tg.Sent(chat) {
+		out = append(out, c.Fields["text"])
+	}
+	return out
+}
+
+// TestReplicasWebhookAnyReplica: three replicas behind a load balancer
+// (updates posted to random replicas, each update posted again to another
+// replica as Telegram does when an answer is late). Every message is
+// answered exactly once, in order within its chat.
+func TestReplicasWebhookAnyReplica(t *testing.T) {
+	db := pgtest.URL(t)
+	tg := newFakeTelegram(t)
+	model := newFakeLLM(t)
+	var reps []*replica
+	for i := range 3 {
+		reps = append(reps, startReplica(t, tg, replicaOptions{name: "r" + strconv.Itoa(i), db: db, llm: model.URL, webhook: true}))
+	}
+	const users, perUser = 12, 4
+	var (
+		wg     sync.WaitGroup
+		nextID sync.Mutex
+		id     int64
+	)
+	for u := range users {
+		user := int64(1000 + u)
+		wg.Go(func() {
+			for m := range perUser {
+				nextID.Lock()
+				id++
+				upd := models.Update{ID: id, Message: tg.TextMessage(telegramtest.PrivateChat(user), user, fmt.Sprintf("u%d m%d", user, m))}
+				nextID.Unlock()
+				first := rand.IntN(len(reps))
+				if code := post(t, reps[first], upd); code != http.StatusOK {
+					t.Errorf("update %d: status %d", upd.ID, code)
+				}
+				if code := post(t, reps[(first+1)%len(reps)], upd); code != http.StatusOK { // redelivered
+					t.Errorf("update %d again: status %d", upd.ID, code)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for u := range users {
+		user := int64(1000 + u)
+		var want []string
+		for m := range perUser {
+			want = append(want, fmt.Sprintf("echo: u%d m%d", user, m))
+		}
+		_, ok := tg.UntilWithin(60*time.Second, func([]telegramtest.Call) bool { return len(replies(tg, user)) >= perUser })
+		if !ok {
+			t.Fatalf("user %d got %q, want %q", user, replies(tg, user), want)
+		}
+		if r := replies(tg, user); strings.Join(r, "|") != strings.Join(want, "|") {
+			t.Errorf("user %d got %q, want %q (each once, in order)", user, r, want)
+		}
+	}
+	// Nothing more comes: every turn is finished in the shared queue.
+	for _, r := range reps {
+		r.stop()
+	}
+	for u := range users {
+		if r := replies(tg, int64(1000+u)); len(r) != perUser {
+			t.Errorf("user %d got %d replies, want %d", 1000+u, len(r), perUser)
+		}
+	}
+	if n := len(model.chatRequests()); n != users*perUser {
+		t.Errorf("%d model calls, want %d (one per message)", n, users*perUser)
+	}
+}
