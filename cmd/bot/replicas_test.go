@@ -73,7 +73,9 @@ func startReplica(t *testing.T, tg fakeTelegram, o replicaOptions) *replica {
 	a, err := app.New(t.Context(), cfg, app.Parts{Logger: log, Journal: true, Replica: o.name,
 		// Leases of seconds, so a dead replica's turn is taken over
 		// within the test's patience.
-		Queue: func(q *turnqueue.Options) { q.Lease, q.Renew, q.Rescan = 2*time.Second, 100*time.Millisecond, 50*time.Millisecond },
+		Queue: func(q *turnqueue.Options) {
+			q.Lease, q.Renew, q.Rescan = 2*time.Second, 100*time.Millisecond, 50*time.Millisecond
+		},
 		Lease: func(l *lease.Options) { l.TTL, l.Every = 2*time.Second, 100*time.Millisecond },
 	})
 	if err != nil {
