@@ -28,6 +28,7 @@ import (
 	"github.com/recallbot/recall/app"
 	"github.com/recallbot/recall/config"
 	"github.com/recallbot/recall/lease"
+	"github.com/recallbot/recall/llm/llmtest"
 	"github.com/recallbot/recall/memory/pgtest"
 	"github.com/recallbot/recall/turnqueue"
 )
@@ -229,5 +230,116 @@ func TestReplicasWebhookAnyReplica(t *testing.T) {
 	}
 	if n := len(model.chatRequests()); n != users*perUser {
 		t.Errorf("%d model calls, want %d (one per message)", n, users*perUser)
+	}
+}
+
+// dbProxy forwards TCP connections to the database until it is cut: then
+// every connection through it drops and no new one gets through — the
+// database's view of a replica that was killed.
+type dbProxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	conns  []net.Conn
+	cut    bool
+}
+
+// startProxy returns dbURL with its host replaced by a proxy's.
+func startProxy(t *testing.T, dbURL string) (string, *dbProxy) {
+	t.Helper()
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &dbProxy{ln: ln, target: u.Host}
+	go p.serve()
+	t.Cleanup(p.kill)
+	u.Host = ln.Addr().String()
+	return u.String(), p
+}
+
+func (p *dbProxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		d, err := net.Dial("tcp", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		if p.cut {
+			p.mu.Unlock()
+			c.Close()
+			d.Close()
+			return
+		}
+		p.conns = append(p.conns, c, d)
+		p.mu.Unlock()
+		go func() { _, _ = io.Copy(d, c); d.Close() }()
+		go func() { _, _ = io.Copy(c, d); c.Close() }()
+	}
+}
+
+// kill cuts every connection through the proxy and refuses new ones.
+func (p *dbProxy) kill() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = true
+	p.ln.Close()
+	for _, c := range p.conns {
+		c.Close()
+	}
+}
+
+// TestReplicasTurnOfAKilledReplica: a replica is killed in the middle of a
+// turn (its model call hangs, then it loses the database). The next
+// message of the chat reaches another replica: it waits for the killed
+// replica's lease to expire, then answers the first message and the second,
+// in order, each once.
+func TestReplicasTurnOfAKilledReplica(t *testing.T) {
+	db := pgtest.URL(t)
+	tg := newFakeTelegram(t)
+	asked := make(chan struct{}, 1)
+	hang := llmtest.NewServer(t, func(r llmtest.Request) llmtest.Response {
+		select {
+		case asked <- struct{}{}:
+		default:
+		}
+		return llmtest.Response{Text: "never", Delay: time.Hour} // ends when the client goes
+	})
+	viaProxy, proxy := startProxy(t, db)
+	a := startReplica(t, tg, replicaOptions{name: "doomed", db: viaProxy, llm: hang.URL, webhook: true})
+	chat := telegramtest.PrivateChat(42)
+	first := models.Update{ID: 1, Message: tg.TextMessage(chat, 42, "first")}
+	if code := post(t, a, first); code != http.StatusOK {
+		t.Fatalf("status %d", code)
+	}
+	<-asked
+	proxy.kill() // killed mid-turn, holding the turn's lease
+
+	model := newFakeLLM(t)
+	b := startReplica(t, tg, replicaOptions{name: "survivor", db: db, llm: model.URL, webhook: true})
+	second := models.Update{ID: 2, Message: tg.TextMessage(chat, 42, "second")}
+	if code := post(t, b, second); code != http.StatusOK {
+		t.Fatalf("status %d", code)
+	}
+	want := []string{"echo: first", "echo: second"}
+	if _, ok := tg.UntilWithin(60*time.Second, func([]telegramtest.Call) bool { return len(replies(tg, 42)) >= 2 }); !ok {
+		t.Fatalf("replies %q, want %q", replies(tg, 42), want)
+	}
+	b.stop()
+	a.stop()
+	if got := replies(tg, 42); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("replies %q, want %q (in order, each once)", got, want)
+	}
+	if !strings.Contains(b.logs.String(), "taking over a turn another replica left unfinished") {
+		t.Errorf("the survivor did not say it took the turn over:\n%s", b.logs.String())
 	}
 }
