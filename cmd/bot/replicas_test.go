@@ -343,3 +343,60 @@ func TestReplicasTurnOfAKilledReplica(t *testing.T) {
 		t.Errorf("the survivor did not say it took the turn over:\n%s", b.logs.String())
 	}
 }
+
+// pollConflict is what a replica logs when Telegram terminated its
+// getUpdates because another one was running (409): two replicas polling.
+const pollConflict = "another instance is polling with this token"
+
+// TestReplicasOnePolls: with long polling, of two replicas exactly one
+// polls (two would terminate each other's getUpdates with 409), and both
+// answer from the shared queue; when the polling replica dies, the other
+// takes the polling over within seconds and the chat goes on.
+func TestReplicasOnePolls(t *testing.T) {
+	db := pgtest.URL(t)
+	tg := newFakeTelegram(t)
+	model := newFakeLLM(t)
+	viaProxy, proxy := startProxy(t, db)
+	a := startReplica(t, tg, replicaOptions{name: "leader", db: viaProxy, llm: model.URL})
+	if _, ok := tg.UntilWithin(30*time.Second, func(calls []telegramtest.Call) bool {
+		return len(telegramtest.FilterCalls(calls, "getUpdates")) > 0
+	}); !ok {
+		t.Fatalf("nobody polls:\n%s", a.logs.String())
+	}
+	b := startReplica(t, tg, replicaOptions{name: "standby", db: db, llm: model.URL})
+	const users = 6
+	for round := range 3 {
+		for u := range users {
+			tg.sendText(int64(2000+u), fmt.Sprintf("u%d r%d", u, round))
+		}
+	}
+	for u := range users {
+		user := int64(2000 + u)
+		if _, ok := tg.UntilWithin(60*time.Second, func([]telegramtest.Call) bool { return len(replies(tg, user)) >= 3 }); !ok {
+			t.Fatalf("user %d got %q", user, replies(tg, user))
+		}
+		want := fmt.Sprintf("echo: u%d r0|echo: u%d r1|echo: u%d r2", u, u, u)
+		if got := strings.Join(replies(tg, user), "|"); got != want {
+			t.Errorf("user %d got %q, want %q", user, got, want)
+		}
+	}
+	for _, r := range []*replica{a, b} {
+		if strings.Contains(r.logs.String(), pollConflict) {
+			t.Fatalf("%s: getUpdates was terminated by another replica's:\n%s", r.name, r.logs.String())
+		}
+	}
+
+	proxy.kill() // the polling replica dies
+	tg.sendText(2000, "after the leader died")
+	if _, ok := tg.waitSent("echo: after the leader died", 60*time.Second); !ok {
+		t.Fatalf("no answer once the polling replica died:\n%s", b.logs.String())
+	}
+	if !strings.Contains(b.logs.String(), "took the lease") {
+		t.Errorf("the standby never took the polling lease:\n%s", b.logs.String())
+	}
+	b.stop()
+	a.stop()
+	if got := replies(tg, 2000); len(got) != 4 {
+		t.Errorf("user 2000 got %q, want 4 replies", got)
+	}
+}
