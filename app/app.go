@@ -239,6 +239,9 @@ func (a *App) build(ctx context.Context, parts Parts, defaults memory.Settings, 
 	}
 	lim := limits.Options{Exempt: a.Access.IsAdmin, Discard: store, Now: now, TurnEstimate: cfg.Memory.Budget.Total + cfg.LLM.MaxTokens}
 	rate := limits.NewRate(cfg.Limits.MessagesPerMinute, lim)
+	if pg := store.Postgres(); pg != nil {
+		rate.WithWindows(pg) // one limit per user across the replicas
+	}
 	quota := limits.NewQuota(cfg.Limits.TokensPerDay, store, lim)
 	copts := chat.Options{
 		SystemPrompt: cfg.LLM.SystemPrompt, Facts: cfg.Memory.Facts.Enabled, MaxMemories: cfg.Memory.MaxMemories,
