@@ -217,6 +217,9 @@ func (a *App) build(ctx context.Context, parts Parts, defaults memory.Settings, 
 	if a.Model != nil {
 		model = a.Model
 		a.Summarizer = summary.New(summaryCounter{store, a.Metrics}, a.Model, a.Counter, policy, a.Log)
+		if pg := store.Postgres(); pg != nil {
+			a.Summarizer.Exclusive(summary.DatabaseLock(pg)) // once at a time across the replicas
+		}
 		cmdSum = a.Summarizer
 		if !parts.ForegroundSummaries {
 			sum = a.Summarizer
