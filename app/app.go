@@ -99,7 +99,11 @@ type App struct {
 	Metrics    *metrics.Metrics
 	Health     *ops.Health // /healthz: database, write queue, then each channel as it starts
 	Intake     *chat.Intake
-	Outbox     *chat.Outbox // the delivery journal; nil when not open (the terminal chat)
+	Outbox     *chat.Outbox // the delivery journal; nil when not open (the terminal chat) or on PostgreSQL
+	// Shared is the delivery journal in the database on PostgreSQL
+	// (instead of Outbox), so another replica finishes a dead one's
+	// deliveries; nil otherwise.
+	Shared *chat.SharedOutbox
 	// Handler is the chain of stages: access, dedupe, rate limit,
 	// commands, token quota, then the responder.
 	Handler pipeline.Handler
@@ -180,6 +184,9 @@ func New(ctx context.Context, cfg config.Config, parts Parts) (*App, error) {
 // forgetUndelivered drops from the delivery journal the replies of what a
 // /purge removed (nothing without a journal).
 func (a *App) forgetUndelivered(scope memory.PurgeScope) error {
+	if a.Shared != nil {
+		return a.Shared.Forget(scope)
+	}
 	if a.Outbox == nil {
 		return nil
 	}
@@ -225,7 +232,10 @@ func (a *App) build(ctx context.Context, parts Parts, defaults memory.Settings, 
 			sum = a.Summarizer
 		}
 	}
-	if parts.Journal {
+	if parts.Journal && store.Postgres() != nil {
+		// Replicas: the journal is in the database.
+		a.Shared = chat.NewSharedOutbox(store.Postgres(), a.Log)
+	} else if parts.Journal {
 		// The journal of replies being delivered: a reply stored but
 		// never sent before a crash is sent at the next start.
 		outbox, err := chat.OpenOutbox(filepath.Join(cfg.Data.Dir, OutboxFile), a.Log)
@@ -258,6 +268,9 @@ func (a *App) build(ctx context.Context, parts Parts, defaults memory.Settings, 
 	}
 	if a.Outbox != nil {
 		copts.Journal = a.Outbox
+	}
+	if a.Shared != nil {
+		copts.Journal = a.Shared
 	}
 	if parts.Chat != nil {
 		parts.Chat(&copts)
@@ -329,6 +342,9 @@ func (a *App) Close() error {
 }
 
 func (a *App) closeOutbox() error {
+	if a.Shared != nil {
+		return a.Shared.Close()
+	}
 	if a.Outbox == nil {
 		return nil
 	}

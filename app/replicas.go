@@ -10,6 +10,7 @@ import (
 
 	"github.com/recallbot/recall/lease"
 	"github.com/recallbot/recall/ops"
+	"github.com/recallbot/recall/pipeline"
 	"github.com/recallbot/recall/turnqueue"
 )
 
@@ -40,6 +41,9 @@ func (a *App) newQueue() *turnqueue.Queue {
 		return nil
 	}
 	opts := turnqueue.Options{Workers: a.Config.Pipeline.MaxConcurrent, Grace: a.Config.Shutdown.Timeout, Log: a.Log}
+	if a.Shared != nil {
+		opts.Resume = func(ctx context.Context, t *pipeline.Turn) (bool, error) { return a.Shared.Resume(ctx, a.Store, t) }
+	}
 	if a.parts.Queue != nil {
 		a.parts.Queue(&opts)
 	}

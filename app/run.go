@@ -177,6 +177,10 @@ func (a *App) start(ctx, gctx context.Context, g *errgroup.Group, submit func(pi
 		// go out again once it does.
 		g.Go(func() error { return a.Outbox.RunRetries(gctx, ch.Name, ch.Sender) })
 	}
+	if a.Shared != nil {
+		// The same for every replica's replies, from the database.
+		g.Go(func() error { return a.Shared.RunRetries(gctx, ch.Name, ch.Sender) })
+	}
 	if !ch.Connects {
 		g.Go(func() error { return ch.Run(gctx) })
 		return nil

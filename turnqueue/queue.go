@@ -43,6 +43,11 @@ type Options struct {
 	Grace       time.Duration // how long Run lets running turns finish once ctx ended (DefaultGrace)
 	Now         func() time.Time
 	Log         *slog.Logger
+	// Resume, when set, runs first for a turn another replica left
+	// unfinished (claimed again): it finishes what that replica's
+	// delivery left under way (chat.SharedOutbox.Resume); finished
+	// reports that the turn needs nothing more.
+	Resume func(ctx context.Context, t *pipeline.Turn) (finished bool, err error)
 }
 
 // Channel is where the turns of one chat channel are answered on this
@@ -338,7 +343,18 @@ func (q *Queue) run(t claimed) {
 		stop     = make(chan struct{})
 	)
 	renewing.Go(func() { lost = q.renew(tctx, t, stop, cancel) })
-	err := q.h.Handle(tctx, &pipeline.Turn{In: in, Out: ch.Out, Log: log})
+	turn := &pipeline.Turn{In: in, Out: ch.Out, Log: log}
+	finished := false
+	if t.attempts > 1 && q.opts.Resume != nil {
+		var rerr error
+		if finished, rerr = q.opts.Resume(tctx, turn); rerr != nil {
+			log.Warn("finishing the delivery another replica left under way", "msg_id", in.MessageID, "err", rerr)
+		}
+	}
+	var err error
+	if !finished {
+		err = q.h.Handle(tctx, turn)
+	}
 	close(stop)
 	renewing.Wait()
 	switch {
