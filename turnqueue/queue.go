@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -70,6 +71,7 @@ type Queue struct {
 	base     context.Context // parent of every turn's context; cancelled at a hard stop
 	hardStop context.CancelFunc
 	wake     chan struct{} // one idle worker looks for work
+	failing  atomic.Bool   // the database could not be reached: logged once per outage
 
 	mu       sync.Mutex
 	channels map[string]Channel
@@ -295,8 +297,13 @@ func (q *Queue) work(ctx context.Context) {
 	defer rescan.Stop()
 	for ctx.Err() == nil {
 		t, ok, err := q.claim()
-		if err != nil && q.base.Err() == nil {
-			q.opts.Log.Warn("the shared queue", "err", err)
+		switch {
+		case err != nil && q.base.Err() == nil:
+			if !q.failing.Swap(true) {
+				q.opts.Log.Warn("the shared queue cannot be read; retrying every rescan", "rescan", q.opts.Rescan, "err", err)
+			}
+		case err == nil && q.failing.Swap(false):
+			q.opts.Log.Info("the shared queue can be read again")
 		}
 		if ok {
 			q.ring() // there may be more: another idle worker looks
@@ -427,12 +434,19 @@ func (q *Queue) sweep(ctx context.Context) {
 // listen wakes a worker on every row inserted by any replica, until ctx
 // ends. Without it the workers still look every Options.Rescan.
 func (q *Queue) listen(ctx context.Context) {
+	failures := 0
 	for ctx.Err() == nil {
-		err := q.listenOnce(ctx)
+		listening, err := q.listenOnce(ctx)
 		if ctx.Err() != nil {
 			return
 		}
-		q.opts.Log.Warn("listening for new turns failed; looking every rescan meanwhile", "err", err, "rescan", q.opts.Rescan)
+		if listening {
+			failures = 0
+		}
+		if failures == 0 {
+			q.opts.Log.Warn("listening for new turns failed; looking every rescan meanwhile", "err", err, "rescan", q.opts.Rescan)
+		}
+		failures++
 		t := time.NewTimer(q.opts.Rescan)
 		select {
 		case <-ctx.Done():
@@ -443,10 +457,12 @@ func (q *Queue) listen(ctx context.Context) {
 	}
 }
 
-func (q *Queue) listenOnce(ctx context.Context) error {
+// listenOnce listens until the connection fails; listening reports that
+// it got as far as LISTEN.
+func (q *Queue) listenOnce(ctx context.Context) (listening bool, err error) {
 	conn, err := q.pool.Acquire(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer conn.Release()
 	// The connection is closed at the end: it left LISTEN mode dirty.
@@ -457,16 +473,16 @@ func (q *Queue) listenOnce(ctx context.Context) error {
 	}()
 	var schema string
 	if err := conn.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
-		return err
+		return false, err
 	}
 	if _, err := conn.Exec(ctx, `LISTEN `+notifyChannel); err != nil {
-		return err
+		return false, err
 	}
 	q.ring() // rows inserted before we listened
 	for {
 		n, err := conn.Conn().WaitForNotification(ctx)
 		if err != nil {
-			return err
+			return true, err
 		}
 		if n.Payload == schema {
 			q.ring()

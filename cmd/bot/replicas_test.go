@@ -14,6 +14,8 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"strconv"
 	"strings"
@@ -26,6 +28,7 @@ import (
 	"github.com/recallbot/recall/adapters/adaptertest"
 	"github.com/recallbot/recall/adapters/telegram/telegramtest"
 	"github.com/recallbot/recall/app"
+	chatpkg "github.com/recallbot/recall/chat"
 	"github.com/recallbot/recall/config"
 	"github.com/recallbot/recall/lease"
 	"github.com/recallbot/recall/llm/llmtest"
@@ -40,7 +43,8 @@ type replicaOptions struct {
 	name    string
 	db      string // database.url
 	llm     string
-	webhook bool // webhook mode on a port of its own, else long polling
+	webhook bool   // webhook mode on a port of its own, else long polling
+	apiURL  string // the Bot API it calls; "" is the fake's own URL
 }
 
 // replica is one running bot.
@@ -60,6 +64,9 @@ func startReplica(t *testing.T, tg fakeTelegram, o replicaOptions) *replica {
 	cfg.Database.URL = o.db
 	cfg.HTTP.Listen = ""
 	cfg.Telegram.Token, cfg.Telegram.APIURL = fakeTGToken, tg.URL
+	if o.apiURL != "" {
+		cfg.Telegram.APIURL = o.apiURL
+	}
 	cfg.Access.AllowedUsers = nil
 	cfg.Access.Open = true
 	cfg.LLM.BaseURL, cfg.LLM.APIKey, cfg.LLM.Model, cfg.LLM.MaxRetries = o.llm, "test-key", "test-model", 0
@@ -398,5 +405,63 @@ func TestReplicasOnePolls(t *testing.T) {
 	a.stop()
 	if got := replies(tg, 2000); len(got) != 4 {
 		t.Errorf("user 2000 got %q, want 4 replies", got)
+	}
+}
+
+// TestReplicasReplyCutMidSend: a replica stored its reply and was handing
+// it to Telegram when it was killed. The replica that takes the turn over
+// finds that in the shared delivery journal: it does not send the reply a
+// second time (it may have arrived) but tells the user it may be lost, and
+// then answers the chat's next message.
+func TestReplicasReplyCutMidSend(t *testing.T) {
+	db := pgtest.URL(t)
+	tg := newFakeTelegram(t)
+	model := newFakeLLM(t)
+	// The doomed replica's Bot API: sendMessage never answers.
+	sending, release := make(chan struct{}, 1), make(chan struct{})
+	target, _ := url.Parse(tg.URL)
+	forward := httputil.NewSingleHostReverseProxy(target)
+	hanging := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/sendMessage") {
+			select {
+			case sending <- struct{}{}:
+			default:
+			}
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+			return
+		}
+		forward.ServeHTTP(w, r)
+	}))
+	defer hanging.Close()
+	defer close(release)
+	viaProxy, proxy := startProxy(t, db)
+	a := startReplica(t, tg, replicaOptions{name: "doomed", db: viaProxy, llm: model.URL, webhook: true, apiURL: hanging.URL})
+	chat := telegramtest.PrivateChat(42)
+	first := models.Update{ID: 1, Message: tg.TextMessage(chat, 42, "first")}
+	if code := post(t, a, first); code != http.StatusOK {
+		t.Fatalf("status %d", code)
+	}
+	<-sending
+	proxy.kill() // killed while handing the stored reply over
+
+	b := startReplica(t, tg, replicaOptions{name: "survivor", db: db, llm: model.URL, webhook: true})
+	second := models.Update{ID: 2, Message: tg.TextMessage(chat, 42, "second")}
+	if code := post(t, b, second); code != http.StatusOK {
+		t.Fatalf("status %d", code)
+	}
+	want := []string{chatpkg.MaybeLostReply, "echo: second"}
+	if _, ok := tg.UntilWithin(60*time.Second, func([]telegramtest.Call) bool { return len(replies(tg, 42)) >= 2 }); !ok {
+		t.Fatalf("replies %q, want %q", replies(tg, 42), want)
+	}
+	b.stop()
+	a.stop()
+	if got := replies(tg, 42); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("replies %q, want %q", got, want)
+	}
+	if n := len(model.chatRequests()); n != 2 {
+		t.Errorf("%d model calls, want 2 (the first message is not answered again)", n)
 	}
 }
