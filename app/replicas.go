@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"sync/atomic"
+	"time"
 
 	"github.com/recallbot/recall/lease"
 	"github.com/recallbot/recall/ops"
@@ -44,11 +45,30 @@ func (a *App) newQueue() *turnqueue.Queue {
 	if a.Shared != nil {
 		opts.Resume = func(ctx context.Context, t *pipeline.Turn) (bool, error) { return a.Shared.Resume(ctx, a.Store, t) }
 	}
+	// A question (/summary, /purge) lives in the memory of the replica
+	// that asked it: the conversation's next turns go to that replica.
+	opts.Sticky = a.Commands.Asking
 	if a.parts.Queue != nil {
 		a.parts.Queue(&opts)
 	}
-	return turnqueue.New(pg.Pool(), a.Handler, a.Replica, opts)
+	q := turnqueue.New(pg.Pool(), a.Handler, a.Replica, opts)
+	// The intake does not store an answer to a question, asked here or
+	// on another replica.
+	asking := a.Commands.Asking
+	a.Intake.Asking = func(key pipeline.Key) bool {
+		if asking(key) {
+			return true
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), pinnedTimeout)
+		defer cancel()
+		return q.Pinned(ctx, key)
+	}
+	return q
 }
+
+// pinnedTimeout bounds the intake's look at whether a question waits on
+// another replica.
+const pinnedTimeout = 2 * time.Second
 
 // asLeader makes ch run only on the replica that holds the lease
 // "channel:<name>" (taken over within a lease TTL when that replica dies);

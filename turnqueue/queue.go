@@ -49,6 +49,12 @@ type Options struct {
 	// delivery left under way (chat.SharedOutbox.Resume); finished
 	// reports that the turn needs nothing more.
 	Resume func(ctx context.Context, t *pipeline.Turn) (finished bool, err error)
+	// Sticky, when set, reports after each turn whether the
+	// conversation's next turns must run on this replica (a command
+	// asked a question whose answer only it understands,
+	// commands.Commands.Asking): the conversation is then claimed by this
+	// replica alone, renewed like a turn's lease, until Sticky says no.
+	Sticky func(key pipeline.Key) bool
 }
 
 // Channel is where the turns of one chat channel are answered on this
@@ -74,6 +80,7 @@ type Queue struct {
 	failing  atomic.Bool   // the database could not be reached: logged once per outage
 
 	mu       sync.Mutex
+	pinned   map[pipeline.Key]bool // conversations held for this replica (Options.Sticky)
 	channels map[string]Channel
 	stopping bool
 	running  bool
@@ -111,7 +118,7 @@ func New(pool *pgxpool.Pool, h pipeline.Handler, holder string, opts Options) *Q
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
 	q := &Queue{pool: pool, h: pipeline.Chain(h, pipeline.Recover()), holder: holder, opts: opts,
-		wake: make(chan struct{}, 1), channels: map[string]Channel{}}
+		wake: make(chan struct{}, 1), channels: map[string]Channel{}, pinned: map[pipeline.Key]bool{}}
 	q.base, q.hardStop = context.WithCancel(context.Background())
 	return q
 }
@@ -187,6 +194,7 @@ WHERE t.id = (
 	WHERE c.done_at IS NULL AND c.channel = ANY($4)
 		AND (c.lease_until IS NULL OR c.lease_until <= $3)
 		AND NOT EXISTS (SELECT 1 FROM turn_queue p WHERE p.conv_key = c.conv_key AND p.done_at IS NULL AND p.id < c.id)
+		AND NOT EXISTS (SELECT 1 FROM turn_affinity a WHERE a.conv_key = c.conv_key AND a.holder <> $1 AND a.until > $3)
 	ORDER BY c.id
 	LIMIT 1
 	FOR UPDATE SKIP LOCKED
@@ -200,6 +208,13 @@ const sqlDone = `UPDATE turn_queue SET done_at = $3 WHERE id = $1 AND holder = $
 const sqlRelease = `UPDATE turn_queue SET lease_until = NULL WHERE id = $1 AND holder = $2 AND done_at IS NULL`
 
 const sqlSweep = `DELETE FROM turn_queue WHERE done_at < $1`
+
+const sqlPin = `INSERT INTO turn_affinity(conv_key, holder, until) VALUES ($1, $2, $3)
+ON CONFLICT (conv_key) DO UPDATE SET holder = EXCLUDED.holder, until = EXCLUDED.until`
+
+const sqlUnpin = `DELETE FROM turn_affinity WHERE conv_key = $1 AND holder = $2`
+
+const sqlPinned = `SELECT EXISTS (SELECT 1 FROM turn_affinity WHERE conv_key = $1 AND until > $2)`
 
 // claimed is a turn this replica leased.
 type claimed struct {
@@ -269,6 +284,7 @@ func (q *Queue) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { q.listen(ctx) })
 	wg.Go(func() { q.sweep(ctx) })
+	wg.Go(func() { q.keepPins(ctx) })
 	for range q.opts.Workers {
 		wg.Go(func() { q.work(ctx) })
 	}
@@ -362,6 +378,9 @@ func (q *Queue) run(t claimed) {
 	if !finished {
 		err = q.h.Handle(tctx, turn)
 	}
+	if tctx.Err() == nil {
+		q.stick(in.Key) // before the turn is done: its next turn must find it
+	}
 	close(stop)
 	renewing.Wait()
 	switch {
@@ -411,6 +430,80 @@ func (q *Queue) renew(ctx context.Context, t claimed, stop <-chan struct{}, canc
 			return false
 		}
 	}
+}
+
+// stick holds key's next turns for this replica while Options.Sticky says
+// so, and lets them go once it no longer does.
+func (q *Queue) stick(key pipeline.Key) {
+	if q.opts.Sticky == nil {
+		return
+	}
+	want := q.opts.Sticky(key)
+	q.mu.Lock()
+	had := q.pinned[key]
+	if want {
+		q.pinned[key] = true
+	} else {
+		delete(q.pinned, key)
+	}
+	q.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(q.base), dbTimeout)
+	defer cancel()
+	var err error
+	switch {
+	case want:
+		_, err = q.pool.Exec(ctx, sqlPin, key.String(), q.holder, q.opts.Now().Add(q.opts.Lease))
+	case had:
+		_, err = q.pool.Exec(ctx, sqlUnpin, key.String(), q.holder)
+	}
+	if err != nil {
+		q.opts.Log.Warn("holding a conversation that waits for an answer on this replica", "key", key, "err", err)
+	}
+}
+
+// keepPins renews the conversations held for this replica every
+// Options.Renew until ctx ends, then lets them all go.
+func (q *Queue) keepPins(ctx context.Context) {
+	tick := time.NewTicker(q.opts.Renew)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			q.mu.Lock()
+			keys := make([]pipeline.Key, 0, len(q.pinned))
+			for k := range q.pinned {
+				keys = append(keys, k)
+			}
+			q.pinned = map[pipeline.Key]bool{}
+			q.mu.Unlock()
+			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dbTimeout)
+			for _, k := range keys {
+				_, _ = q.pool.Exec(uctx, sqlUnpin, k.String(), q.holder) // else it lapses by itself
+			}
+			cancel()
+			return
+		case <-tick.C:
+		}
+		q.mu.Lock()
+		keys := make([]pipeline.Key, 0, len(q.pinned))
+		for k := range q.pinned {
+			keys = append(keys, k)
+		}
+		q.mu.Unlock()
+		for _, k := range keys {
+			q.stick(k)
+		}
+	}
+}
+
+// Pinned reports whether key's turns are held for one replica (a question
+// waits for its answer there). A failure to ask says no.
+func (q *Queue) Pinned(ctx context.Context, key pipeline.Key) bool {
+	var ok bool
+	if err := q.pool.QueryRow(ctx, sqlPinned, key.String(), q.opts.Now()).Scan(&ok); err != nil {
+		return false
+	}
+	return ok
 }
 
 // sweep deletes finished rows older than Options.Keep, at start and hourly.

@@ -465,3 +465,38 @@ func TestReplicasReplyCutMidSend(t *testing.T) {
 		t.Errorf("%d model calls, want 2 (the first message is not answered again)", n)
 	}
 }
+
+// TestReplicasQuestionAnsweredOnAnotherReplica: /purge asks a question;
+// the answer reaches another replica behind the load balancer. It is
+// understood as the answer (the conversation waits for the replica that
+// asked), not sent to the model — every time.
+func TestReplicasQuestionAnsweredOnAnotherReplica(t *testing.T) {
+	db := pgtest.URL(t)
+	tg := newFakeTelegram(t)
+	model := newFakeLLM(t)
+	reps := []*replica{
+		startReplica(t, tg, replicaOptions{name: "r0", db: db, llm: model.URL, webhook: true}),
+		startReplica(t, tg, replicaOptions{name: "r1", db: db, llm: model.URL, webhook: true}),
+	}
+	chat := telegramtest.PrivateChat(42)
+	id := int64(0)
+	for round := range 6 {
+		for i, text := range []string{"/purge chat", "no"} {
+			id++
+			if code := post(t, reps[(round+i)%2], models.Update{ID: id, Message: tg.TextMessage(chat, 42, text)}); code != http.StatusOK {
+				t.Fatalf("status %d", code)
+			}
+			n := 2*round + i + 1
+			if _, ok := tg.UntilWithin(30*time.Second, func([]telegramtest.Call) bool { return len(replies(tg, 42)) >= n }); !ok {
+				t.Fatalf("round %d: replies %q", round, replies(tg, 42))
+			}
+		}
+		got := replies(tg, 42)
+		if last := got[len(got)-1]; last != "Cancelled; nothing was deleted." {
+			t.Fatalf("round %d: the answer \"no\" got %q (replies %q)", round, last, got)
+		}
+	}
+	if n := len(model.chatRequests()); n != 0 {
+		t.Errorf("%d model calls, want none", n)
+	}
+}
