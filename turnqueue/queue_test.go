@@ -305,7 +305,7 @@ func TestQueueTakeoverWhenAReplicaDies(t *testing.T) {
 	if g := <-got; g != "2/1" {
 		t.Fatalf("first handled %s, want 2/1 (chat 1 waits for its first turn)", g)
 	}
-	waitOpen(t, db, 2) // 2/1 is done before the clock jumps past its lease
+	waitOpen(t, db, 2)      // 2/1 is done before the clock jumps past its lease
 	c.Add(20 * time.Second) // the lease still runs
 	select {
 	case g := <-got:
