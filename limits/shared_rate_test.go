@@ -49,3 +49,27 @@ func TestRateSharedByReplicas(t *testing.T) {
 		t.Fatal("another user shares the first one's window")
 	}
 }
+
+// TestQuotaSharedByReplicas: the daily token quota is counted in the
+// database, so what one replica's answers used counts on every replica.
+func TestQuotaSharedByReplicas(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.URL(t)
+	open := func() *memory.Store {
+		st, err := memory.Open(ctx, memory.Options{Dir: t.TempDir(), DatabaseURL: db})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close(context.Background()) })
+		return st
+	}
+	clk := &clock{now: time.Date(2030, 6, 1, 12, 0, 0, 0, time.UTC)}
+	a := NewQuota(1000, open(), Options{Now: clk.Now})
+	b := NewQuota(1000, open(), Options{Now: clk.Now})
+	if err := a.Add(ctx, "telegram:5", 1100); err != nil { // answered on replica a
+		t.Fatal(err)
+	}
+	if ok, used, _, err := b.Check(ctx, "telegram:5"); ok || used != 1100 || err != nil {
+		t.Fatalf("replica b: Check = %v, %d, %v; want over the quota with 1100 used", ok, used, err)
+	}
+}
