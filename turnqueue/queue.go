@@ -145,7 +145,8 @@ SELECT ins.id FROM ins CROSS JOIN LATERAL (SELECT pg_notify('` + notifyChannel +
 // registered for its channel, by whichever replica runs it). A message
 // already in the queue (same conversation and platform message id) is
 // dropped: redelivered. It returns pipeline.ErrStopped once Run is
-// stopping.
+// stopping, and an error wrapping pipeline.ErrUnavailable when the database
+// cannot take it (the channel leaves the update with the platform).
 func (q *Queue) Submit(in pipeline.Inbound, _ pipeline.Sender) error {
 	_, err := q.submit(in)
 	return err
@@ -174,7 +175,7 @@ func (q *Queue) submit(in pipeline.Inbound) (inserted bool, err error) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("queueing turn %s of %s: %w", in.MessageID, in.Key, err)
+		return false, fmt.Errorf("%w: queueing turn %s of %s: %w", pipeline.ErrUnavailable, in.MessageID, in.Key, err)
 	}
 	q.ring()
 	return true, nil

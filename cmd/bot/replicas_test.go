@@ -500,3 +500,27 @@ func TestReplicasQuestionAnsweredOnAnotherReplica(t *testing.T) {
 		t.Errorf("%d model calls, want none", n)
 	}
 }
+
+// TestReplicasWebhookWhileDatabaseDown: a replica that cannot write the
+// shared queue answers the webhook with an error, so Telegram keeps the
+// update and delivers it again (to this replica or another), instead of a
+// 200 for an update nobody will answer.
+func TestReplicasWebhookWhileDatabaseDown(t *testing.T) {
+	db := pgtest.URL(t)
+	tg := newFakeTelegram(t)
+	model := newFakeLLM(t)
+	viaProxy, proxy := startProxy(t, db)
+	a := startReplica(t, tg, replicaOptions{name: "cut", db: viaProxy, llm: model.URL, webhook: true})
+	proxy.kill()
+	help := models.Update{ID: 1, Message: tg.TextMessage(telegramtest.PrivateChat(42), 42, "/help")}
+	if code := post(t, a, help); code < 500 {
+		t.Fatalf("status %d, want a 5xx so that Telegram delivers the update again", code)
+	}
+	b := startReplica(t, tg, replicaOptions{name: "up", db: db, llm: model.URL, webhook: true})
+	if code := post(t, b, help); code != http.StatusOK { // Telegram's next attempt
+		t.Fatalf("status %d", code)
+	}
+	if _, ok := tg.UntilWithin(30*time.Second, func([]telegramtest.Call) bool { return len(replies(tg, 42)) >= 1 }); !ok {
+		t.Fatal("the redelivered /help was not answered")
+	}
+}
