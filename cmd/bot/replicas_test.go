@@ -45,6 +45,8 @@ type replicaOptions struct {
 	llm     string
 	webhook bool   // webhook mode on a port of its own, else long polling
 	apiURL  string // the Bot API it calls; "" is the fake's own URL
+	workers int    // pipeline.max_concurrent; 0 keeps the default
+	quiet   bool   // log warnings only (benchmarks)
 }
 
 // replica is one running bot.
@@ -57,7 +59,7 @@ type replica struct {
 	done   chan error
 }
 
-func startReplica(t *testing.T, tg fakeTelegram, o replicaOptions) *replica {
+func startReplica(t testing.TB, tg fakeTelegram, o replicaOptions) *replica {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Data.Dir = t.TempDir()
@@ -71,13 +73,20 @@ func startReplica(t *testing.T, tg fakeTelegram, o replicaOptions) *replica {
 	cfg.Access.Open = true
 	cfg.LLM.BaseURL, cfg.LLM.APIKey, cfg.LLM.Model, cfg.LLM.MaxRetries = o.llm, "test-key", "test-model", 0
 	cfg.Shutdown.Timeout = 3 * time.Second
+	if o.workers > 0 {
+		cfg.Pipeline.MaxConcurrent = o.workers
+	}
 	r := &replica{name: o.name, logs: &adaptertest.SyncBuffer{}, done: make(chan error, 1)}
 	if o.webhook {
 		port := freePort(t)
 		cfg.Telegram.Webhook = config.TelegramWebhook{URL: "https://bot.example.com/hook", Listen: "127.0.0.1:" + port, Secret: hookSecret}
 		r.hook = "http://127.0.0.1:" + port + "/hook"
 	}
-	log := slog.New(slog.NewTextHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug})).With("replica", o.name)
+	level := slog.LevelDebug
+	if o.quiet {
+		level = slog.LevelWarn
+	}
+	log := slog.New(slog.NewTextHandler(r.logs, &slog.HandlerOptions{Level: level})).With("replica", o.name)
 	a, err := app.New(t.Context(), cfg, app.Parts{Logger: log, Journal: true, Replica: o.name,
 		// Leases of seconds, so a dead replica's turn is taken over
 		// within the test's patience.
@@ -116,7 +125,7 @@ func (r *replica) stop() {
 	r.cancel = nil
 }
 
-func freePort(t *testing.T) string {
+func freePort(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -128,7 +137,7 @@ func freePort(t *testing.T) string {
 }
 
 // waitListening waits until the replica's webhook server answers.
-func waitListening(t *testing.T, r *replica) {
+func waitListening(t testing.TB, r *replica) {
 	t.Helper()
 	u, _ := url.Parse(r.hook)
 	deadline := time.Now().Add(30 * time.Second)
@@ -147,7 +156,7 @@ func waitListening(t *testing.T, r *replica) {
 
 // post delivers an update to a replica's webhook as Telegram does, and
 // returns the HTTP status.
-func post(t *testing.T, r *replica, u models.Update) int {
+func post(t testing.TB, r *replica, u models.Update) int {
 	t.Helper()
 	body, err := json.Marshal(u)
 	if err != nil {
@@ -522,5 +531,63 @@ func TestReplicasWebhookWhileDatabaseDown(t *testing.T) {
 	}
 	if _, ok := tg.UntilWithin(30*time.Second, func([]telegramtest.Call) bool { return len(replies(tg, 42)) >= 1 }); !ok {
 		t.Fatal("the redelivered /help was not answered")
+	}
+}
+
+// BenchmarkReplicasThroughput: messages answered per second by 1 and by 3
+// webhook replicas on one database, each running 8 turns at a time, with a
+// model that takes 200 ms per answer; 120 users, updates posted to the
+// replicas in turn. The ideal is 40 msg/s per replica (8 / 0.2 s); the
+// ratio to it says how much of the added capacity this machine delivers
+// (all replicas and PostgreSQL share its 2 cores).
+//
+//	RECALL_TEST_POSTGRES_URL=$(.ci/postgres $$) go test -run '^$' -bench ReplicasThroughput -benchtime 400x ./cmd/bot/
+func BenchmarkReplicasThroughput(b *testing.B) {
+	for _, n := range []int{1, 3} {
+		b.Run(fmt.Sprintf("replicas=%d", n), func(b *testing.B) {
+			db := pgtest.URL(b)
+			tg := fakeTelegram{telegramtest.NewServer(b)}
+			model := llmtest.NewServer(b, func(r llmtest.Request) llmtest.Response {
+				return llmtest.Response{Text: "ok", Delay: 200 * time.Millisecond}
+			})
+			var reps []*replica
+			for i := range n {
+				reps = append(reps, startReplica(b, tg, replicaOptions{name: fmt.Sprintf("r%d", i), db: db, llm: model.URL, webhook: true, workers: 8, quiet: true}))
+			}
+			const users = 120
+			updates := make(chan models.Update, b.N)
+			for i := range b.N {
+				user := int64(5000 + i%users)
+				updates <- models.Update{ID: int64(i + 1), Message: tg.TextMessage(telegramtest.PrivateChat(user), user, fmt.Sprintf("message %d", i))}
+			}
+			close(updates)
+			b.ResetTimer()
+			start := time.Now()
+			var wg sync.WaitGroup
+			for w := range 16 {
+				wg.Go(func() {
+					i := w
+					for u := range updates {
+						post(b, reps[i%len(reps)], u)
+						i++
+					}
+				})
+			}
+			wg.Wait()
+			if _, ok := tg.UntilWithin(5*time.Minute, func(calls []telegramtest.Call) bool {
+				return len(telegramtest.FilterCalls(calls, "sendMessage")) >= b.N
+			}); !ok {
+				b.Fatal("not every message was answered")
+			}
+			elapsed := time.Since(start)
+			b.StopTimer()
+			rate := float64(b.N) / elapsed.Seconds()
+			b.ReportMetric(rate, "msg/s")
+			b.ReportMetric(rate/(40*float64(n)), "of_ideal")
+			b.ReportMetric(0, "ns/op")
+			for _, r := range reps {
+				r.stop()
+			}
+		})
 	}
 }
