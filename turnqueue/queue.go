@@ -210,6 +210,9 @@ const sqlRelease = `UPDATE turn_queue SET lease_until = NULL WHERE id = $1 AND h
 
 const sqlSweep = `DELETE FROM turn_queue WHERE done_at < $1`
 
+// sqlSweepPins deletes the holds that lapsed long ago (their replica died).
+const sqlSweepPins = `DELETE FROM turn_affinity WHERE until < $1`
+
 const sqlPin = `INSERT INTO turn_affinity(conv_key, holder, until) VALUES ($1, $2, $3)
 ON CONFLICT (conv_key) DO UPDATE SET holder = EXCLUDED.holder, until = EXCLUDED.until`
 
@@ -507,7 +510,8 @@ func (q *Queue) Pinned(ctx context.Context, key pipeline.Key) bool {
 	return ok
 }
 
-// sweep deletes finished rows older than Options.Keep, at start and hourly.
+// sweep deletes finished rows older than Options.Keep, and holds that
+// lapsed an hour ago, at start and hourly.
 func (q *Queue) sweep(ctx context.Context) {
 	tick := time.NewTicker(time.Hour)
 	defer tick.Stop()
@@ -515,6 +519,9 @@ func (q *Queue) sweep(ctx context.Context) {
 		sctx, cancel := context.WithTimeout(ctx, dbTimeout)
 		if _, err := q.pool.Exec(sctx, sqlSweep, q.opts.Now().Add(-q.opts.Keep)); err != nil && ctx.Err() == nil {
 			q.opts.Log.Warn("deleting finished turns from the shared queue failed", "err", err)
+		}
+		if _, err := q.pool.Exec(sctx, sqlSweepPins, q.opts.Now().Add(-time.Hour)); err != nil && ctx.Err() == nil {
+			q.opts.Log.Warn("deleting lapsed conversation holds failed", "err", err)
 		}
 		cancel()
 		select {
