@@ -21,7 +21,12 @@ type OutboxDB interface {
 	OutboxEntry(ctx context.Context, key pipeline.Key, replyTo string) (memory.OutboxEntry, bool, error)
 	OutboxClaimFailed(ctx context.Context, channel string) (memory.OutboxEntry, bool, error)
 	OutboxForget(ctx context.Context, scope memory.PurgeScope) error
+	OutboxSweep(ctx context.Context, before time.Time) error
 }
+
+// staleReply is how old a reply left open or being sent is before the
+// journal drops it (its turn was given up, or its sender died).
+const staleReply = 24 * time.Hour
 
 // journalTimeout bounds one record of the shared journal.
 const journalTimeout = 10 * time.Second
@@ -183,11 +188,18 @@ func (o *SharedOutbox) SetRetryBackoff(first, longest time.Duration) {
 // RunRetries sends again, until ctx ends, the replies of channel the
 // platform did not take (on any replica), oldest first: every pause (5 s,
 // growing to 2 minutes while the platform keeps refusing). A reply is
-// claimed before it is sent, so one replica sends it. It returns nil when
-// ctx ends.
+// claimed before it is sent, so one replica sends it. Hourly it drops the
+// replies left open for a day (given up). It returns nil when ctx ends.
 func (o *SharedOutbox) RunRetries(ctx context.Context, channel string, out pipeline.Sender) error {
 	attempt := 0
+	var swept time.Time
 	for {
+		if time.Since(swept) > time.Hour {
+			swept = time.Now()
+			if err := o.db.OutboxSweep(ctx, swept.Add(-staleReply)); err != nil && ctx.Err() == nil {
+				o.log.Warn("the delivery journal", "err", err)
+			}
+		}
 		t := time.NewTimer(min(o.retryBase<<min(attempt, 10), o.retryMax))
 		select {
 		case <-ctx.Done():

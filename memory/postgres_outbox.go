@@ -135,6 +135,16 @@ func (p *Postgres) OutboxForget(ctx context.Context, scope PurgeScope) error {
 	return nil
 }
 
+// OutboxSweep deletes the replies left open or being sent since before
+// before: their turn was given up, or the replica retrying them died. (A
+// reply the platform did not take stays until it is sent.)
+func (p *Postgres) OutboxSweep(ctx context.Context, before time.Time) error {
+	if _, err := p.pool.Exec(ctx, `DELETE FROM outbox WHERE at < $1 AND state <> 'failed'`, before); err != nil {
+		return fmt.Errorf("deleting stale replies from the delivery journal: %w", err)
+	}
+	return nil
+}
+
 func wrapOutbox(err error, what string, key pipeline.Key) error {
 	if err == nil {
 		return nil
