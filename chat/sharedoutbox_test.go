@@ -135,3 +135,28 @@ func TestSharedOutboxRetriedByOneReplica(t *testing.T) {
 		t.Fatalf("sent %q, want the answer once", all)
 	}
 }
+
+// TestSharedOutboxDropsStaleReplies: a reply left open for more than a day
+// (its turn was given up) leaves the journal, text and all; one the
+// platform did not take yet stays to be sent.
+func TestSharedOutboxDropsStaleReplies(t *testing.T) {
+	ctx := context.Background()
+	store, err := memory.Open(ctx, memory.Options{Dir: t.TempDir(), DatabaseURL: pgtest.URL(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close(ctx)
+	pg := store.Postgres()
+	k := pipeline.Key{Channel: "telegram", Chat: "79"}
+	old := time.Now().Add(-48 * time.Hour)
+	must(t, pg.OutboxReply(ctx, k, "1", "given up", old))
+	must(t, pg.OutboxReply(ctx, k, "2", "not taken yet", old))
+	must(t, pg.OutboxState(ctx, k, "2", memory.OutboxFailed))
+	must(t, pg.OutboxReply(ctx, k, "3", "under way", time.Now()))
+	must(t, pg.OutboxSweep(ctx, time.Now().Add(-staleReply)))
+	for id, want := range map[string]bool{"1": false, "2": true, "3": true} {
+		if _, ok, _ := pg.OutboxEntry(ctx, k, id); ok != want {
+			t.Errorf("reply to %s in the journal: %v, want %v", id, ok, want)
+		}
+	}
+}
