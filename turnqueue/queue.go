@@ -289,6 +289,7 @@ func (q *Queue) Run(ctx context.Context) error {
 	wg.Go(func() { q.listen(ctx) })
 	wg.Go(func() { q.sweep(ctx) })
 	wg.Go(func() { q.keepPins(ctx) })
+	wg.Go(func() { q.rescan(ctx) })
 	for range q.opts.Workers {
 		wg.Go(func() { q.work(ctx) })
 	}
@@ -311,10 +312,25 @@ func (q *Queue) Run(ctx context.Context) error {
 	return nil
 }
 
-// work claims and runs turns until ctx ends.
+// rescan wakes a worker every Options.Rescan until ctx ends: how turns
+// whose lease expired are found (no NOTIFY says so).
+func (q *Queue) rescan(ctx context.Context) {
+	tick := time.NewTicker(q.opts.Rescan)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			q.ring()
+		}
+	}
+}
+
+// work claims and runs turns until ctx ends. An idle worker waits to be
+// woken (a new row, a rescan, or a worker that found work: there may be
+// more), so an idle replica asks the database once per rescan.
 func (q *Queue) work(ctx context.Context) {
-	rescan := time.NewTimer(q.opts.Rescan)
-	defer rescan.Stop()
 	for ctx.Err() == nil {
 		t, ok, err := q.claim()
 		switch {
@@ -330,12 +346,10 @@ func (q *Queue) work(ctx context.Context) {
 			q.run(t)
 			continue
 		}
-		rescan.Reset(q.opts.Rescan)
 		select {
 		case <-ctx.Done():
 			return
 		case <-q.wake:
-		case <-rescan.C:
 		}
 	}
 }
@@ -561,16 +575,15 @@ func (q *Queue) listen(ctx context.Context) {
 // listenOnce listens until the connection fails; listening reports that
 // it got as far as LISTEN.
 func (q *Queue) listenOnce(ctx context.Context) (listening bool, err error) {
-	conn, err := q.pool.Acquire(ctx)
+	// A connection of its own, outside the pool: it waits all the time.
+	conn, err := pgx.ConnectConfig(ctx, q.pool.Config().ConnConfig.Copy())
 	if err != nil {
 		return false, err
 	}
-	defer conn.Release()
-	// The connection is closed at the end: it left LISTEN mode dirty.
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 		defer cancel()
-		_ = conn.Conn().Close(cctx)
+		_ = conn.Close(cctx)
 	}()
 	var schema string
 	if err := conn.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
@@ -581,7 +594,7 @@ func (q *Queue) listenOnce(ctx context.Context) (listening bool, err error) {
 	}
 	q.ring() // rows inserted before we listened
 	for {
-		n, err := conn.Conn().WaitForNotification(ctx)
+		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
 			return true, err
 		}
