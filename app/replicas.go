@@ -41,7 +41,7 @@ func (a *App) newQueue() *turnqueue.Queue {
 	if pg == nil {
 		return nil
 	}
-	opts := turnqueue.Options{Workers: a.Config.Pipeline.MaxConcurrent, Grace: a.Config.Shutdown.Timeout, Log: a.Log}
+	opts := turnqueue.Options{Workers: a.Config.Pipeline.MaxConcurrent, Lease: a.Config.Database.TurnLease, Grace: a.Config.Shutdown.Timeout, Log: a.Log}
 	if a.Shared != nil {
 		opts.Resume = func(ctx context.Context, t *pipeline.Turn) (bool, error) { return a.Shared.Resume(ctx, a.Store, t) }
 	}
@@ -79,7 +79,7 @@ func (a *App) asLeader(ch Channel) Channel {
 	if pg == nil || !ch.Leader {
 		return ch
 	}
-	opts := lease.Options{Log: a.Log}
+	opts := lease.Options{TTL: a.Config.Database.LeaderLease, Log: a.Log}
 	if a.parts.Lease != nil {
 		a.parts.Lease(&opts)
 	}
