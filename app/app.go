@@ -16,6 +16,7 @@ import (
 	"github.com/recallbot/recall/commands"
 	"github.com/recallbot/recall/config"
 	"github.com/recallbot/recall/embed"
+	"github.com/recallbot/recall/lease"
 	"github.com/recallbot/recall/limits"
 	"github.com/recallbot/recall/llm"
 	"github.com/recallbot/recall/logs"
@@ -26,6 +27,7 @@ import (
 	"github.com/recallbot/recall/ops"
 	"github.com/recallbot/recall/pipeline"
 	"github.com/recallbot/recall/summary"
+	"github.com/recallbot/recall/turnqueue"
 )
 
 // Model is what the bot needs from a language model: chat answers and
@@ -78,12 +80,21 @@ type Parts struct {
 	// for a conversation's vector index to load (memory.embeddings)
 	// instead of answering from full text meanwhile, as a turn does.
 	WaitForVectors bool
+	// Replica names this process among the replicas on one PostgreSQL
+	// database (leases, claimed turns); empty: host name, PID and a
+	// random suffix.
+	Replica string
+	// Queue and Lease adjust the shared queue's and the leader leases'
+	// timing on PostgreSQL (a test's short leases and clock).
+	Queue func(*turnqueue.Options)
+	Lease func(*lease.Options)
 }
 
 // App is the bot, wired. Its fields are the parts, for the subcommands and
 // for tests to look at; Close stops what it owns.
 type App struct {
 	Config     config.Config
+	Replica    string // this process among the replicas on PostgreSQL (Parts.Replica)
 	Log        *slog.Logger
 	Store      *memory.Store
 	Model      Model               // nil when no model is configured
@@ -95,8 +106,12 @@ type App struct {
 	Metrics    *metrics.Metrics
 	Health     *ops.Health // /healthz: database, write queue, then each channel as it starts
 	Intake     *chat.Intake
-	Outbox     *chat.Outbox // the delivery journal; nil when not open (the terminal chat)
+	Outbox     *chat.Outbox // the delivery journal; nil when not open (the terminal chat) or on PostgreSQL
 	Kept       *media.Kept  // the photos kept on disk (media.keep_images); nil when not kept
+	// Shared is the delivery journal in the database on PostgreSQL
+	// (instead of Outbox), so another replica finishes a dead one's
+	// deliveries; nil otherwise.
+	Shared *chat.SharedOutbox
 	// Handler is the chain of stages: access, dedupe, rate limit,
 	// commands, token quota, then the responder.
 	Handler pipeline.Handler
@@ -106,6 +121,8 @@ type App struct {
 	// memory.embeddings.model is set.
 	Vectors   *embed.Searcher
 	Embedding *embed.Worker
+
+	parts Parts
 }
 
 // The metrics hear about every turn.
@@ -122,7 +139,10 @@ const OutboxFile = "outbox.jsonl"
 
 // New opens the store in data.dir and builds the bot. Close releases it.
 func New(ctx context.Context, cfg config.Config, parts Parts) (*App, error) {
-	a := &App{Config: cfg, Log: parts.Logger}
+	a := &App{Config: cfg, Log: parts.Logger, Replica: parts.Replica, parts: parts}
+	if a.Replica == "" {
+		a.Replica = replicaName()
+	}
 	if a.Log == nil {
 		w := parts.LogWriter
 		if w == nil {
@@ -185,7 +205,11 @@ func (a *App) forgetUndelivered(scope memory.PurgeScope) error {
 			errs = append(errs, err)
 		}
 	}
-	if a.Outbox != nil && scope.OlderThan.IsZero() {
+	switch {
+	case !scope.OlderThan.IsZero():
+	case a.Shared != nil:
+		errs = append(errs, a.Shared.Forget(scope))
+	case a.Outbox != nil:
 		errs = append(errs, a.Outbox.Forget(scope))
 	}
 	return errors.Join(errs...)
@@ -229,12 +253,18 @@ func (a *App) build(ctx context.Context, parts Parts, defaults memory.Settings, 
 	if a.Model != nil {
 		model = a.Model
 		a.Summarizer = summary.New(summaryCounter{store, a.Metrics}, a.Model, a.Counter, policy, a.Log)
+		if pg := store.Postgres(); pg != nil {
+			a.Summarizer.Exclusive(summary.DatabaseLock(pg)) // once at a time across the replicas
+		}
 		cmdSum = a.Summarizer
 		if !parts.ForegroundSummaries {
 			sum = a.Summarizer
 		}
 	}
-	if parts.Journal {
+	if parts.Journal && store.Postgres() != nil {
+		// Replicas: the journal is in the database.
+		a.Shared = chat.NewSharedOutbox(store.Postgres(), a.Log)
+	} else if parts.Journal {
 		// The journal of replies being delivered: a reply stored but
 		// never sent before a crash is sent at the next start.
 		outbox, err := chat.OpenOutbox(filepath.Join(cfg.Data.Dir, OutboxFile), a.Log)
@@ -251,6 +281,9 @@ func (a *App) build(ctx context.Context, parts Parts, defaults memory.Settings, 
 	}
 	lim := limits.Options{Exempt: a.Access.IsAdmin, Discard: store, Now: now, TurnEstimate: cfg.Memory.Budget.Total + cfg.LLM.MaxTokens}
 	rate := limits.NewRate(cfg.Limits.MessagesPerMinute, lim)
+	if pg := store.Postgres(); pg != nil {
+		rate.WithWindows(pg) // one limit per user across the replicas
+	}
 	quota := limits.NewQuota(cfg.Limits.TokensPerDay, store, lim)
 	copts := chat.Options{
 		SystemPrompt: cfg.LLM.SystemPrompt, Facts: cfg.Memory.Facts.Enabled, MaxMemories: cfg.Memory.MaxMemories,
@@ -267,6 +300,9 @@ func (a *App) build(ctx context.Context, parts Parts, defaults memory.Settings, 
 	}
 	mediaStage := a.mediaStage(store, quota)
 	copts.Vision = mediaStage
+	if a.Shared != nil {
+		copts.Journal = a.Shared
+	}
 	if parts.Chat != nil {
 		parts.Chat(&copts)
 	}
@@ -346,6 +382,9 @@ func (a *App) Close() error {
 }
 
 func (a *App) closeOutbox() error {
+	if a.Shared != nil {
+		return a.Shared.Close()
+	}
 	if a.Outbox == nil {
 		return nil
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/recallbot/recall/metrics"
 	"github.com/recallbot/recall/ops"
 	"github.com/recallbot/recall/pipeline"
+	"github.com/recallbot/recall/turnqueue"
 )
 
 // Channel is a chat platform as the bot runs it: an adapter built by a
@@ -32,6 +33,14 @@ type Channel struct {
 	// Window is how old an accepted but unanswered message may be to be
 	// answered after a restart; 0 is PendingWindow.
 	Window time.Duration
+	// Leader: on PostgreSQL, Run runs on one replica at a time (the holder
+	// of the channel's lease; Telegram's long polling); Run may then be
+	// called again after it returned. The other replicas answer its turns
+	// from the shared queue.
+	Leader bool
+	// Restore gives back what a turn loses in the shared queue of the
+	// replicas (a media's download); nil: nothing.
+	Restore func(pipeline.Inbound) pipeline.Inbound
 	// Connects: the sender waits for the connection Run makes. The
 	// replies the last run never sent go out once it runs (else before),
 	// and a failure of Run is logged and stops this channel only (else it
@@ -80,9 +89,17 @@ func (a *App) Run(ctx context.Context, channels ...ChannelFunc) error {
 		a.Embedding.Start() // embeds new messages until Close
 	}
 	disp := a.NewDispatcher()
-	w := Wiring{Submit: disp.Submit, Accept: a.Intake.Accept, AcceptStored: a.Intake.AcceptStored, Allowed: a.Access.Allowed,
+	submit := disp.Submit
+	queue := a.newQueue() // on PostgreSQL: the turns shared by the replicas
+	if queue != nil {
+		submit = queue.Submit
+	}
+	w := Wiring{Submit: submit, Accept: a.Intake.Accept, AcceptStored: a.Intake.AcceptStored, Allowed: a.Access.Allowed,
 		Commands: a.Commands.List(), Known: a.Commands.Names(), Store: a.Store, Log: a.Log, Metrics: a.Metrics}
 	g, gctx := errgroup.WithContext(ctx)
+	if queue != nil {
+		g.Go(func() error { return queue.Run(gctx) })
+	}
 	var closers []func() error
 	var err error
 	for _, mk := range channels {
@@ -93,7 +110,10 @@ func (a *App) Run(ctx context.Context, channels ...ChannelFunc) error {
 		if ch.Close != nil {
 			closers = append(closers, ch.Close)
 		}
-		if err = a.start(ctx, gctx, g, disp, ch); err != nil {
+		if queue != nil {
+			queue.Register(ch.Name, turnqueue.Channel{Out: ch.Sender, Restore: ch.Restore})
+		}
+		if err = a.start(ctx, gctx, g, submit, a.asLeader(ch)); err != nil {
 			break
 		}
 	}
@@ -121,7 +141,7 @@ func (a *App) Run(ctx context.Context, channels ...ChannelFunc) error {
 
 // start brings one channel up: replies left unsent → messages left
 // unanswered → health → run.
-func (a *App) start(ctx, gctx context.Context, g *errgroup.Group, disp *pipeline.Dispatcher, ch Channel) error {
+func (a *App) start(ctx, gctx context.Context, g *errgroup.Group, submit func(pipeline.Inbound, pipeline.Sender) error, ch Channel) error {
 	var unsent *chat.Redelivery
 	if a.Outbox != nil {
 		var err error
@@ -145,7 +165,7 @@ func (a *App) start(ctx, gctx context.Context, g *errgroup.Group, disp *pipeline
 		return fmt.Errorf("listing unanswered %s messages: %w", ch.Name, err)
 	}
 	for _, in := range pending {
-		if err := disp.Submit(in, ch.Sender); err != nil {
+		if err := submit(in, ch.Sender); err != nil {
 			a.Log.Warn("resubmitting an unanswered message", "key", in.Key, "err", err)
 		}
 	}
@@ -159,6 +179,10 @@ func (a *App) start(ctx, gctx context.Context, g *errgroup.Group, disp *pipeline
 		// Replies the platform did not take (pipeline.ErrNotDelivered)
 		// go out again once it does.
 		g.Go(func() error { return a.Outbox.RunRetries(gctx, ch.Name, ch.Sender) })
+	}
+	if a.Shared != nil {
+		// The same for every replica's replies, from the database.
+		g.Go(func() error { return a.Shared.RunRetries(gctx, ch.Name, ch.Sender) })
 	}
 	if !ch.Connects {
 		g.Go(func() error { return ch.Run(gctx) })

@@ -112,6 +112,11 @@ type Data struct {
 // may hold a password.
 type Database struct {
 	URL string `mapstructure:"url" secret:"true"`
+	// TurnLease is how long a replica's claim on a turn lasts without
+	// renewal (another replica takes the turn over after it); LeaderLease
+	// the same for the replica that polls Telegram. PostgreSQL only.
+	TurnLease   time.Duration `mapstructure:"turn_lease"`
+	LeaderLease time.Duration `mapstructure:"leader_lease"`
 }
 
 // Log owns the process logger: minimum level and output format.
@@ -391,5 +396,6 @@ func Default() Config {
 		},
 		HTTP:     HTTP{Listen: "127.0.0.1:9090"},
 		Shutdown: Shutdown{Timeout: 30 * time.Second},
+		Database: Database{TurnLease: 30 * time.Second, LeaderLease: 15 * time.Second},
 	}
 }

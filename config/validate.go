@@ -137,6 +137,8 @@ func (c Config) Validate() error {
 	v.bounded("limits.tokens_per_day", c.Limits.TokensPerDay, 0, maxTokensPerDay)
 
 	v.positiveDuration("shutdown.timeout", c.Shutdown.Timeout)
+	v.positiveDuration("database.turn_lease", c.Database.TurnLease)
+	v.positiveDuration("database.leader_lease", c.Database.LeaderLease)
 
 	return errors.Join(v.errs...)
 }

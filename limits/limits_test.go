@@ -161,7 +161,7 @@ func TestRateTake(t *testing.T) {
 			r := NewRate(tt.limit, Options{Now: clk.Now})
 			for i, s := range tt.steps {
 				clk.now = t0.Add(s.at)
-				ok, retry, first := r.take(s.user)
+				ok, retry, first := r.take(context.Background(), s.user)
 				if ok != s.ok || retry != s.retry || first != s.wantFirst {
 					t.Errorf("step %d (%v, %s): take = %v, %v, first %v; want %v, %v, first %v", i, s.at, s.user, ok, retry, first, s.ok, s.retry, s.wantFirst)
 				}

@@ -11,6 +11,10 @@ var (
 	// ErrBusy is returned by Dispatcher.Submit when a conversation already has
 	// as many turns queued as the dispatcher allows.
 	ErrBusy = errors.New("pipeline: conversation queue full")
+	// ErrUnavailable is wrapped by a Submit that could not take the turn
+	// now (the queue shared by replicas cannot be written): the channel
+	// leaves the update with the platform, which delivers it again.
+	ErrUnavailable = errors.New("pipeline: the turn queue cannot take turns now")
 	// ErrNotDelivered is wrapped by a Sender's error when the message did
 	// not reach the platform but may later (not connected, rate limited,
 	// the network down), or when sending it again cannot show it twice:

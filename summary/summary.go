@@ -75,6 +75,8 @@ type Summarizer struct {
 	base   context.Context // parent of every background run; Close cancels it
 	stop   context.CancelFunc
 
+	lock Locker // nil: this process is the only one
+
 	mu      sync.Mutex
 	running map[pipeline.Key]bool
 	failing map[pipeline.Key]bool // the last background run failed: the conversation was told
@@ -93,6 +95,33 @@ func New(store Store, model LLM, counter llm.Counter, p Policy, log *slog.Logger
 	base, stop := context.WithCancel(context.Background())
 	return &Summarizer{store: store, llm: model, policy: p.withDefaults(), log: log, count: counter, base: base, stop: stop,
 		running: map[pipeline.Key]bool{}, failing: map[pipeline.Key]bool{}}
+}
+
+// Locker keeps other processes (replicas on one database) from
+// summarizing a conversation while this one does. TryLock reports false at
+// once when another holds key's lock; unlock releases it. A lock whose
+// holder dies is released (a PostgreSQL session advisory lock).
+type Locker interface {
+	TryLock(ctx context.Context, key pipeline.Key) (unlock func(), ok bool, err error)
+}
+
+// DatabaseLock is the Locker of replicas on one PostgreSQL database: an
+// advisory lock per conversation.
+func DatabaseLock(pg *memory.Postgres) Locker { return pgLock{pg} }
+
+type pgLock struct{ pg *memory.Postgres }
+
+func (l pgLock) TryLock(ctx context.Context, key pipeline.Key) (func(), bool, error) {
+	return l.pg.TryLock(ctx, "recall-summary:"+key.String())
+}
+
+// Exclusive makes every run take l's lock of its conversation first, so
+// replicas summarize a conversation once at a time; a run that finds it
+// taken does nothing (the trigger's) or returns ErrRunning (Run). It
+// returns s.
+func (s *Summarizer) Exclusive(l Locker) *Summarizer {
+	s.lock = l
+	return s
 }
 
 // Due reports whether the trigger holds: the user turns since the last
@@ -114,7 +143,7 @@ func (s *Summarizer) MaybeStart(ctx context.Context, key pipeline.Key, threshold
 		return false
 	}
 	return s.start(key, onFail, func(ctx context.Context) error {
-		_, err := s.run(ctx, key)
+		_, err := s.runKeeping(ctx, key, s.policy.KeepRecentTurns, threshold)
 		return err
 	})
 }
@@ -140,7 +169,7 @@ func (s *Summarizer) start(key pipeline.Key, onFail func(context.Context, error)
 		switch {
 		case err == nil:
 			s.succeeded(key)
-		case errors.Is(err, ErrNothingToSummarize):
+		case errors.Is(err, ErrNothingToSummarize), errors.Is(err, ErrRunning):
 		case s.base.Err() != nil:
 			s.log.Info("summary stopped: the bot is stopping; nothing was archived, the next trigger retries", "key", key)
 		default:
@@ -230,21 +259,28 @@ func (s *Summarizer) Run(ctx context.Context, key pipeline.Key) (Result, error) 
 		delete(s.running, key)
 		s.mu.Unlock()
 	}()
-	res, err := s.runKeeping(ctx, key, 1)
+	res, err := s.runKeeping(ctx, key, 1, 0)
 	if err == nil {
 		s.succeeded(key)
 	}
 	return res, err
 }
 
-// run is the trigger's run: the keep-recent window stays active.
-func (s *Summarizer) run(ctx context.Context, key pipeline.Key) (Result, error) {
-	return s.runKeeping(ctx, key, s.policy.KeepRecentTurns)
-}
-
-// runKeeping summarizes the active messages but the last keep exchanges.
-func (s *Summarizer) runKeeping(ctx context.Context, key pipeline.Key, keep int) (Result, error) {
+// runKeeping summarizes the active messages but the last keep exchanges;
+// when due > 0 (the trigger's run), only while the trigger still holds once
+// the lock is taken (another replica may have just summarized).
+func (s *Summarizer) runKeeping(ctx context.Context, key pipeline.Key, keep, due int) (Result, error) {
 	var res Result
+	if s.lock != nil {
+		unlock, ok, err := s.lock.TryLock(ctx, key)
+		if err != nil {
+			return res, fmt.Errorf("taking the summary lock of %s: %w", key, err)
+		}
+		if !ok {
+			return res, ErrRunning
+		}
+		defer unlock()
+	}
 	// Queued writes first, so every active message has an id.
 	if err := s.store.Flush(ctx); err != nil {
 		return res, err
@@ -253,6 +289,9 @@ func (s *Summarizer) runKeeping(ctx context.Context, key pipeline.Key, keep int)
 	turns, err := s.store.TurnsSinceSummary(ctx, key)
 	if err != nil {
 		return res, err
+	}
+	if due > 0 && !Due(memory.Status{TurnsSinceSummary: turns}, due) {
+		return res, ErrNothingToSummarize
 	}
 	active, err := s.store.Active(ctx, key)
 	if err != nil {

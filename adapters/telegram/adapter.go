@@ -148,6 +148,17 @@ func New(opts Options, submit SubmitFunc, accept AcceptFunc) (*Adapter, error) {
 	return a, nil
 }
 
+// Restore gives back what a message loses when it is stored in the queue
+// shared by replicas (turnqueue): the download of its media.
+func (a *Adapter) Restore(in pipeline.Inbound) pipeline.Inbound {
+	if in.Media != nil && in.Media.Ref != "" && in.Media.Fetch == nil {
+		m := *in.Media
+		m.Fetch = fetcher(a.api, a.files, a.opts.Token, m.Ref)
+		in.Media = &m
+	}
+	return in
+}
+
 // Sender is where answers go: pass it with every message submitted to the
 // pipeline (Run does), including messages resubmitted at start. It
 // implements pipeline.Sender, Typer, Chooser, Editor and FileSender, and
@@ -165,11 +176,14 @@ func (a *Adapter) Sender() pipeline.Sender {
 // polling, or by serving the webhook when Options.Webhook.URL is set. It
 // returns nil when ctx ends, after every goroutine it started has exited;
 // ErrBadToken when the token is rejected; another error when the webhook
-// server cannot listen. It may be called once.
+// server cannot listen. It may be called again once it returned (a replica
+// that lost the polling lease and won it back), never twice at once.
 func (a *Adapter) Run(ctx context.Context) error {
 	if !a.running.CompareAndSwap(false, true) {
-		return errors.New("telegram: Run called twice")
+		return errors.New("telegram: Run called while running")
 	}
+	defer a.running.Store(false)
+	defer a.polling.Store(false)
 	defer a.bg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // stops the background calls before waiting for them

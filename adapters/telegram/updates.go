@@ -200,7 +200,7 @@ func (a *Adapter) dispatch(bg context.Context, it item) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, pipeline.ErrStopped):
+	case errors.Is(err, pipeline.ErrStopped), errors.Is(err, pipeline.ErrUnavailable):
 		return err
 	default:
 		// A full conversation queue: the message is stored when it was

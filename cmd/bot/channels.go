@@ -32,7 +32,10 @@ func telegramChannel(cfg config.Config) app.ChannelFunc {
 		if err != nil {
 			return app.Channel{}, err
 		}
-		return app.Channel{Name: telegram.Channel, Sender: tg.Sender(), Run: tg.Run, Health: tg}, nil
+		// Long polling: one replica at a time (on PostgreSQL); a webhook
+		// runs on every replica behind the load balancer.
+		return app.Channel{Name: telegram.Channel, Sender: tg.Sender(), Run: tg.Run, Health: tg,
+			Leader: cfg.Telegram.Webhook.URL == "", Restore: tg.Restore}, nil
 	}
 }
 
