@@ -70,8 +70,9 @@ func TestRepliesDoNotWaitForFailingStorage(t *testing.T) {
 func TestIntakeDuringStorageOutage(t *testing.T) {
 	f := newFixture(t, nil, Options{})
 	in := &Intake{Store: f.store, Counter: llm.NewCounter("gpt-4o-mini"), Wait: 50 * time.Millisecond}
+	healthy := &Intake{Store: f.store, Counter: in.Counter, Wait: 10 * time.Second} // a loaded machine
 	ctx := context.Background()
-	must(t, in.Accept(ctx, inbound("1", "stored at once")))
+	must(t, healthy.Accept(ctx, inbound("1", "stored at once")))
 	_, err := f.store.SQLite().DB().Exec(`PRAGMA query_only = 1`)
 	must(t, err)
 	// The first message of the outage finds it out; the next ones go
