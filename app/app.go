@@ -170,12 +170,19 @@ func New(ctx context.Context, cfg config.Config, parts Parts) (*App, error) {
 		return nil, fmt.Errorf("opening the store in %s: %w", cfg.Data.Dir, err)
 	}
 	a.Store = store
-	a.Metrics = metrics.New(metrics.Options{Version: parts.Version, Channels: enabledChannels(cfg), WriteQueue: store})
+	mo := metrics.Options{Version: parts.Version, Channels: enabledChannels(cfg), WriteQueue: store}
+	if store.Postgres() != nil {
+		mo.Replica = a.Replica
+	}
+	a.Metrics = metrics.New(mo)
 	checks := []ops.Check{ops.Database(store.SQLite().DB()), ops.WriteQueueCheck(store)}
 	if pg := store.Postgres(); pg != nil {
 		checks = append(checks, ops.Check{Name: "postgres", Run: pg.Ping})
 	}
 	a.Health = ops.NewHealth(logs.NewRedactor(nil, cfg.Secrets()).Redact, checks...)
+	if store.Postgres() != nil {
+		a.Health.AddNote(ops.Note{Name: "replica", Run: func(context.Context) string { return a.Replica }})
+	}
 	a.Counter = llm.NewCounter(cfg.LLM.Model)
 	a.Model = parts.Model
 	if a.Model == nil && cfg.LLM.Configured() {

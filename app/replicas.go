@@ -84,6 +84,7 @@ func (a *App) asLeader(ch Channel) Channel {
 		a.parts.Lease(&opts)
 	}
 	l := lease.New(pg.Pool(), "channel:"+ch.Name, a.Replica, opts)
+	a.Health.AddNote(ops.Note{Name: "lease channel:" + ch.Name, Run: func(ctx context.Context) string { return leaseNote(ctx, l, a.Replica) }})
 	run := ch.Run
 	h := &standby{inner: ch.Health}
 	ch.Run = func(ctx context.Context) error {
@@ -97,6 +98,22 @@ func (a *App) asLeader(ch Channel) Channel {
 		ch.Health = h
 	}
 	return ch
+}
+
+// leaseNote says who holds l, for /healthz.
+func leaseNote(ctx context.Context, l *lease.Lease, me string) string {
+	ctx, cancel := context.WithTimeout(ctx, ops.DatabaseTimeout)
+	defer cancel()
+	holder, until, err := l.State(ctx)
+	switch {
+	case err != nil:
+		return "unknown: " + err.Error()
+	case holder == "" || !until.After(time.Now()):
+		return "free"
+	case holder == me:
+		return "held by this replica until " + until.UTC().Format(time.RFC3339)
+	}
+	return "held by " + holder + " until " + until.UTC().Format(time.RFC3339)
 }
 
 // standby is the health of a channel that runs on the lease holder only:

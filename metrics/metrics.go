@@ -30,6 +30,10 @@ type Options struct {
 	// recall_write_queue_depth, recall_write_queue_failing and
 	// recall_write_failures_total.
 	WriteQueue WriteQueue
+	// Replica, when set (several replicas on one PostgreSQL database),
+	// labels every series replica="<name>", so one Prometheus scraping
+	// them all tells them apart.
+	Replica string
 }
 
 // Metrics holds Recall's collectors and their registry. Its methods are
@@ -88,12 +92,16 @@ func New(opts Options) *Metrics {
 		ConstLabels: prometheus.Labels{"version": opts.Version},
 	})
 	build.Set(1)
-	m.reg.MustRegister(m.turns, m.latency, m.tokens, m.summaries, m.reconnects, m.toolCalls, build,
+	var reg prometheus.Registerer = m.reg
+	if opts.Replica != "" {
+		reg = prometheus.WrapRegistererWith(prometheus.Labels{"replica": opts.Replica}, m.reg)
+	}
+	reg.MustRegister(m.turns, m.latency, m.tokens, m.summaries, m.reconnects, m.toolCalls, build,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	if opts.WriteQueue != nil {
-		m.reg.MustRegister(writeQueueCollector{opts.WriteQueue})
+		reg.MustRegister(writeQueueCollector{opts.WriteQueue})
 	}
 	for _, ch := range opts.Channels {
 		m.reconnects.WithLabelValues(ch)

@@ -147,3 +147,23 @@ func TestMetricsStartAtZero(t *testing.T) {
 	// Two instances do not collide (no global registration).
 	_ = New(Options{Channels: []string{"telegram"}})
 }
+
+// With several replicas on one database every series names its replica,
+// so their counts are told apart when one Prometheus scrapes them all.
+func TestReplicaLabel(t *testing.T) {
+	m := New(Options{Channels: []string{"telegram"}, Replica: "recall-2", WriteQueue: &fakeQueue{}})
+	m.Turn("telegram", "ok", time.Second, llm.Reply{Model: "m", PromptTokens: 3})
+	body := scrape(t, m)
+	for _, want := range []string{
+		`recall_turns_total{channel="telegram",outcome="ok",replica="recall-2"} 1`,
+		`recall_write_queue_depth{replica="recall-2"}`,
+		`go_goroutines{replica="recall-2"}`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics has no %s", want)
+		}
+	}
+	if one := scrape(t, New(Options{})); strings.Contains(one, "replica=") {
+		t.Errorf("a single process labels its series with a replica")
+	}
+}

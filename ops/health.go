@@ -97,6 +97,16 @@ func LLM(model HealthReporter) Check {
 type Report struct {
 	Status string            `json:"status"` // StatusOK or StatusUnavailable
 	Parts  map[string]string `json:"parts"`  // check name → "ok" or what is wrong
+	// Notes inform without judging (never make the status unavailable):
+	// which replica answered, who holds a lease.
+	Notes map[string]string `json:"notes,omitempty"`
+}
+
+// Note is one line of information in the report.
+type Note struct {
+	Name string
+	// Run says how things stand; ctx ends when the client goes away.
+	Run func(ctx context.Context) string
 }
 
 // Report statuses.
@@ -111,6 +121,7 @@ type Health struct {
 
 	mu     sync.Mutex
 	checks []Check
+	notes  []Note
 }
 
 // NewHealth returns a Health running checks. redact (may be nil) scrubs
@@ -129,10 +140,18 @@ func (h *Health) Add(c Check) {
 	h.checks = append(h.checks, c)
 }
 
-// Report runs every check, one after the other.
+// AddNote adds a line of information to the report.
+func (h *Health) AddNote(n Note) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.notes = append(h.notes, n)
+}
+
+// Report runs every check, one after the other, then the notes.
 func (h *Health) Report(ctx context.Context) Report {
 	h.mu.Lock()
 	checks := append([]Check(nil), h.checks...)
+	notes := append([]Note(nil), h.notes...)
 	h.mu.Unlock()
 	r := Report{Status: StatusOK, Parts: make(map[string]string, len(checks))}
 	for _, c := range checks {
@@ -142,6 +161,12 @@ func (h *Health) Report(ctx context.Context) Report {
 			continue
 		}
 		r.Parts[c.Name] = StatusOK
+	}
+	for i, n := range notes {
+		if i == 0 {
+			r.Notes = make(map[string]string, len(notes))
+		}
+		r.Notes[n.Name] = h.redact(n.Run(ctx))
 	}
 	return r
 }

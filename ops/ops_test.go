@@ -319,3 +319,23 @@ func TestHealthzLLMPart(t *testing.T) {
 		t.Fatalf("after a success: %d %+v", code, rep)
 	}
 }
+
+// Notes inform /healthz without judging: the status stays ok, secrets are
+// scrubbed, and the JSON carries them under "notes".
+func TestHealthzNotes(t *testing.T) {
+	h := ops.NewHealth(func(s string) string { return strings.ReplaceAll(s, "s3cret", "[redacted]") },
+		ops.Check{Name: "database", Run: func(context.Context) error { return nil }})
+	h.AddNote(ops.Note{Name: "lease channel:telegram", Run: func(context.Context) string { return "held by replica-b (s3cret)" }})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+	var rep ops.Report
+	if err := json.Unmarshal(rec.Body.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Code != http.StatusOK || rep.Status != ops.StatusOK {
+		t.Errorf("a note changed the status: %d %+v", rec.Code, rep)
+	}
+	if got := rep.Notes["lease channel:telegram"]; got != "held by replica-b ([redacted])" {
+		t.Errorf("note = %q", got)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,6 +30,15 @@ func runBackup(ctx context.Context, cfg config.Config, args []string, stdout io.
 		return err
 	}
 	src := filepath.Join(cfg.Data.Dir, memory.DatabaseFile)
+	if cfg.Database.URL != "" {
+		// The conversations are in PostgreSQL: its own tool backs them up.
+		fmt.Fprintf(stdout, "Your conversations are in PostgreSQL (database.url), which bot backup does not copy: back it up with\n"+
+			"  pg_dump --format=custom --file=recall.dump '%s'\n"+
+			"and restore with pg_restore --clean --dbname=URL recall.dump (replicas stopped).\n", redactURL(cfg.Database.URL))
+		if memory.StoreExists(cfg.Data.Dir) != nil {
+			return nil // nothing local to copy
+		}
+	}
 	if err := memory.StoreExists(cfg.Data.Dir); err != nil {
 		return fmt.Errorf("no database to back up: %w", err)
 	}
@@ -135,4 +145,16 @@ func copyFile(src, dst string) (bool, error) {
 		err = out.Sync()
 	}
 	return true, errors.Join(err, out.Close())
+}
+
+// redactURL is a database URL without its password.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "PASSWORD")
+	}
+	return u.String()
 }

@@ -176,3 +176,16 @@ func TestBackupUsage(t *testing.T) {
 		t.Errorf("bot backup created the data dir")
 	}
 }
+
+// On PostgreSQL, bot backup says how to back the database up (pg_dump),
+// without printing its password, instead of failing for want of recall.db.
+func TestBackupOnPostgresNamesPgDump(t *testing.T) {
+	env := newEnv(t, "", "RECALL_DATABASE_URL=postgres://recall:s3cret@db.example:5432/recall")
+	r := env.run(t, "", "backup", filepath.Join(t.TempDir(), "x.db"))
+	if r.Code != 0 || !strings.Contains(r.Stdout, "pg_dump --format=custom") || !strings.Contains(r.Stdout, "postgres://recall:PASSWORD@db.example:5432/recall") {
+		t.Errorf("bot backup on PostgreSQL:\n%s", r)
+	}
+	if strings.Contains(r.Stdout+r.Stderr, "s3cret") {
+		t.Errorf("the password was printed:\n%s", r)
+	}
+}

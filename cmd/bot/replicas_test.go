@@ -413,6 +413,19 @@ func TestReplicasOnePolls(t *testing.T) {
 			t.Fatalf("%s: getUpdates was terminated by another replica's:\n%s", r.name, r.logs.String())
 		}
 	}
+	// /healthz names the replica and who holds the polling lease.
+	for _, r := range []*replica{a, b} {
+		rep := r.app.Health.Report(t.Context())
+		if rep.Notes["replica"] != r.name || !strings.HasPrefix(rep.Notes["lease channel:telegram"], "held by ") {
+			t.Errorf("%s: /healthz notes %v, want its name and the lease's holder", r.name, rep.Notes)
+		}
+	}
+	if got := a.app.Health.Report(t.Context()).Notes["lease channel:telegram"]; !strings.HasPrefix(got, "held by this replica") {
+		t.Errorf("the leader's /healthz says the lease is %q", got)
+	}
+	if got := b.app.Health.Report(t.Context()).Notes["lease channel:telegram"]; !strings.HasPrefix(got, "held by leader until") {
+		t.Errorf("the standby's /healthz says the lease is %q", got)
+	}
 
 	proxy.kill() // the polling replica dies
 	tg.sendText(2000, "after the leader died")
