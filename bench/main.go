@@ -51,6 +51,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	only := fs.String("only", "", "comma-separated figures to run: "+strings.Join(figureNames(), ","))
 	asJSON := fs.Bool("json", false, "print the table as JSON")
 	data := fs.String("data", "", "the data/ folder of REALTALK (github.com/danny911kr/REALTALK) for the recall figure")
+	bot := fs.String("bot", "", "run this bot binary in the real-bot figures instead of building cmd/bot (e.g. the release build: CGO_ENABLED=0 go build -trimpath -ldflags \"-s -w\" ./cmd/bot)")
+	botEnv := fs.String("botenv", "", "comma-separated KEY=value pairs added to the bot's environment in the memory figure (e.g. GOGC=50)")
+	profiles := fs.String("profiles", "", "a folder for the real bot's heap and goroutine profiles, idle and after the memory figure's load (the bot is then built with -tags pprof)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -65,7 +68,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	rep, err := measure(ctx, sc, names, *data, stderr)
+	rep, err := measure(ctx, sc, names, runEnv{data: *data, profiles: *profiles, bin: *bot, botEnv: splitList(*botEnv)}, stderr)
 	if err != nil {
 		return err
 	}
@@ -79,11 +82,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 // measure runs the figures names at scale sc, in the order of figureList;
-// progress goes to log.
-func measure(ctx context.Context, sc scale, names []string, data string, log io.Writer) (report, error) {
+// progress goes to log. opts holds the options of the run (data, profiles,
+// bin).
+func measure(ctx context.Context, sc scale, names []string, opts runEnv, log io.Writer) (report, error) {
 	rep := report{Machine: describeMachine(), Scale: sc.name}
 	start := time.Now()
-	env := &runEnv{scale: sc, log: log, data: data}
+	env := &opts
+	env.scale, env.log = sc, log
 	defer env.close()
 	for _, f := range figureList {
 		if !slices.Contains(names, f.name) {
@@ -100,6 +105,17 @@ func measure(ctx context.Context, sc scale, names []string, data string, log io.
 	}
 	rep.Took = time.Since(start).Round(time.Second).String()
 	return rep, nil
+}
+
+// splitList splits a comma-separated list, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // selectFigures parses --only.

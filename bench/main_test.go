@@ -43,7 +43,7 @@ func TestTinyRun(t *testing.T) {
 		names = slices.DeleteFunc(names, func(n string) bool { return n == "turn" })
 		want = slices.Delete(want, 2, 4)
 	}
-	rep, err := measure(context.Background(), tinyScale, names, "", testLog{t})
+	rep, err := measure(context.Background(), tinyScale, names, runEnv{}, testLog{t})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,6 +56,8 @@ func runBot(ctx context.Context, cfg config.Config, stdin io.Reader, stdout, std
 		logFile, parts.LogWriter = f, f
 		defer logFile.Close()
 	}
+	stopDebug := startDebug(stderr) // -tags pprof only
+	defer stopDebug()
 	a, err := app.New(ctx, cfg, parts)
 	if err != nil {
 		return err
