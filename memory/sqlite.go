@@ -49,6 +49,20 @@ type SQLite struct {
 
 var _ Backend = (*SQLite)(nil)
 
+// Page caches, in KiB, of the writer and of each reader. Every connection
+// runs its own copy of SQLite (compiled to WebAssembly, then to Go) in a
+// linear memory that grows with its page cache and never shrinks, so a
+// cache costs its size in resident memory for the life of the connection.
+// A reader's cache is dropped whenever another connection committed since
+// its last read, which on a bot that writes every turn is nearly every
+// read: it keeps little and costs 2 MiB at SQLite's default. The writer's
+// stays valid (no one else writes) and holds the pages every append walks.
+// The operating system's page cache holds the file either way.
+const (
+	writerCacheKiB = 2000 // SQLite's default
+	readerCacheKiB = 256
+)
+
 // sqliteDSN builds the connection string. Any _pragma drops the driver's
 // default busy timeout, so it is always set explicitly.
 func sqliteDSN(path string, readOnly bool, vfs string) string {
@@ -57,6 +71,11 @@ func sqliteDSN(path string, readOnly bool, vfs string) string {
 		q.Set("vfs", vfs)
 	}
 	q.Add("_pragma", "busy_timeout(10000)")
+	if readOnly {
+		q.Add("_pragma", "cache_size(-"+strconv.Itoa(readerCacheKiB)+")")
+	} else {
+		q.Add("_pragma", "cache_size(-"+strconv.Itoa(writerCacheKiB)+")")
+	}
 	q.Add("_pragma", "journal_mode(wal)")
 	q.Add("_pragma", "synchronous(normal)")
 	q.Add("_pragma", "foreign_keys(1)")
