@@ -16,6 +16,10 @@ import (
 // builds have no such server and ignore the variable.
 const DebugPprofEnv = "PPROF_LISTEN" // not RECALL_*: config refuses unknown RECALL_ variables
 
+// memProfileRate is the runtime's default: the heap profiles sample
+// allocations.
+const memProfileRate = 512 * 1024
+
 // startDebug serves /debug/pprof/ on $PPROF_LISTEN until stop is
 // called; nothing when the variable is empty.
 func startDebug(stderr io.Writer) (stop func()) {
