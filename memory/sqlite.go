@@ -56,10 +56,11 @@ var _ Backend = (*SQLite)(nil)
 // A reader's cache is dropped whenever another connection committed since
 // its last read, which on a bot that writes every turn is nearly every
 // read: it keeps little and costs 2 MiB at SQLite's default. The writer's
-// stays valid (no one else writes) and holds the pages every append walks.
+// stays valid (no one else writes) and holds the pages every append walks:
+// the paths to the newest rows of each index, a few dozen pages.
 // The operating system's page cache holds the file either way.
 const (
-	writerCacheKiB = 2000 // SQLite's default
+	writerCacheKiB = 1024
 	readerCacheKiB = 256
 )
 
