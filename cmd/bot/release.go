@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"runtime/debug"
 	"time"
 
 	"github.com/recallbot/recall/ops"
@@ -10,8 +11,9 @@ import (
 )
 
 // releaseWhenReady waits until start-up is over — after <-started, the
-// health report says every one of channels is ok — then gives
-// back the executable's pages that start-up alone used
+// health report says every one of channels is ok — then collects start-up's
+// garbage, returns the free heap to the kernel and gives back the
+// executable's pages that start-up alone used
 // (procmem.ReleaseExecutable). It gives up when ctx ends or after a minute
 // without the channels healthy (the pages then stay: nothing else changes).
 func releaseWhenReady(ctx context.Context, started <-chan struct{}, health *ops.Health, channels []string, log *slog.Logger) {
@@ -32,6 +34,10 @@ func releaseWhenReady(ctx context.Context, started <-chan struct{}, health *ops.
 			return
 		}
 	}
+	// Start-up's garbage first, and the heap pages it leaves free back to
+	// the kernel: the collection maps the type data and function tables it
+	// reads now, not at the next cycle after the release.
+	debug.FreeOSMemory()
 	released, err := procmem.ReleaseExecutable()
 	if err != nil {
 		log.Debug("could not give back the executable's pages start-up used", "err", err)
