@@ -61,6 +61,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	embURL := fs.String("embeddings-url", "", "an OpenAI-compatible embeddings endpoint (ending in /v1): the recall figure scores hybrid retrieval too")
 	embModel := fs.String("embeddings-model", "", "the embeddings model for --embeddings-url (e.g. text-embedding-3-small, nomic-embed-text)")
 	embDims := fs.Int("embeddings-dims", 0, "the vector size to ask --embeddings-url for (0: the model's own)")
+	bot := fs.String("bot", "", "run this bot binary in the real-bot figures instead of building cmd/bot (e.g. the release build: CGO_ENABLED=0 go build -trimpath -ldflags \"-s -w\" ./cmd/bot)")
+	botEnv := fs.String("botenv", "", "comma-separated KEY=value pairs added to the bot's environment in the memory figure (e.g. GOGC=50)")
+	profiles := fs.String("profiles", "", "a folder for the real bot's heap and goroutine profiles, idle and after the memory figure's load (the bot is then built with -tags pprof)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -84,7 +87,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		emb = e
 	}
-	rep, err := measure(ctx, sc, names, *data, emb, stderr)
+	rep, err := measure(ctx, sc, names, runEnv{data: *data, embeddings: emb, profiles: *profiles, bin: *bot, botEnv: splitList(*botEnv)}, stderr)
 	if err != nil {
 		return err
 	}
@@ -98,11 +101,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 // measure runs the figures names at scale sc, in the order of figureList;
-// progress goes to log.
-func measure(ctx context.Context, sc scale, names []string, data string, emb *llm.Embedder, log io.Writer) (report, error) {
+// progress goes to log. opts holds the options of the run (data, profiles,
+// bin).
+func measure(ctx context.Context, sc scale, names []string, opts runEnv, log io.Writer) (report, error) {
 	rep := report{Machine: describeMachine(), Scale: sc.name}
 	start := time.Now()
-	env := &runEnv{scale: sc, log: log, data: data, embeddings: emb}
+	env := &opts
+	env.scale, env.log = sc, log
 	defer env.close()
 	for _, f := range figureList {
 		if !slices.Contains(names, f.name) {
@@ -119,6 +124,17 @@ func measure(ctx context.Context, sc scale, names []string, data string, emb *ll
 	}
 	rep.Took = time.Since(start).Round(time.Second).String()
 	return rep, nil
+}
+
+// splitList splits a comma-separated list, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // selectFigures parses --only.

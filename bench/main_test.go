@@ -47,7 +47,7 @@ func TestTinyRun(t *testing.T) {
 		names = slices.DeleteFunc(names, func(n string) bool { return n == "turn" })
 		want = slices.Delete(want, 2, 8)
 	}
-	rep, err := measure(context.Background(), tinyScale, names, "", nil, testLog{t})
+	rep, err := measure(context.Background(), tinyScale, names, runEnv{}, testLog{t})
 	if err != nil {
 		t.Fatal(err)
 	}

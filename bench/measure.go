@@ -80,6 +80,10 @@ type runEnv struct {
 	// embeddings, when set (--embeddings-url), adds hybrid retrieval's
 	// rows to the recall figure.
 	embeddings *llm.Embedder
+	// profiles is where the memory figure writes the bot's profiles ("":
+	// none; else the bot is built with the pprof tag).
+	profiles string
+	botEnv   []string // more environment for the bot of the memory figure
 }
 
 // botBinary builds cmd/bot once per run.
@@ -93,7 +97,11 @@ func (e *runEnv) botBinary(ctx context.Context) (string, error) {
 	}
 	e.binDir = dir
 	fmt.Fprintln(e.log, "  building cmd/bot")
-	e.bin, err = figures.BuildBot(ctx, dir)
+	var tags []string
+	if e.profiles != "" {
+		tags = append(tags, "pprof")
+	}
+	e.bin, err = figures.BuildBot(ctx, dir, tags...)
 	return e.bin, err
 }
 
@@ -272,16 +280,19 @@ func measureMemory(ctx context.Context, e *runEnv) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := figures.ResidentMemory(ctx, bin, figures.ResidentOptions{Convs: sc.rssConvs, Turns: sc.rssTurns, Delay: sc.delay, Concurrency: sc.rssC, Settle: sc.rssSettle})
+	res, err := figures.ResidentMemory(ctx, bin, figures.ResidentOptions{Convs: sc.rssConvs, Turns: sc.rssTurns, Delay: sc.delay, Concurrency: sc.rssC, Settle: sc.rssSettle, Profiles: e.profiles, Env: e.botEnv})
 	if err != nil {
 		return nil, err
 	}
+	fmt.Fprintf(e.log, "  idle: %s anonymous + %s files; after the load: %s anonymous + %s files\n",
+		fmtMiB(res.Idle.Anon), fmtMiB(res.Idle.File), fmtMiB(res.Loaded.Anon), fmtMiB(res.Loaded.File))
 	load := fmt.Sprintf("real bot; %s users × %d msgs, %s LLM, C=%d", thousands(int64(sc.rssConvs)), sc.rssTurns, sc.delay, sc.rssC)
 	return []row{
 		{Figure: "resident memory idle (VmRSS)", Ours: fmtMiB(res.Idle.RSS), Baseline: "—", Ratio: "—",
-			Scale: "real bot, Telegram mode, empty db", Values: map[string]float64{"rss_mib": mib(res.Idle.RSS)}},
+			Scale: "real bot, Telegram mode, empty db", Values: map[string]float64{"rss_mib": mib(res.Idle.RSS), "anon_mib": mib(res.Idle.Anon), "file_mib": mib(res.Idle.File)}},
 		{Figure: "resident memory after the load (VmRSS) vs idle", Ours: fmtMiB(res.Loaded.RSS), Baseline: fmtMiB(res.Idle.RSS), Ratio: fmtRatio(float64(res.Loaded.RSS), float64(res.Idle.RSS)),
-			Scale: load, Values: map[string]float64{"rss_mib": mib(res.Loaded.RSS), "idle_mib": mib(res.Idle.RSS), "load_s": res.Wall.Seconds(), "other_msgs": float64(res.Others)}},
+			Scale: load, Values: map[string]float64{"rss_mib": mib(res.Loaded.RSS), "idle_mib": mib(res.Idle.RSS), "load_s": res.Wall.Seconds(), "other_msgs": float64(res.Others),
+				"anon_mib": mib(res.Loaded.Anon), "file_mib": mib(res.Loaded.File)}},
 		{Figure: "peak resident memory during the load (VmHWM) vs idle", Ours: fmtMiB(res.Loaded.Peak), Baseline: fmtMiB(res.Idle.RSS), Ratio: fmtRatio(float64(res.Loaded.Peak), float64(res.Idle.RSS)),
 			Scale: load, Values: map[string]float64{"hwm_mib": mib(res.Loaded.Peak)}},
 	}, nil

@@ -39,7 +39,7 @@ func (s *Store) MarkHandled(ctx context.Context, key pipeline.Key, platformID st
 		}
 		return first, nil
 	}
-	res, err := s.sqlite.w.ExecContext(ctx, sqlMarkHandled, key.String(), platformID, time.Now().UnixMilli())
+	res, err := s.sqlite.wd().ExecContext(ctx, sqlMarkHandled, key.String(), platformID, time.Now().UnixMilli())
 	if err != nil {
 		return false, fmt.Errorf("recording message %s of %s as handled: %w", platformID, key, err)
 	}
@@ -63,7 +63,7 @@ func (s *Store) Handled(ctx context.Context, key pipeline.Key, platformID string
 		return ok, nil
 	}
 	var n int
-	if err := s.sqlite.r.QueryRowContext(ctx, sqlHandled, key.String(), platformID).Scan(&n); err != nil {
+	if err := s.sqlite.rd.QueryRowContext(ctx, sqlHandled, key.String(), platformID).Scan(&n); err != nil {
 		return false, fmt.Errorf("looking up message %s of %s: %w", platformID, key, err)
 	}
 	return n > 0, nil

@@ -49,6 +49,21 @@ type SQLite struct {
 
 var _ Backend = (*SQLite)(nil)
 
+// Page caches, in KiB, of the writer and of each reader. Every connection
+// runs its own copy of SQLite (compiled to WebAssembly, then to Go) in a
+// linear memory that grows with its page cache and never shrinks, so a
+// cache costs its size in resident memory for the life of the connection.
+// A reader's cache is dropped whenever another connection committed since
+// its last read, which on a bot that writes every turn is nearly every
+// read: it keeps little and costs 2 MiB at SQLite's default. The writer's
+// stays valid (no one else writes) and holds the pages every append walks:
+// the paths to the newest rows of each index, a few dozen pages.
+// The operating system's page cache holds the file either way.
+const (
+	writerCacheKiB = 1024
+	readerCacheKiB = 256
+)
+
 // sqliteDSN builds the connection string. Any _pragma drops the driver's
 // default busy timeout, so it is always set explicitly.
 func sqliteDSN(path string, readOnly bool, vfs string) string {
@@ -57,6 +72,11 @@ func sqliteDSN(path string, readOnly bool, vfs string) string {
 		q.Set("vfs", vfs)
 	}
 	q.Add("_pragma", "busy_timeout(10000)")
+	if readOnly {
+		q.Add("_pragma", "cache_size(-"+strconv.Itoa(readerCacheKiB)+")")
+	} else {
+		q.Add("_pragma", "cache_size(-"+strconv.Itoa(writerCacheKiB)+")")
+	}
 	q.Add("_pragma", "journal_mode(wal)")
 	q.Add("_pragma", "synchronous(normal)")
 	q.Add("_pragma", "foreign_keys(1)")
@@ -133,12 +153,18 @@ func openSQLite(ctx context.Context, path, vfs string, log *slog.Logger) (*SQLit
 	s.r, s.rc = r, newStmtCache(r)
 	s.rd = cachedDB{s.rc}
 	s.wc = newStmtCache(w)
-	if err := s.wc.prepare(ctx, sqlConvID, sqlEnsureConv, sqlInsertBatch, sqlBumpTurns, sqlInsertMessage); err != nil {
+	// The writer's statements of every turn, prepared once (its one
+	// connection cannot prepare while a transaction holds it): wd runs them.
+	if err := s.wc.prepare(ctx, sqlConvID, sqlEnsureConv, sqlInsertBatch, sqlBumpTurns, sqlInsertMessage, sqlAddUsage, sqlMarkHandled); err != nil {
 		return nil, errors.Join(err, s.Close())
 	}
 	mrg.start(w)
 	return s, nil
 }
+
+// wd runs queries on the writer through its statements (those prepared at
+// open are never prepared again).
+func (s *SQLite) wd() cachedDB { return cachedDB{s.wc} }
 
 // Path is the database file.
 func (s *SQLite) Path() string { return s.path }
@@ -233,7 +259,7 @@ const (
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
 	sqlBumpTurns  = `UPDATE conversations SET turns_since_summary = turns_since_summary + ? WHERE id = ?`
 	msgColumns    = `m.id, m.role, m.sender_id, m.sender_name, m.platform_id, m.reply_to, m.text, m.created_at, m.tokens, m.is_active, m.chunk_id`
-	sqlRecent     = `SELECT ` + msgColumns + ` FROM messages m WHERE m.conv = ? AND m.is_active = 1 ORDER BY m.id DESC LIMIT ?`
+	sqlRecent     = `SELECT ` + msgColumns + ` FROM messages m WHERE m.conv = ? AND m.is_active = 1 ORDER BY m.id DESC` // no LIMIT ?: "No bound LIMIT" below
 	sqlActive     = `SELECT ` + msgColumns + ` FROM messages m WHERE m.conv = ? AND m.is_active = 1 ORDER BY m.id`
 	sqlLookup     = `SELECT EXISTS(SELECT 1 FROM messages WHERE conv = ? AND platform_id = ? AND platform_id <> ''), EXISTS(SELECT 1 FROM messages WHERE conv = ? AND reply_to = ? AND reply_to <> '' AND role = 'assistant')` // the <> '' terms let SQLite use the partial indexes
 	sqlArchive    = `UPDATE messages SET is_active = 0, chunk_id = ? WHERE conv = ? AND is_active = 1 AND id IN (SELECT value FROM json_each(?))`
@@ -245,6 +271,12 @@ const (
 	sqlFoldSums   = `UPDATE summaries SET is_active = 0 WHERE conv = ? AND is_active = 1 AND level = ? AND id IN (SELECT value FROM json_each(?))`
 	sqlSumRange   = `SELECT min(from_at), max(to_at) FROM summaries WHERE +conv = ? AND id IN (SELECT value FROM json_each(?))`
 )
+
+// No bound LIMIT: the statements a turn runs take no LIMIT ?, the caller
+// stops reading instead. SQLite's planner looks at the value bound to a
+// LIMIT, so binding one expires the statement and the next step prepares it
+// again: a whole parse and plan every time it runs
+// (TestTurnStatementsArePreparedOnce).
 
 // convID finds a conversation's row id; 0 when it does not exist.
 func convID(ctx context.Context, q queryer, key pipeline.Key) (int64, error) {
@@ -424,17 +456,14 @@ func (s *SQLite) Recent(ctx context.Context, key pipeline.Key, limit, tokenBudge
 	if err != nil || conv == 0 {
 		return nil, err
 	}
-	if limit <= 0 {
-		limit = -1 // no limit
-	}
-	rows, err := s.rd.QueryContext(ctx, sqlRecent, conv, limit)
+	rows, err := s.rd.QueryContext(ctx, sqlRecent, conv)
 	if err != nil {
 		return nil, fmt.Errorf("loading recent messages of %s: %w", key, err)
 	}
 	var out []Message
 	used := 0
 	defer rows.Close()
-	for rows.Next() {
+	for (limit <= 0 || len(out) < limit) && rows.Next() {
 		var m Message
 		var role string
 		var at int64
@@ -887,10 +916,11 @@ func (s *SQLite) Forget(ctx context.Context, owner, key string) (bool, error) {
 
 const factColumns = `id, conv_key, content, sources, tags, created_at, updated_at`
 
-func scanFacts(rows *sql.Rows) ([]Fact, error) {
+// scanFacts reads facts from rows, at most limit of them (0: all).
+func scanFacts(rows *sql.Rows, limit int) ([]Fact, error) {
 	defer rows.Close()
 	var out []Fact
-	for rows.Next() {
+	for (limit <= 0 || len(out) < limit) && rows.Next() {
 		var f Fact
 		var src, tags string
 		var c, u int64
@@ -929,7 +959,7 @@ func addFactTx(ctx context.Context, tx *sql.Tx, owner string, f Fact) (Fact, boo
 	if err != nil {
 		return f, false, err
 	}
-	existing, err := scanFacts(rows)
+	existing, err := scanFacts(rows, 0)
 	if err != nil {
 		return f, false, err
 	}
@@ -958,16 +988,22 @@ func (s *SQLite) Facts(ctx context.Context, owner, text string, limit int) ([]Fa
 	var rows *sql.Rows
 	var err error
 	if match := ftsMatch(Terms(text)); match != "" {
-		rows, err = s.rd.QueryContext(ctx, `SELECT f.id, f.conv_key, f.content, f.sources, f.tags, f.created_at, f.updated_at
-			FROM facts_fts x JOIN facts f ON f.id = x.rowid WHERE facts_fts MATCH ? AND f.owner = ? ORDER BY x.rank, f.id DESC LIMIT ?`, match, owner, limit)
+		rows, err = s.rd.QueryContext(ctx, sqlFactsMatching, match, owner)
 	} else {
-		rows, err = s.rd.QueryContext(ctx, `SELECT `+factColumns+` FROM facts WHERE owner = ? ORDER BY updated_at DESC, id DESC LIMIT ?`, owner, limit)
+		rows, err = s.rd.QueryContext(ctx, sqlFactsNewest, owner)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("searching facts: %w", err)
 	}
-	return scanFacts(rows)
+	return scanFacts(rows, limit)
 }
+
+// The facts of a turn, best first; no LIMIT ? ("No bound LIMIT").
+const (
+	sqlFactsMatching = `SELECT f.id, f.conv_key, f.content, f.sources, f.tags, f.created_at, f.updated_at
+			FROM facts_fts x JOIN facts f ON f.id = x.rowid WHERE facts_fts MATCH ? AND f.owner = ? ORDER BY x.rank, f.id DESC`
+	sqlFactsNewest = `SELECT ` + factColumns + ` FROM facts WHERE owner = ? ORDER BY updated_at DESC, id DESC`
+)
 
 const sqlUnanswered = `SELECT c.key, ` + msgColumns + ` FROM messages m JOIN conversations c ON c.id = m.conv
 	WHERE c.key >= ? AND c.key < ? AND m.role = 'user' AND m.platform_id <> '' AND m.created_at >= ?

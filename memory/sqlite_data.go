@@ -163,7 +163,7 @@ func (s *SQLite) Export(ctx context.Context, owner string, key *pipeline.Key) (O
 	if err != nil {
 		return d, err
 	}
-	facts, err := scanFacts(rows)
+	facts, err := scanFacts(rows, 0)
 	if err != nil {
 		return d, err
 	}

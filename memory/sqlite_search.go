@@ -301,7 +301,7 @@ const (
 	// The same, in the window (newest first: FTS5 seeks a lower bound on
 	// rowids slowly in ascending order).
 	sqlWindowRows = `SELECT rowid, recall_tf(messages_fts, ?2) FROM messages_fts WHERE messages_fts MATCH ?1 AND rowid >= ?3 ORDER BY rowid DESC`
-	sqlActiveIDs  = `SELECT id FROM messages WHERE conv = ?1 AND is_active = 1 LIMIT ?2`
+	sqlActiveIDs  = `SELECT id FROM messages WHERE conv = ?1 AND is_active = 1` // no LIMIT ?: see sqlite.go, "No bound LIMIT"
 	// The ids of the conversation's messages written in [?2, ?3) ms.
 	sqlTimeIDs     = `SELECT min(id), max(id) FROM messages WHERE +conv = ?1 AND created_at >= ?2 AND created_at < ?3`
 	sqlSearchFetch = `SELECT m.conv, ` + msgColumns + ` FROM messages m WHERE m.id IN (SELECT value FROM json_each(?1))`
@@ -637,8 +637,8 @@ func (r *searchRun) top() ([]Hit, error) {
 		ids := map[int64]bool{}
 		if err := r.each(sqlActiveIDs, func(st *sqlite3.Stmt) bool {
 			ids[st.ColumnInt64(0)] = true
-			return true
-		}, r.conv, activeCap+1); err != nil {
+			return len(ids) <= activeCap
+		}, r.conv); err != nil {
 			return nil, err
 		}
 		if len(ids) <= activeCap {

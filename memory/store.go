@@ -775,6 +775,9 @@ func (s *Store) Unanswered(ctx context.Context, channel string, since time.Time)
 	return out, nil
 }
 
+// sqlTurnsSinceSummary reads the summary trigger's stored counter.
+const sqlTurnsSinceSummary = `SELECT turns_since_summary FROM conversations WHERE key = ?`
+
 // TurnsSinceSummary is the summary trigger's counter for a conversation,
 // queued replies included. Unlike Status it counts no messages, so it is
 // cheap enough to ask after every reply.
@@ -795,7 +798,7 @@ func (s *Store) TurnsSinceSummary(ctx context.Context, key pipeline.Key) (int, e
 		}
 		turns = st.TurnsSinceSummary
 	} else {
-		err := s.sqlite.r.QueryRowContext(ctx, `SELECT turns_since_summary FROM conversations WHERE key = ?`, key.String()).Scan(&turns)
+		err := s.sqlite.rd.QueryRowContext(ctx, sqlTurnsSinceSummary, key.String()).Scan(&turns)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return 0, err
 		}

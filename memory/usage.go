@@ -33,7 +33,7 @@ func (s *Store) AddUsage(ctx context.Context, userID string, at time.Time, token
 		}
 		return nil
 	}
-	if _, err := s.sqlite.w.ExecContext(ctx, sqlAddUsage, userID, UsageDay(at), tokens); err != nil {
+	if _, err := s.sqlite.wd().ExecContext(ctx, sqlAddUsage, userID, UsageDay(at), tokens); err != nil {
 		return fmt.Errorf("recording %d tokens for %s: %w", tokens, userID, err)
 	}
 	return nil
@@ -46,7 +46,7 @@ func (s *Store) Usage(ctx context.Context, userID string, at time.Time) (int, er
 	if s.pg != nil {
 		n, err = s.pg.usage(ctx, userID, UsageDay(at))
 	} else {
-		err = s.sqlite.r.QueryRowContext(ctx, sqlUsage, userID, UsageDay(at)).Scan(&n)
+		err = s.sqlite.rd.QueryRowContext(ctx, sqlUsage, userID, UsageDay(at)).Scan(&n)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("reading the token usage of %s: %w", userID, err)

@@ -19,7 +19,7 @@ type Seen interface {
 
 // dedupeRecent is how many handled (key, message id) pairs the dedupe stage
 // remembers in process.
-const dedupeRecent = 4096
+const dedupeRecent = 1024
 
 // Dedupe is the dedupe stage: it drops a message the bot has already handled,
 // so a platform's redelivery is not answered twice.
@@ -27,7 +27,7 @@ const dedupeRecent = 4096
 //   - A message without a MessageID always goes on.
 //   - A message whose id is being handled right now in this process (a
 //     concurrent duplicate), or was handled successfully recently (the last
-//     4096), is dropped.
+//     1024), is dropped.
 //   - Otherwise the store decides: stored and answered is dropped; stored but
 //     unanswered (the bot stopped before replying) goes on and is answered,
 //     storing it again being idempotent; unknown goes on.

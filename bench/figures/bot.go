@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -17,13 +18,24 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/recallbot/recall/procmem"
 )
 
-// BuildBot builds cmd/bot into dir and returns the binary's path. It runs
-// the go command, so the program must run inside the module.
-func BuildBot(ctx context.Context, dir string) (string, error) {
+// BuildBot builds cmd/bot into dir as the Dockerfile does (static, no cgo,
+// stripped: CGO_ENABLED=0 go build -trimpath -ldflags "-s -w"), so the
+// figures are those of the binary that ships, and returns its path. It runs
+// the go command, so the program must run inside the module. Build tags
+// (e.g. "pprof": the bot then serves net/http/pprof on $PPROF_LISTEN) go to
+// go build.
+func BuildBot(ctx context.Context, dir string, tags ...string) (string, error) {
 	bin := filepath.Join(dir, "bot")
-	c := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/recallbot/recall/cmd/bot")
+	args := []string{"build", "-trimpath", "-ldflags", "-s -w", "-o", bin}
+	if len(tags) > 0 {
+		args = append(args, "-tags", strings.Join(tags, ","))
+	}
+	c := exec.CommandContext(ctx, "go", append(args, "github.com/recallbot/recall/cmd/bot")...)
+	c.Env = append(os.Environ(), "CGO_ENABLED=0")
 	var out bytes.Buffer
 	c.Stdout, c.Stderr = &out, &out
 	if err := c.Run(); err != nil {
@@ -40,6 +52,9 @@ type BotEnv struct {
 	LLM         string // base URL, ending in /v1
 	Concurrency int    // llm.concurrency; 0: the default
 	Extra       []string
+	// Pprof, when set, is the address a binary built with the pprof tag
+	// serves net/http/pprof on (Bot.Profile).
+	Pprof string
 }
 
 // Bot is a running bot process.
@@ -47,6 +62,7 @@ type Bot struct {
 	cmd     *exec.Cmd
 	Started time.Time // just before exec
 	health  string    // the /healthz URL
+	pprof   string    // the /debug/pprof/ URL, or ""
 
 	mu     sync.Mutex
 	stderr bytes.Buffer // the last lines of the log
@@ -92,6 +108,9 @@ func StartBot(bin string, env BotEnv) (*Bot, error) {
 	if env.Concurrency > 0 {
 		vars = append(vars, "RECALL_LLM_CONCURRENCY="+strconv.Itoa(env.Concurrency))
 	}
+	if env.Pprof != "" {
+		vars = append(vars, "PPROF_LISTEN="+env.Pprof)
+	}
 	c := exec.Command(bin)
 	c.Env = append(vars, env.Extra...)
 	c.Dir = home
@@ -100,6 +119,9 @@ func StartBot(bin string, env BotEnv) (*Bot, error) {
 		return nil, err
 	}
 	b := &Bot{cmd: c, health: "http://" + addr + "/healthz", exited: make(chan struct{})}
+	if env.Pprof != "" {
+		b.pprof = "http://" + env.Pprof + "/debug/pprof/"
+	}
 	b.Started = time.Now()
 	if err := c.Start(); err != nil {
 		return nil, fmt.Errorf("starting the bot: %w", err)
@@ -167,7 +189,12 @@ func (b *Bot) WaitReady(ctx context.Context, timeout time.Duration) (time.Time, 
 type ProcMemory struct {
 	RSS  int64 // VmRSS, bytes: resident now
 	Peak int64 // VmHWM, bytes: the peak resident size
+	Anon int64 // RssAnon, bytes: of RSS, anonymous memory (Go heap and stacks, SQLite's memories)
+	File int64 // RssFile, bytes: of RSS, mapped files (the binary's pages)
 }
+
+// Pid is the bot's process id.
+func (b *Bot) Pid() int { return b.cmd.Process.Pid }
 
 // Memory reads the bot's resident memory (Linux only).
 func (b *Bot) Memory() (ProcMemory, error) {
@@ -175,32 +202,37 @@ func (b *Bot) Memory() (ProcMemory, error) {
 }
 
 func procMemory(pid int) (ProcMemory, error) {
-	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	r, err := procmem.ReadPID(pid)
+	return ProcMemory{RSS: r.Total, Peak: r.Peak, Anon: r.Anon, File: r.File}, err
+}
+
+// Profile fetches the pprof profile name (heap after a GC, goroutine, …)
+// from a bot started with BotEnv.Pprof and writes it to path.
+func (b *Bot) Profile(name, path string) error {
+	if b.pprof == "" {
+		return errors.New("the bot serves no profiles (BotEnv.Pprof, a binary built with the pprof tag)")
+	}
+	url := b.pprof + name
+	if name == "heap" {
+		url += "?gc=1"
+	}
+	resp, err := http.Get(url)
 	if err != nil {
-		return ProcMemory{}, fmt.Errorf("resident memory is read from /proc (Linux): %w", err)
+		return fmt.Errorf("fetching the %s profile: %w", name, err)
 	}
-	var m ProcMemory
-	for _, line := range strings.Split(string(raw), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(v)
-		if len(f) != 2 || f[1] != "kB" {
-			continue
-		}
-		n, _ := strconv.ParseInt(f[0], 10, 64)
-		switch k {
-		case "VmRSS":
-			m.RSS = n << 10
-		case "VmHWM":
-			m.Peak = n << 10
-		}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("fetching the %s profile: %s", name, resp.Status)
 	}
-	if m.RSS == 0 {
-		return m, errors.New("no VmRSS in /proc/" + strconv.Itoa(pid) + "/status")
+	f, err := os.Create(path)
+	if err != nil {
+		return err
 	}
-	return m, nil
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return fmt.Errorf("writing the %s profile: %w", name, err)
+	}
+	return f.Close()
 }
 
 // Stop sends SIGTERM and waits for the exit (killing the bot after a

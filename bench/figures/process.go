@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -18,6 +19,11 @@ type ResidentOptions struct {
 	Concurrency  int           // llm.concurrency of the bot; 0: the default
 	Settle       time.Duration // wait after ready before the idle reading
 	Model        string        // llm.model; "": gpt-4o-mini (exact token counts)
+	Env          []string      // more of the bot's environment (KEY=value), e.g. GOGC
+	// Profiles, when set, is a folder that gets the bot's heap and
+	// goroutine profiles idle and after the load (idle-heap.pprof,
+	// loaded-heap.pprof, …); bin must be built with the pprof tag.
+	Profiles string
 }
 
 // ResidentResult is the bot's memory idle and after the load.
@@ -48,6 +54,12 @@ func ResidentMemory(ctx context.Context, bin string, o ResidentOptions) (Residen
 	tg := StartFakeTelegram()
 	defer tg.Close()
 	env := BotEnv{Data: data, Telegram: tg, LLM: srv.URL, Concurrency: o.Concurrency}
+	if o.Profiles != "" {
+		if env.Pprof, err = freeAddr(); err != nil {
+			return res, err
+		}
+	}
+	env.Extra = append(env.Extra, o.Env...)
 	if o.Model != "" {
 		env.Extra = append(env.Extra, "RECALL_LLM_MODEL="+o.Model)
 	}
@@ -65,6 +77,9 @@ func ResidentMemory(ctx context.Context, bin string, o ResidentOptions) (Residen
 		return res, ctx.Err()
 	}
 	if res.Idle, err = bot.Memory(); err != nil {
+		return res, err
+	}
+	if err := profiles(bot, o.Profiles, "idle"); err != nil {
 		return res, err
 	}
 	names := chattext.WordsNames()
@@ -92,7 +107,34 @@ func ResidentMemory(ctx context.Context, bin string, o ResidentOptions) (Residen
 	if res.Loaded, err = bot.Memory(); err != nil {
 		return res, err
 	}
+	if err := profiles(bot, o.Profiles, "loaded"); err != nil {
+		return res, err
+	}
 	return res, bot.Stop()
+}
+
+// profiles writes bot's heap and goroutine profiles into dir as
+// <when>-heap.pprof and <when>-goroutine.pprof, and its memory map with the
+// resident size of each mapping as <when>-smaps.txt (from /proc); nothing
+// when dir is "". The memory figures are read before, as a heap profile's
+// GC changes them.
+func profiles(bot *Bot, dir, when string) error {
+	if dir == "" {
+		return nil
+	}
+	smaps, err := os.ReadFile("/proc/" + strconv.Itoa(bot.cmd.Process.Pid) + "/smaps")
+	if err != nil {
+		return fmt.Errorf("the memory map is read from /proc (Linux): %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, when+"-smaps.txt"), smaps, 0o644); err != nil {
+		return err
+	}
+	for _, name := range []string{"heap", "goroutine"} {
+		if err := bot.Profile(name, filepath.Join(dir, when+"-"+name+".pprof")); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Startup starts the real bot (bin) runs times on the data folder data (a

@@ -45,7 +45,8 @@ with code 130.
 `
 
 func main() {
-	restrictUmask() // files the bot creates are 0600, directories 0700 (DESIGN.md)
+	tuneRuntime(os.Getenv) // memory limit, heap profiler off
+	restrictUmask()        // files the bot creates are 0600, directories 0700 (DESIGN.md)
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 
 	"github.com/recallbot/recall/adapters/console"
+	"github.com/recallbot/recall/adapters/telegram"
+	"github.com/recallbot/recall/adapters/whatsapp"
 	"github.com/recallbot/recall/app"
 	"github.com/recallbot/recall/config"
 	"github.com/recallbot/recall/llm"
@@ -56,6 +58,8 @@ func runBot(ctx context.Context, cfg config.Config, stdin io.Reader, stdout, std
 		logFile, parts.LogWriter = f, f
 		defer logFile.Close()
 	}
+	stopDebug := startDebug(stderr) // -tags pprof only
+	defer stopDebug()
 	a, err := app.New(ctx, cfg, parts)
 	if err != nil {
 		return err
@@ -77,6 +81,11 @@ func runBot(ctx context.Context, cfg config.Config, stdin io.Reader, stdout, std
 		return errors.Join(err, a.Close())
 	}
 	stopRetention := a.StartRetention(ctx)
+	// Start-up over, the executable's pages only it used leave the
+	// resident set.
+	rctx, stopRelease := context.WithCancel(ctx)
+	released := make(chan struct{})
+	go func() { defer close(released); releaseWhenReady(rctx, preloaded, a.Health, botChannels(cfg), a.Log) }()
 	var runErr error
 	if terminal {
 		a.Log.Info("starting the terminal chat", "data", cfg.Data.Dir)
@@ -99,9 +108,24 @@ func runBot(ctx context.Context, cfg config.Config, stdin io.Reader, stdout, std
 		}
 		runErr = a.Run(ctx, channels...)
 	}
+	stopRelease()
+	<-released
 	stopRetention()
 	stopHTTP()
 	return errors.Join(runErr, a.Close())
+}
+
+// botChannels names the chat channels cfg runs, as the health report
+// names them.
+func botChannels(cfg config.Config) []string {
+	var out []string
+	if cfg.TelegramEnabled() {
+		out = append(out, telegram.Channel)
+	}
+	if cfg.WhatsApp.Enabled {
+		out = append(out, whatsapp.Channel)
+	}
+	return out
 }
 
 func isTerminal(r io.Reader) bool {
