@@ -86,6 +86,8 @@ func runBot(ctx context.Context, cfg config.Config, stdin io.Reader, stdout, std
 	rctx, stopRelease := context.WithCancel(ctx)
 	released := make(chan struct{})
 	go func() { defer close(released); releaseWhenReady(rctx, preloaded, a.Health, botChannels(cfg), a.Log) }()
+	followed := make(chan struct{})
+	go func() { defer close(followed); followLiveHeap(rctx, os.Getenv) }()
 	var runErr error
 	if terminal {
 		a.Log.Info("starting the terminal chat", "data", cfg.Data.Dir)
@@ -110,6 +112,7 @@ func runBot(ctx context.Context, cfg config.Config, stdin io.Reader, stdout, std
 	}
 	stopRelease()
 	<-released
+	<-followed
 	stopRetention()
 	stopHTTP()
 	return errors.Join(runErr, a.Close())
