@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/ncruces/go-sqlite3"
+	"github.com/recallbot/recall/memory/internal/fts"
 )
 
 // searchCache keeps, per conversation, the part of the index's doclists that
@@ -191,7 +192,7 @@ func (r *searchRun) syncCache() error {
 			var adds []add
 			ok := true
 			for _, m := range news {
-				textToks, senderToks := ftsTokens(m.text), ftsTokens(m.sender)
+				textToks, senderToks := fts.Tokens(m.text), fts.Tokens(m.sender)
 				length := len(textToks) + len(senderToks)
 				toks += int64(length)
 				rowid, err := ftsRowid(m.id, length)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ncruces/go-sqlite3"
 
+	"github.com/recallbot/recall/memory/internal/fts"
 	"github.com/recallbot/recall/pipeline"
 )
 
@@ -48,7 +49,7 @@ var searchTrace func(*searchRun)
 //
 // Ranking is BM25 as FTS5's bm25() defines it (k1 = 1.2, b = 0.75, the text
 // weighted 1.0 and the sender's name 0.5, Porter stemming, every query term a
-// phrase; see json_search.go) with the statistics of the conversation
+// phrase; see package fts) with the statistics of the conversation
 // searched: N is its number of messages, avgdl their mean length, a phrase's
 // n the messages that contain it. The JSON backend uses the same statistics,
 // so both backends score alike. Ties go to the most recent message;
@@ -96,7 +97,7 @@ var searchTrace func(*searchRun)
 // terms and scored without that one, whose idf is low (recency breaks ties
 // anyway). A query without common phrases is ranked exactly.
 func (s *SQLite) Search(ctx context.Context, key pipeline.Key, q Query) ([]Hit, error) {
-	phrases := queryPhrases(q.Text)
+	phrases := fts.Phrases(q.Text)
 	if len(phrases) == 0 {
 		return nil, nil
 	}
@@ -389,7 +390,7 @@ func (r *searchRun) run(phrases [][]string) ([]Hit, error) {
 		}
 	}
 	for _, p := range r.ph {
-		p.idf = bm25IDF(float64(r.nDocs), p.df)
+		p.idf = fts.IDF(float64(r.nDocs), p.df)
 	}
 	r.phase("top")
 	return r.top()
@@ -708,7 +709,7 @@ func (r *searchRun) top() ([]Hit, error) {
 		score := 0.0
 		for _, pi := range r.slot {
 			if pi >= 0 {
-				score += bm25Term(r.ph[pi].idf, f[pi], D, r.avgdl)
+				score += fts.TermScore(r.ph[pi].idf, f[pi], D, r.avgdl)
 			}
 		}
 		keep(scored{id, score})
