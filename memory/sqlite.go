@@ -46,6 +46,11 @@ type SQLite struct {
 	// search caches doclists between searches (search_cache.go); nil
 	// turns the cache off (tests and benchmarks compare).
 	search *searchCache
+	// searchConns holds the reader connections' searchConn
+	// (*sqlite3.Conn → *searchConn; closeSearchStmts drops one).
+	searchConns sync.Map
+	// searchTrace, when set (experiments), sees every finished search.
+	searchTrace func(*searchRun)
 }
 
 var _ Backend = (*SQLite)(nil)
@@ -125,7 +130,7 @@ func openSQLite(ctx context.Context, path, vfs string, log *slog.Logger) (*SQLit
 	}
 	// Readers keep the search's prepared statements (closeSearchStmts
 	// finalizes them before the driver closes the connection).
-	r, err := driver.Open(sqliteDSN(path, true, vfs), nil, closeSearchStmts)
+	r, err := driver.Open(sqliteDSN(path, true, vfs), nil, s.closeSearchStmts)
 	if err != nil {
 		return nil, errors.Join(err, w.Close(), ckpt.close())
 	}

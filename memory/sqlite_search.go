@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/ncruces/go-sqlite3"
@@ -41,9 +40,6 @@ var defaultSearchTuning = searchTuning{exactUpTo: 5000, commonDF: 1200, budget: 
 
 // exactSearchTuning never prunes (tests compare with it).
 var exactSearchTuning = searchTuning{exactUpTo: math.MaxInt64, commonDF: math.MaxInt32, budget: math.MaxInt32, window: math.MaxInt32, denseFactor: 1}
-
-// searchTrace, when set (experiments), sees every finished search.
-var searchTrace func(*searchRun)
 
 // Search implements Backend.
 //
@@ -123,14 +119,14 @@ func (s *SQLite) Search(ctx context.Context, key pipeline.Key, q Query) ([]Hit, 
 			c.SetInterrupt(context.Background())
 			_ = c.Exec(`ROLLBACK`)
 		}()
-		v, _ := searchConns.LoadOrStore(c, &searchConn{stmts: map[string]*sqlite3.Stmt{}})
+		v, _ := s.searchConns.LoadOrStore(c, &searchConn{stmts: map[string]*sqlite3.Stmt{}})
 		sc := v.(*searchConn)
-		sr := &searchRun{c: c, tune: s.searchTuning(), key: key, q: q, sc: sc, posts: sc.posts[:0], cache: s.search}
+		sr := &searchRun{c: c, tune: s.searchTuning(), key: key, q: q, sc: sc, posts: sc.posts[:0], cache: s.search, trace: s.searchTrace}
 		defer sr.close()
 		var err error
 		hits, err = sr.run(phrases)
-		if searchTrace != nil {
-			searchTrace(sr)
+		if s.searchTrace != nil {
+			s.searchTrace(sr)
 		}
 		return err
 	})
@@ -187,13 +183,14 @@ type searchRun struct {
 	candidates   int   // messages scored
 
 	// searchTrace only
+	trace                   func(*searchRun) // the store's searchTrace
 	tracePhase              string
 	traceDur                map[string]time.Duration
 	traceLookups, traceRows int
 }
 
 func (r *searchRun) phase(name string) {
-	if searchTrace != nil {
+	if r.trace != nil {
 		if r.traceDur == nil {
 			r.traceDur = map[string]time.Duration{}
 		}
@@ -210,13 +207,10 @@ type searchConn struct {
 	posts []posting
 }
 
-// searchConns holds the reader connections' searchConn.
-var searchConns sync.Map // *sqlite3.Conn -> *searchConn
-
 // closeSearchStmts finalizes a connection's statements; the reader pool
 // calls it before closing a connection.
-func closeSearchStmts(c *sqlite3.Conn) error {
-	if v, ok := searchConns.LoadAndDelete(c); ok {
+func (s *SQLite) closeSearchStmts(c *sqlite3.Conn) error {
+	if v, ok := s.searchConns.LoadAndDelete(c); ok {
 		for _, st := range v.(*searchConn).stmts {
 			_ = st.Close() // finalizing; the connection closes next
 		}
@@ -251,7 +245,7 @@ func (r *searchRun) stmt(query string) (*sqlite3.Stmt, error) {
 
 // each runs query with args, calling fn for every row.
 func (r *searchRun) each(query string, fn func(*sqlite3.Stmt) bool, args ...any) error {
-	if searchTrace != nil {
+	if r.trace != nil {
 		t0 := time.Now()
 		defer func() { r.traceDur[r.tracePhase] += time.Since(t0) }()
 		r.traceLookups++
