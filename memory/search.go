@@ -27,3 +27,8 @@ var messageWeights = []float64{1.0, 0.5}
 // messageExtraTokens is what a message's length counts besides its text and
 // sender name: nothing (the SQLite index's rowid carries the same length).
 const messageExtraTokens = 0
+
+// MatchExpr is the FTS5 MATCH expression of free text: its Terms, each a
+// quoted phrase, ORed; "" when there is nothing to search. Facts are
+// searched with it, and the benchmarks' stock FTS5 baseline.
+func MatchExpr(text string) string { return fts.Match(fts.Terms(text)) }

@@ -22,7 +22,6 @@ import (
 	"github.com/ncruces/go-sqlite3"
 	"github.com/ncruces/go-sqlite3/driver" // also registers "sqlite3"
 
-	"github.com/recallbot/recall/memory/internal/fts"
 	"github.com/recallbot/recall/pipeline"
 )
 
@@ -963,7 +962,7 @@ func (s *SQLite) Facts(ctx context.Context, owner, text string, limit int) ([]Fa
 	}
 	var rows *sql.Rows
 	var err error
-	if match := fts.Match(Terms(text)); match != "" {
+	if match := MatchExpr(text); match != "" {
 		rows, err = s.rd.QueryContext(ctx, `SELECT f.id, f.conv_key, f.content, f.sources, f.tags, f.created_at, f.updated_at
 			FROM facts_fts x JOIN facts f ON f.id = x.rowid WHERE facts_fts MATCH ? AND f.owner = ? ORDER BY x.rank, f.id DESC LIMIT ?`, match, owner, limit)
 	} else {
