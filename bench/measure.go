@@ -159,13 +159,13 @@ func measureSearch(ctx context.Context, e *runEnv) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
-	od, cd, xd, sd, ld := figures.Durations(res.Ours), figures.Durations(res.Cold), figures.Durations(res.Exact), figures.Durations(res.Stock), figures.Durations(res.Like)
+	od, xd, sd, ld := figures.Durations(res.Ours), figures.Durations(res.Exact), figures.Durations(res.Stock), figures.Durations(res.Like)
 	scaleS := fmt.Sprintf("%s msgs, %d queries", sc.archive, sc.queries*sc.searchRounds)
 	var rows []row
 	for _, p := range []float64{0.5, 0.99} {
 		pct := func(d []time.Duration) float64 { return figures.MS(figures.Pct(d, p)) }
 		cpu := func(s []figures.SearchSample) float64 { return pct(figures.CPUTimes(s)) }
-		o, c, x, s, l := pct(od), pct(cd), pct(xd), pct(sd), pct(ld)
+		o, x, s, l := pct(od), pct(xd), pct(sd), pct(ld)
 		pn := "p" + strconv.Itoa(int(p*100))
 		rows = append(rows, row{
 			Figure: "archive search " + pn + " vs seed 002 LIKE-and-count",
@@ -177,15 +177,10 @@ func measureSearch(ctx context.Context, e *runEnv) ([]row, error) {
 			Values: map[string]float64{"ours_ms": o, "stock_ms": s, "stock_hits": figures.MeanHits(res.Stock), "overlap": res.Overlap,
 				"ours_cpu_ms": cpu(res.Ours), "stock_cpu_ms": cpu(res.Stock)},
 		}, row{
-			Figure: "archive search " + pn + ", doclist cache on vs off",
-			Ours:   fmtMS(o), Baseline: fmtMS(c), Ratio: fmtRatio(o, c), Scale: scaleS,
-			Values: map[string]float64{"ours_ms": o, "cache_off_ms": c, "cache_off_hits": figures.MeanHits(res.Cold),
-				"ours_cpu_ms": cpu(res.Ours), "cache_off_cpu_ms": cpu(res.Cold)},
-		}, row{
-			Figure: "archive search " + pn + ", pruning on vs off (cache off)",
-			Ours:   fmtMS(c), Baseline: fmtMS(x), Ratio: fmtRatio(c, x), Scale: scaleS,
-			Values: map[string]float64{"pruned_ms": c, "exact_ms": x, "exact_hits": figures.MeanHits(res.Exact),
-				"pruned_cpu_ms": cpu(res.Cold), "exact_cpu_ms": cpu(res.Exact)},
+			Figure: "archive search " + pn + ", pruning on vs off",
+			Ours:   fmtMS(o), Baseline: fmtMS(x), Ratio: fmtRatio(o, x), Scale: scaleS,
+			Values: map[string]float64{"ours_ms": o, "exact_ms": x, "exact_hits": figures.MeanHits(res.Exact),
+				"ours_cpu_ms": cpu(res.Ours), "exact_cpu_ms": cpu(res.Exact)},
 		})
 	}
 	return rows, nil

@@ -42,9 +42,6 @@ type SQLite struct {
 	wc   *stmtCache    // the writer's, prepared at open
 	rd   cachedDB      // the readers, through rc
 	tune *searchTuning // nil: defaultSearchTuning (tests set it)
-	// search caches doclists between searches (search_cache.go); nil
-	// turns the cache off (tests and benchmarks compare).
-	search *searchCache
 	// searchConns holds the reader connections' searchConn
 	// (*sqlite3.Conn → *searchConn; closeSearchStmts drops one).
 	searchConns sync.Map
@@ -120,7 +117,7 @@ func openSQLite(ctx context.Context, path, vfs string, log *slog.Logger) (*SQLit
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	s := &SQLite{path: path, w: w, ckpt: ckpt, mrg: mrg, search: newSearchCache()}
+	s := &SQLite{path: path, w: w, ckpt: ckpt, mrg: mrg}
 	if err := s.migrate(ctx); err != nil {
 		return nil, errors.Join(err, w.Close(), ckpt.close())
 	}

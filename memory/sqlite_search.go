@@ -57,8 +57,7 @@ var exactSearchTuning = searchTuning{exactUpTo: math.MaxInt64, commonDF: math.Ma
 // length, and which doclists a message is in (and how often, for the few
 // where a stem repeats or is in the sender's name) give its term
 // frequencies: BM25 is computed in Go from doclists, and only the messages
-// returned are read from the messages table. The doclists a conversation's
-// searches read stay cached (search_cache.go), with the same results.
+// returned are read from the messages table.
 //
 // Pruning, the one approximation, bounds the doclist entries read. In a
 // conversation of up to exactUpTo (5,000) messages nothing is pruned: the
@@ -121,7 +120,7 @@ func (s *SQLite) Search(ctx context.Context, key pipeline.Key, q Query) ([]Hit, 
 		}()
 		v, _ := s.searchConns.LoadOrStore(c, &searchConn{stmts: map[string]*sqlite3.Stmt{}})
 		sc := v.(*searchConn)
-		sr := &searchRun{c: c, tune: s.searchTuning(), key: key, q: q, sc: sc, posts: sc.posts[:0], cache: s.search, trace: s.searchTrace}
+		sr := &searchRun{c: c, tune: s.searchTuning(), key: key, q: q, sc: sc, posts: sc.posts[:0], trace: s.searchTrace}
 		defer sr.close()
 		var err error
 		hits, err = sr.run(phrases)
@@ -167,9 +166,7 @@ type searchRun struct {
 	key   pipeline.Key
 	q     Query
 	sc    *searchConn
-	posts []posting    // backs the rare phrases' postings
-	cache *searchCache // nil: doclists are read from the index only
-	cc    *convCache   // the conversation's cached doclists, locked
+	posts []posting // backs the rare phrases' postings
 
 	conv         int64
 	nDocs, nToks int64
@@ -320,13 +317,6 @@ func (r *searchRun) run(phrases [][]string) ([]Hit, error) {
 	}
 	r.avgdl = float64(r.nToks) / float64(r.nDocs)
 	r.prefix = ftsConvPrefix(r.conv)
-	if r.cache != nil {
-		r.cc = r.cache.acquire(r.conv)
-		defer r.cc.release()
-		if err := r.syncCache(); err != nil {
-			return nil, err
-		}
-	}
 
 	// Distinct phrases; a repeated one still counts once per repetition.
 	r.slot = make([]int, len(phrases))
@@ -431,7 +421,7 @@ func (r *searchRun) readTerm(pi int, p *searchPhrase, limit int) error {
 	// and repeats in the text (column extra).
 	more := map[int64]float64{}
 	rest := 0
-	err = r.otherRows(ftsTerm(r.prefix, ftsKindRest, p.toks[0]), func(c cachedRow) bool {
+	err = r.otherRows(ftsTerm(r.prefix, ftsKindRest, p.toks[0]), func(c docRow) bool {
 		rest++
 		if !truncated || c.rowid >= text[len(text)-1] {
 			// In the sender's name, or another occurrence in the text.

@@ -44,16 +44,15 @@ func CPUTimes(s []SearchSample) []time.Duration {
 	return out
 }
 
-// SearchResult holds every query's time: ours (as the bot runs it, with the
-// doclist cache that the conversation's earlier searches filled), ours with
-// the cache off (every doclist read from the index), ours with pruning off
-// (Exact: every doclist read whole, whatever the conversation's size), stock
+// SearchResult holds every query's time: ours (as the bot runs it), ours
+// with pruning off (Exact: every doclist read whole, whatever the
+// conversation's size), stock
 // FTS5 bm25() with the conversation filter (StockSearch), and the LIKE
 // scan's. Overlap is the mean share of ours' hits that stock FTS5 returns
 // too (same query, first round).
 type SearchResult struct {
-	Ours, Cold, Exact, Stock, Like []SearchSample
-	Overlap                        float64
+	Ours, Exact, Stock, Like []SearchSample
+	Overlap                  float64
 }
 
 // Durations are the samples' times.
@@ -80,8 +79,8 @@ func MeanHits(s []SearchSample) float64 {
 // SearchArchive compares our archive search (SQLite.Search) with stock FTS5
 // (StockSearch on the index at stockPath, from StockIndex) and seed 002's
 // LIKE scan (LikeSearch) on the archived messages of key in st: rounds ×
-// every query, each run by ours, ours with SQLite.Search's doclist cache off
-// (Cold), ours without pruning (Exact), stock FTS5 and the LIKE scan,
+// every query, each run by ours, ours without pruning (Exact), stock FTS5
+// and the LIKE scan,
 // rotating which goes first, after a warm-up of 10 queries. Limit 20, token
 // budget 1,500.
 func SearchArchive(ctx context.Context, st *memory.Store, stockPath string, key pipeline.Key, queries []string, rounds int) (SearchResult, error) {
@@ -100,13 +99,8 @@ func SearchArchive(ctx context.Context, st *memory.Store, stockPath string, key 
 		return memory.Query{Text: text, ArchivedOnly: true, Limit: 20, TokenBudget: 1500}
 	}
 	ours := func(text string) ([]memory.Hit, error) { return sq.Search(ctx, key, query(text)) }
-	cold := func(text string) ([]memory.Hit, error) {
-		defer sq.WithoutSearchCache()()
-		return ours(text)
-	}
 	exact := func(text string) ([]memory.Hit, error) {
 		defer sq.WithoutSearchPruning()()
-		defer sq.WithoutSearchCache()()
 		return ours(text)
 	}
 	stock := func(text string) ([]memory.Hit, error) { return StockSearch(ctx, sdb, key, query(text)) }
@@ -139,7 +133,6 @@ func SearchArchive(ctx context.Context, st *memory.Store, stockPath string, key 
 		for qi := range queries {
 			steps := []func() error{
 				func() error { return run(ours, qi, &res.Ours, "ours", oursIDs) },
-				func() error { return run(cold, qi, &res.Cold, "ours (cache off)", nil) },
 				func() error { return run(exact, qi, &res.Exact, "ours (pruning off)", nil) },
 				func() error { return run(stock, qi, &res.Stock, "stock FTS5", stockIDs) },
 				func() error { return run(like, qi, &res.Like, "LIKE", nil) },
