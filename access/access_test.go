@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/recallbot/recall/pipeline"
+	"github.com/recallbot/recall/pipeline/pipelinetest"
 )
 
 func TestAccessAllowed(t *testing.T) {
@@ -161,7 +162,7 @@ func TestAccessMiddleware(t *testing.T) {
 			return errors.New("next reached")
 		}), a.Middleware())
 		for i, s := range tt.steps {
-			r := &recorder{}
+			r := &pipelinetest.Recorder{}
 			err := h.Handle(context.Background(), &pipeline.Turn{In: s.in, Out: r})
 			if reached := err != nil; reached != s.wantNext {
 				t.Errorf("%s step %d: next called = %v, want %v", tt.name, i, reached, s.wantNext)
@@ -194,11 +195,12 @@ func TestAccessMiddlewareSendFailureRetries(t *testing.T) {
 		return nil
 	}), a.Middleware())
 	in := pipeline.Inbound{Key: pipeline.Key{Channel: "whatsapp", Chat: "4915112345678@s.whatsapp.net"}, SenderID: "4915112345678", Text: "hi"}
-	r := &recorder{err: errors.New("offline")}
+	r := &pipelinetest.Recorder{}
+	r.SetErr(errors.New("offline"))
 	if err := h.Handle(context.Background(), &pipeline.Turn{In: in, Out: r}); err == nil || !strings.Contains(err.Error(), "whatsapp:4915112345678") {
 		t.Errorf("err = %v, want the failed send naming the user", err)
 	}
-	r.setErr(nil)
+	r.SetErr(nil)
 	if err := h.Handle(context.Background(), &pipeline.Turn{In: in, Out: r}); err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +214,7 @@ func TestAccessAllowThenDenyTellsAgain(t *testing.T) {
 	a := New(false, nil)
 	h := pipeline.Chain(pipeline.HandlerFunc(func(context.Context, *pipeline.Turn) error { return nil }), a.Middleware())
 	in := pipeline.Inbound{Key: pipeline.Key{Channel: "telegram", Chat: "7"}, SenderID: "7", Text: "hi"}
-	r := &recorder{}
+	r := &pipelinetest.Recorder{}
 	run := func() { _ = h.Handle(ctx, &pipeline.Turn{In: in, Out: r}) }
 	run()
 	if err := a.Allow(ctx, "telegram:7", ""); err != nil {
@@ -361,7 +363,7 @@ func startAccess(t *testing.T, store Store, clk *fakeClock, allowed ...string) *
 // whether it went on and the refusal sent, if any.
 func (r *accessRun) send(id string) (passed bool, refusal string) {
 	r.t.Helper()
-	rec := &recorder{}
+	rec := &pipelinetest.Recorder{}
 	in := pipeline.Inbound{Key: pipeline.Key{Channel: "telegram", Chat: id}, SenderID: id, SenderName: "User " + id, MessageID: "m", Text: "hello"}
 	r.mu.Lock()
 	before := r.next

@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"path/filepath"
 	"strconv"
-	"time"
 
 	"github.com/recallbot/recall/memory"
 	"github.com/recallbot/recall/pipeline"
@@ -102,8 +101,7 @@ func StockSearch(ctx context.Context, db *sql.DB, key pipeline.Key, q memory.Que
 	if q.ArchivedOnly {
 		archived = " AND m.is_active = 0"
 	}
-	query := `SELECT m.id, m.role, m.sender_id, m.sender_name, m.platform_id, m.reply_to, m.text, m.created_at, m.tokens, m.is_active, m.chunk_id,
-		-bm25(messages_fts, 1.0, 0.5) AS score
+	query := `SELECT ` + hitColumns + `, -bm25(messages_fts, 1.0, 0.5) AS score
 		FROM stock.messages_fts JOIN messages m ON m.id = messages_fts.rowid
 		WHERE messages_fts MATCH ?2 AND m.conv = (SELECT id FROM conversations WHERE key = ?1)` + archived + `
 		ORDER BY bm25(messages_fts, 1.0, 0.5), m.id DESC LIMIT ` + strconv.Itoa(limit+len(q.Exclude))
@@ -111,22 +109,5 @@ func StockSearch(ctx context.Context, db *sql.DB, key pipeline.Key, q memory.Que
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var hits []memory.Hit
-	for rows.Next() {
-		m := memory.Message{Key: key}
-		var role string
-		var at int64
-		var active int
-		var score float64
-		if err := rows.Scan(&m.ID, &role, &m.SenderID, &m.SenderName, &m.PlatformID, &m.ReplyTo, &m.Text, &at, &m.Tokens, &active, &m.ChunkID, &score); err != nil {
-			return nil, err
-		}
-		m.Role, m.Time, m.Active = memory.Role(role), time.UnixMilli(at).UTC(), active == 1
-		hits = append(hits, memory.Hit{Message: m, Score: score})
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return memory.BudgetHits(hits, q), nil
+	return scanHits(rows, key, q)
 }
