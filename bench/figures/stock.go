@@ -63,10 +63,7 @@ func BuildStockIndex(ctx context.Context, src, path string) error {
 // OpenStockReader opens the fixture at path read-only (OpenReader) with the
 // stock index at stockPath attached to every connection as "stock".
 func OpenStockReader(path, stockPath string) (*sql.DB, error) {
-	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(10000)")
-	q.Add("_pragma", "query_only(1)")
-	db, err := sql.Open("sqlite3", "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+q.Encode())
+	db, err := OpenReader(path)
 	if err != nil {
 		return nil, err
 	}
