@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/recallbot/recall/access"
 	"github.com/recallbot/recall/assemble"
 	"github.com/recallbot/recall/chat"
 	"github.com/recallbot/recall/commands"
@@ -101,7 +102,7 @@ type App struct {
 	Summarizer *summary.Summarizer // nil when no model is configured
 	Responder  *chat.Responder
 	Commands   *commands.Commands
-	Access     *pipeline.Access
+	Access     *access.List
 	Counter    llm.Counter
 	Metrics    *metrics.Metrics
 	Health     *ops.Health // /healthz: database, write queue, then each channel as it starts
@@ -280,9 +281,9 @@ func (a *App) build(ctx context.Context, parts Parts, defaults memory.Settings, 
 		}
 		a.Outbox = outbox
 	}
-	a.Access = pipeline.NewAccess(cfg.Access.Open, cfg.Access.AllowedUsers,
-		pipeline.WithAdmins(cfg.Access.Admins...), pipeline.WithAccessStore(store), pipeline.WithAccessLog(a.Log),
-		pipeline.WithAccessClock(now), pipeline.WithAccessRefresh(AccessRefresh))
+	a.Access = access.New(cfg.Access.Open, cfg.Access.AllowedUsers,
+		access.WithAdmins(cfg.Access.Admins...), access.WithStore(store), access.WithLog(a.Log),
+		access.WithClock(now), access.WithRefresh(AccessRefresh))
 	if err := a.Access.Load(ctx); err != nil {
 		return errors.Join(fmt.Errorf("loading access decisions: %w", err), a.closeOutbox())
 	}

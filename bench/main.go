@@ -9,7 +9,8 @@
 // Fixtures are cached in $TMPDIR (recall-bench-*), shared with the Go
 // benchmarks of ./memory and ./bench; the program says when it builds one.
 // The figures: writer ingest vs raw batched INSERTs; archive search p50/p99
-// vs seed 002's LIKE scan; turn overhead p50/p99 in a conversation with a
+// vs seed 002's LIKE scan and stock FTS5 bm25(), and with each optional part
+// of it off; turn overhead p50/p99 in a conversation with a
 // big archive vs a fresh one; 1,000 conversations × 10 turns with a 200 ms
 // fake LLM, throughput vs the ideal C / 0.2 s; prompt tokens at turns
 // 10/100/1,000 vs the full history; the real bot's resident memory idle and

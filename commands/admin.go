@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/recallbot/recall/access"
 	"github.com/recallbot/recall/memory"
 	"github.com/recallbot/recall/pipeline"
 )
@@ -21,7 +22,7 @@ type StatsSource interface {
 type AdminOptions struct {
 	// Access is the bot's access list: who is an admin, and what /allow,
 	// /deny and /pending change and read. Required.
-	Access *pipeline.Access
+	Access *access.List
 	// Stats counts for /stats; nil: /stats says it is not available.
 	Stats StatsSource
 	// The limits in force (limits.messages_per_minute, limits.tokens_per_day),
@@ -119,7 +120,7 @@ func plain(ctx context.Context, c *Call, text string) error {
 // target is whom /allow or /deny is about.
 type target struct {
 	user string
-	req  *pipeline.PairingRequest // their pending request, if any
+	req  *access.PairingRequest // their pending request, if any
 }
 
 // label is "telegram:123 (Ada)", or the id alone.
@@ -145,7 +146,7 @@ func (a *admin) resolve(c *Call) (target, error) {
 	var user string
 	switch digits := strings.TrimPrefix(arg, "+"); {
 	case strings.Contains(arg, ":"):
-		u, err := pipeline.ParseUserID(arg)
+		u, err := access.ParseUserID(arg)
 		if err != nil {
 			return target{}, usage("%q is not a user id. %s", arg, example)
 		}
@@ -155,8 +156,8 @@ func (a *admin) resolve(c *Call) (target, error) {
 			return target{}, usage("Here, give the whole id with its channel, e.g. /%s telegram:%s.", c.Name, digits)
 		}
 		user = c.Key.Channel + ":" + digits
-	case pipeline.LooksLikeCode(arg):
-		return target{}, usage("No one is waiting with the code %s: codes last 24 hours and end when someone is let in or turned down. /pending lists who is waiting.", pipeline.NormalizeCode(arg))
+	case access.LooksLikeCode(arg):
+		return target{}, usage("No one is waiting with the code %s: codes last 24 hours and end when someone is let in or turned down. /pending lists who is waiting.", access.NormalizeCode(arg))
 	default:
 		return target{}, usage("%s", example)
 	}
@@ -203,7 +204,7 @@ func (a *admin) runDeny(ctx context.Context, c *Call) error {
 		return err
 	}
 	if err := a.Access.Deny(ctx, t.user, c.Turn.In.UserID()); err != nil {
-		if errors.Is(err, pipeline.ErrCannotDeny) {
+		if errors.Is(err, access.ErrCannotDeny) {
 			return plain(ctx, c, t.user+" is an admin and cannot be shut out. Remove them from access.admins first.")
 		}
 		return err

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/recallbot/recall/access"
 	"github.com/recallbot/recall/commands"
 	"github.com/recallbot/recall/memory"
 	"github.com/recallbot/recall/pipeline"
@@ -23,7 +24,7 @@ type adminBot struct {
 	dir    string
 	clk    *clock
 	store  *memory.Store
-	access *pipeline.Access
+	access *access.List
 	cmds   *commands.Commands
 	chain  pipeline.Handler
 	out    *recorder
@@ -47,8 +48,8 @@ func startAdminBot(t *testing.T, dir string, clk *clock) *adminBot {
 	}
 	b := &adminBot{t: t, dir: dir, clk: clk, store: store, out: &recorder{}}
 	t.Cleanup(b.stop)
-	b.access = pipeline.NewAccess(false, []string{"telegram:" + memberID},
-		pipeline.WithAdmins("telegram:"+adminID), pipeline.WithAccessStore(store), pipeline.WithAccessClock(clk.Now))
+	b.access = access.New(false, []string{"telegram:" + memberID},
+		access.WithAdmins("telegram:"+adminID), access.WithStore(store), access.WithClock(clk.Now))
 	if err := b.access.Load(ctx); err != nil {
 		t.Fatal(err)
 	}

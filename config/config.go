@@ -4,7 +4,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/recallbot/recall/chat"
 	"github.com/recallbot/recall/logs"
+	"github.com/recallbot/recall/media"
 	"github.com/recallbot/recall/memory"
 	"github.com/recallbot/recall/pipeline"
 )
@@ -93,11 +95,11 @@ type Transcription struct {
 	ShowHeard  bool   `mapstructure:"show_heard"` // "🎤 heard: …" before the answer
 }
 
-// Vision modes.
+// Vision modes, declared by package media.
 const (
-	VisionAuto = "auto"
-	VisionOn   = "on"
-	VisionOff  = "off"
+	VisionAuto = media.VisionAuto
+	VisionOn   = media.VisionOn
+	VisionOff  = media.VisionOff
 )
 
 // Data owns where Recall keeps its on-disk state (databases, JSON stores,
@@ -156,11 +158,11 @@ type Tools struct {
 	MaxRounds int    `mapstructure:"max_rounds"` // tool rounds per turn at most
 }
 
-// Tool modes.
+// Tool modes, declared by package chat.
 const (
-	ToolsAuto = "auto"
-	ToolsOn   = "on"
-	ToolsOff  = "off"
+	ToolsAuto = chat.ToolsAuto
+	ToolsOn   = chat.ToolsOn
+	ToolsOff  = chat.ToolsOff
 )
 
 // Configured reports whether the LLM can be called: an API key is set, or

@@ -19,7 +19,7 @@ type Discarder interface {
 // Options are what both stages share.
 type Options struct {
 	// Exempt reports the users no limit applies to: the admins
-	// (pipeline.Access.IsAdmin, which includes the terminal user). nil: none.
+	// (access.List.IsAdmin, which includes the terminal user). nil: none.
 	Exempt func(userID string) bool
 	// Discard removes the stored copy of a refused message. nil: a refused
 	// message a channel stored on arrival stays in the history, unanswered.

@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/recallbot/recall/access"
 	"github.com/recallbot/recall/pipeline"
 )
 
 // The access decisions and pairing requests live in SQLite (migration 0002),
 // whatever backend an owner chose: they are about who may talk to the bot,
 // not anyone's history.
-var _ pipeline.AccessStore = (*Store)(nil)
+var _ access.Store = (*Store)(nil)
 
 const (
 	sqlAccessRules = `SELECT user_id, allowed, decided_by, updated_at FROM access ORDER BY user_id`
@@ -24,8 +25,8 @@ const (
 	sqlDeletePairing = `DELETE FROM pairing WHERE user_id = ?`
 )
 
-// AccessRules implements pipeline.AccessStore.
-func (s *Store) AccessRules(ctx context.Context) ([]pipeline.AccessRule, error) {
+// AccessRules implements access.Store.
+func (s *Store) AccessRules(ctx context.Context) ([]access.Rule, error) {
 	if s.pg != nil {
 		out, err := s.pg.accessRules(ctx)
 		if err != nil {
@@ -38,9 +39,9 @@ func (s *Store) AccessRules(ctx context.Context) ([]pipeline.AccessRule, error) 
 		return nil, fmt.Errorf("reading access decisions: %w", err)
 	}
 	defer rows.Close()
-	var out []pipeline.AccessRule
+	var out []access.Rule
 	for rows.Next() {
-		var r pipeline.AccessRule
+		var r access.Rule
 		var at int64
 		if err := rows.Scan(&r.UserID, &r.Allowed, &r.By, &at); err != nil {
 			return nil, fmt.Errorf("reading access decisions: %w", err)
@@ -51,8 +52,8 @@ func (s *Store) AccessRules(ctx context.Context) ([]pipeline.AccessRule, error) 
 	return out, rows.Err()
 }
 
-// PutAccessRule implements pipeline.AccessStore.
-func (s *Store) PutAccessRule(ctx context.Context, r pipeline.AccessRule) error {
+// PutAccessRule implements access.Store.
+func (s *Store) PutAccessRule(ctx context.Context, r access.Rule) error {
 	if r.UserID == "" {
 		return fmt.Errorf("storing an access decision: empty user id")
 	}
@@ -71,8 +72,8 @@ func (s *Store) PutAccessRule(ctx context.Context, r pipeline.AccessRule) error 
 	return nil
 }
 
-// PairingRequests implements pipeline.AccessStore.
-func (s *Store) PairingRequests(ctx context.Context) ([]pipeline.PairingRequest, error) {
+// PairingRequests implements access.Store.
+func (s *Store) PairingRequests(ctx context.Context) ([]access.PairingRequest, error) {
 	if s.pg != nil {
 		out, err := s.pg.pairingRequests(ctx)
 		if err != nil {
@@ -85,9 +86,9 @@ func (s *Store) PairingRequests(ctx context.Context) ([]pipeline.PairingRequest,
 		return nil, fmt.Errorf("reading pairing requests: %w", err)
 	}
 	defer rows.Close()
-	var out []pipeline.PairingRequest
+	var out []access.PairingRequest
 	for rows.Next() {
-		var r pipeline.PairingRequest
+		var r access.PairingRequest
 		var key string
 		var created, expires int64
 		if err := rows.Scan(&r.UserID, &r.Code, &r.Name, &key, &created, &expires); err != nil {
@@ -102,8 +103,8 @@ func (s *Store) PairingRequests(ctx context.Context) ([]pipeline.PairingRequest,
 	return out, rows.Err()
 }
 
-// PutPairingRequest implements pipeline.AccessStore.
-func (s *Store) PutPairingRequest(ctx context.Context, r pipeline.PairingRequest) error {
+// PutPairingRequest implements access.Store.
+func (s *Store) PutPairingRequest(ctx context.Context, r access.PairingRequest) error {
 	if r.UserID == "" || r.Code == "" {
 		return fmt.Errorf("storing a pairing request: user id and code are required")
 	}
@@ -123,7 +124,7 @@ func (s *Store) PutPairingRequest(ctx context.Context, r pipeline.PairingRequest
 	return nil
 }
 
-// DeletePairingRequest implements pipeline.AccessStore.
+// DeletePairingRequest implements access.Store.
 func (s *Store) DeletePairingRequest(ctx context.Context, userID string) error {
 	if s.pg != nil {
 		if err := s.pg.deletePairingRequest(ctx, userID); err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/recallbot/recall/access"
 	"github.com/recallbot/recall/pipeline"
 )
 
@@ -28,20 +29,20 @@ func TestAccessStoreRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	s := openStore(t, dir)
 	at := time.Date(2030, 1, 2, 3, 4, 5, 6_000_000, time.UTC)
-	must(t, s.PutAccessRule(ctx, pipeline.AccessRule{UserID: "telegram:2", Allowed: true, By: "telegram:1", Updated: at}))
-	must(t, s.PutAccessRule(ctx, pipeline.AccessRule{UserID: "telegram:3", Allowed: true, By: "telegram:1", Updated: at}))
-	must(t, s.PutAccessRule(ctx, pipeline.AccessRule{UserID: "telegram:3", Allowed: false, By: "console:local", Updated: at.Add(time.Hour)}))
-	req := pipeline.PairingRequest{UserID: "telegram:4", Name: "Ada", Code: "ABC234", Key: pipeline.Key{Channel: "telegram", Chat: "4"},
+	must(t, s.PutAccessRule(ctx, access.Rule{UserID: "telegram:2", Allowed: true, By: "telegram:1", Updated: at}))
+	must(t, s.PutAccessRule(ctx, access.Rule{UserID: "telegram:3", Allowed: true, By: "telegram:1", Updated: at}))
+	must(t, s.PutAccessRule(ctx, access.Rule{UserID: "telegram:3", Allowed: false, By: "console:local", Updated: at.Add(time.Hour)}))
+	req := access.PairingRequest{UserID: "telegram:4", Name: "Ada", Code: "ABC234", Key: pipeline.Key{Channel: "telegram", Chat: "4"},
 		Created: at, Expires: at.Add(24 * time.Hour)}
 	must(t, s.PutPairingRequest(ctx, req))
-	must(t, s.PutPairingRequest(ctx, pipeline.PairingRequest{UserID: "telegram:5", Code: "XYZ789", Created: at, Expires: at}))
+	must(t, s.PutPairingRequest(ctx, access.PairingRequest{UserID: "telegram:5", Code: "XYZ789", Created: at, Expires: at}))
 	must(t, s.DeletePairingRequest(ctx, "telegram:5"))
 	must(t, s.DeletePairingRequest(ctx, "telegram:nobody"))
 
 	s = reopen(t, s, dir)
 	rules, err := s.AccessRules(ctx)
 	must(t, err)
-	want := []pipeline.AccessRule{
+	want := []access.Rule{
 		{UserID: "telegram:2", Allowed: true, By: "telegram:1", Updated: at},
 		{UserID: "telegram:3", Allowed: false, By: "console:local", Updated: at.Add(time.Hour)},
 	}
@@ -69,8 +70,8 @@ func TestAccessSurvivesRestart(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	s := openStore(t, dir)
-	open := func(s *Store) *pipeline.Access {
-		a := pipeline.NewAccess(false, []string{"telegram:10"}, pipeline.WithAdmins("telegram:1"), pipeline.WithAccessStore(s))
+	open := func(s *Store) *access.List {
+		a := access.New(false, []string{"telegram:10"}, access.WithAdmins("telegram:1"), access.WithStore(s))
 		must(t, a.Load(ctx))
 		return a
 	}

@@ -45,8 +45,6 @@ func (s *Store) Discard(ctx context.Context, key pipeline.Key, platformID string
 
 func (s *SQLite) discard(ctx context.Context, key pipeline.Key, platformID string) (bool, error) {
 	var n int64
-	s.search.bump()
-	defer s.search.bump()
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		conv, err := convID(ctx, tx, key)
 		if err != nil || conv == 0 {

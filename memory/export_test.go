@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/recallbot/recall/memory/internal/fts"
 	"github.com/recallbot/recall/pipeline"
 )
 
@@ -19,7 +20,7 @@ func SearchPlans(ctx context.Context, sq *SQLite, key pipeline.Key, text string)
 	if len(terms) == 0 {
 		return "", nil
 	}
-	stem := ftsTokens(terms[0])[0]
+	stem := fts.Tokens(terms[0])[0]
 	var plan []string
 	for _, st := range []struct {
 		query string

@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/recallbot/recall/memory/internal/fts"
 	"github.com/recallbot/recall/pipeline"
 )
 
@@ -47,7 +48,7 @@ import (
 // recently used go, never one in use, and are read again when next needed.
 // Reads of a cached owner never touch the disk. The semantics are those of
 // the SQLite backend (the conformance suite runs both), including search
-// ranking (see json_search.go). One process owns the directory.
+// ranking (see search.go). One process owns the directory.
 type JSON struct {
 	dir    string
 	closed atomic.Bool
@@ -104,7 +105,7 @@ type jsonOwner struct {
 	f      *jsonFile
 
 	cacheMu  sync.Mutex
-	msgDocs  map[int64]*ftsDoc   // message id → tokens (messages never change)
+	msgDocs  map[int64]*fts.Doc  // message id → tokens (messages never change)
 	factDocs map[string][]string // fact content → tokens
 }
 

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/recallbot/recall/memory/internal/fts"
 	"github.com/recallbot/recall/pipeline"
 )
 
@@ -377,7 +378,7 @@ func (j *JSON) Around(ctx context.Context, key pipeline.Key, ids []int64) ([]Mes
 
 // Search implements Backend.
 func (j *JSON) Search(ctx context.Context, key pipeline.Key, q Query) ([]Hit, error) {
-	phrases := queryPhrases(q.Text)
+	phrases := fts.Phrases(q.Text)
 	if len(phrases) == 0 {
 		return nil, j.check(ctx)
 	}
@@ -390,14 +391,14 @@ func (j *JSON) Search(ctx context.Context, key pipeline.Key, q Query) ([]Hit, er
 		return nil, nil
 	}
 	docs := o.messageDocs(c.Messages)
-	scores := bm25Rank(docs, phrases, messageWeights, messageExtraTokens)
+	scores := fts.Rank(docs, phrases, messageWeights, messageExtraTokens)
 	kept := scores[:0]
 	for _, s := range scores {
-		if m := &c.Messages[s.doc]; (!q.ArchivedOnly || !m.Active) && q.inTime(m.Time) {
+		if m := &c.Messages[s.Doc]; (!q.ArchivedOnly || !m.Active) && q.inTime(m.Time) {
 			kept = append(kept, s)
 		}
 	}
-	sortScores(kept, func(doc int) int64 { return c.Messages[doc].ID })
+	fts.SortScores(kept, func(doc int) int64 { return c.Messages[doc].ID })
 	limit := q.Limit
 	if limit <= 0 {
 		limit = 20
@@ -407,26 +408,26 @@ func (j *JSON) Search(ctx context.Context, key pipeline.Key, q Query) ([]Hit, er
 	}
 	hits := make([]Hit, len(kept))
 	for i, s := range kept {
-		m := c.Messages[s.doc]
+		m := c.Messages[s.Doc]
 		m.Key = key
-		hits[i] = Hit{Message: m, Score: s.score}
+		hits[i] = Hit{Message: m, Score: s.Score}
 	}
 	return BudgetHits(hits, q), nil
 }
 
 // messageDocs returns the tokens of each message, tokenizing each message
 // once for the life of the cache.
-func (o *jsonOwner) messageDocs(msgs []Message) []*ftsDoc {
+func (o *jsonOwner) messageDocs(msgs []Message) []*fts.Doc {
 	o.cacheMu.Lock()
 	defer o.cacheMu.Unlock()
 	if o.msgDocs == nil {
-		o.msgDocs = map[int64]*ftsDoc{}
+		o.msgDocs = map[int64]*fts.Doc{}
 	}
-	docs := make([]*ftsDoc, len(msgs))
+	docs := make([]*fts.Doc, len(msgs))
 	for i, m := range msgs {
 		d := o.msgDocs[m.ID]
 		if d == nil {
-			d = &ftsDoc{cols: [][]string{ftsTokens(m.Text), ftsTokens(m.SenderName)}}
+			d = &fts.Doc{Cols: [][]string{fts.Tokens(m.Text), fts.Tokens(m.SenderName)}}
 			o.msgDocs[m.ID] = d
 		}
 		docs[i] = d
@@ -434,20 +435,20 @@ func (o *jsonOwner) messageDocs(msgs []Message) []*ftsDoc {
 	return docs
 }
 
-func (o *jsonOwner) factTokens(facts []Fact) []*ftsDoc {
+func (o *jsonOwner) factTokens(facts []Fact) []*fts.Doc {
 	o.cacheMu.Lock()
 	defer o.cacheMu.Unlock()
 	if o.factDocs == nil {
 		o.factDocs = map[string][]string{}
 	}
-	docs := make([]*ftsDoc, len(facts))
+	docs := make([]*fts.Doc, len(facts))
 	for i, f := range facts {
 		toks, ok := o.factDocs[f.Content]
 		if !ok {
-			toks = ftsTokens(f.Content)
+			toks = fts.Tokens(f.Content)
 			o.factDocs[f.Content] = toks
 		}
-		docs[i] = &ftsDoc{cols: [][]string{toks}}
+		docs[i] = &fts.Doc{Cols: [][]string{toks}}
 	}
 	return docs
 }

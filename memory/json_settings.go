@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/recallbot/recall/memory/internal/fts"
 )
 
 // The JSON backend's per-owner records: settings, memories and facts.
@@ -154,14 +156,14 @@ func (j *JSON) Facts(ctx context.Context, owner, text string, limit int) ([]Fact
 	}
 	facts := f.Data.Facts
 	var out []Fact
-	if phrases := queryPhrases(text); len(phrases) > 0 {
-		scores := bm25Rank(o.factTokens(facts), phrases, nil, 0)
-		sortScores(scores, func(doc int) int64 { return facts[doc].ID })
+	if phrases := fts.Phrases(text); len(phrases) > 0 {
+		scores := fts.Rank(o.factTokens(facts), phrases, nil, 0)
+		fts.SortScores(scores, func(doc int) int64 { return facts[doc].ID })
 		for _, s := range scores {
 			if len(out) == limit {
 				break
 			}
-			out = append(out, copyFact(facts[s.doc]))
+			out = append(out, copyFact(facts[s.Doc]))
 		}
 		return out, nil
 	}

@@ -78,7 +78,6 @@ func searchIDs(t *testing.T, s *SQLite, text string) []int64 {
 func TestIndexMergerWhenIdle(t *testing.T) {
 	s := mergeStore(t, 300*time.Millisecond, time.Hour)
 	before := segments(t, s)
-	s.search = nil // read the index every time
 	queries := []string{"checkpoint words", "log 17", "travel 42 through", "88"}
 	var want [][]int64
 	for _, q := range queries {
@@ -186,7 +185,6 @@ func BenchmarkSearchMergedIndex(b *testing.B) {
 		}
 		s.mrg.idle.Store(int64(time.Hour)) // as written: no merging
 		s.mrg.busy.Store(int64(time.Hour))
-		s.search = nil // every search reads the index
 		b.Cleanup(func() { s.Close() })
 		return s
 	}

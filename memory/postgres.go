@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/recallbot/recall/memory/internal/fts"
 	"github.com/recallbot/recall/pipeline"
 )
 
@@ -227,7 +228,7 @@ func pgInsertMessages(ctx context.Context, tx pgx.Tx, rows []pgRow) ([]pgRow, er
 	b := &pgx.Batch{}
 	for i, r := range rows {
 		m := r.m
-		docs[i] = doc{ftsTokens(m.Text), ftsTokens(m.SenderName)}
+		docs[i] = doc{fts.Tokens(m.Text), fts.Tokens(m.SenderName)}
 		b.Queue(pgInsertMessage, r.conv, string(m.Role), m.SenderID, m.SenderName, m.PlatformID, m.ReplyTo,
 			m.Text, m.Time.UnixMilli(), m.Tokens, m.Active, m.ChunkID, len(docs[i].text)+len(docs[i].sender))
 	}
@@ -823,7 +824,7 @@ func (p *Postgres) Facts(ctx context.Context, owner, text string, limit int) ([]
 	if limit <= 0 {
 		limit = 20
 	}
-	phrases := queryPhrases(text)
+	phrases := fts.Phrases(text)
 	if len(phrases) == 0 {
 		rows, err := p.pool.Query(ctx, `SELECT `+pgFactColumns+` FROM facts WHERE owner = $1 ORDER BY updated_at DESC, id DESC LIMIT $2`, owner, limit)
 		if err != nil {
@@ -839,18 +840,18 @@ func (p *Postgres) Facts(ctx context.Context, owner, text string, limit int) ([]
 	if err != nil {
 		return nil, fmt.Errorf("searching facts: %w", err)
 	}
-	docs := make([]*ftsDoc, len(facts))
+	docs := make([]*fts.Doc, len(facts))
 	for i, f := range facts {
-		docs[i] = &ftsDoc{cols: [][]string{ftsTokens(f.Content)}}
+		docs[i] = &fts.Doc{Cols: [][]string{fts.Tokens(f.Content)}}
 	}
-	scores := bm25Rank(docs, phrases, nil, 0)
-	sortScores(scores, func(doc int) int64 { return facts[doc].ID })
+	scores := fts.Rank(docs, phrases, nil, 0)
+	fts.SortScores(scores, func(doc int) int64 { return facts[doc].ID })
 	var out []Fact
 	for _, s := range scores {
 		if len(out) == limit {
 			break
 		}
-		out = append(out, facts[s.doc])
+		out = append(out, facts[s.Doc])
 	}
 	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/recallbot/recall/memory/internal/fts"
 	"github.com/recallbot/recall/pipeline"
 )
 
@@ -90,7 +91,7 @@ func (p *Postgres) pruneLimits(ctx context.Context, conv int64, terms [][]byte) 
 // the conversation's row keeps N and the total length (triggers of
 // migration 0001). A search reads the postings of the query's stems in the
 // conversation (one index range per stem), scores in Go exactly as
-// bm25Rank does, and reads only the messages returned. A phrase of several
+// fts.Rank does, and reads only the messages returned. A phrase of several
 // tokens is checked on the text of the messages that hold all its stems.
 //
 // Pruning, the one approximation, bounds the postings read. A conversation
@@ -103,7 +104,7 @@ func (p *Postgres) pruneLimits(ctx context.Context, conv int64, terms [][]byte) 
 // older messages beyond its share. A phrase of several tokens is checked
 // on the messages read.
 func (p *Postgres) Search(ctx context.Context, key pipeline.Key, q Query) ([]Hit, error) {
-	phrases := queryPhrases(q.Text)
+	phrases := fts.Phrases(q.Text)
 	if len(phrases) == 0 {
 		return nil, ctx.Err()
 	}
@@ -200,7 +201,7 @@ func (p *Postgres) Search(ctx context.Context, key pipeline.Key, q Query) ([]Hit
 	}
 	if len(multi) > 0 {
 		// Messages holding every stem of a phrase may hold the phrase: read
-		// their text and count it as bm25Rank does.
+		// their text and count it as fts.Rank does.
 		cand := map[int64]bool{}
 		for _, pi := range multi {
 			for msg := range post[phrases[pi][0]] {
@@ -232,10 +233,10 @@ func (p *Postgres) Search(ctx context.Context, key pipeline.Key, q Query) ([]Hit
 					rows.Close()
 					return nil, fmt.Errorf("searching %s: %w", key, err)
 				}
-				cols := [][]string{ftsTokens(text), ftsTokens(sender)}
+				cols := [][]string{fts.Tokens(text), fts.Tokens(sender)}
 				for _, pi := range multi {
 					for ci, col := range cols {
-						if n := phraseInstances(col, phrases[pi]); n > 0 {
+						if n := fts.PhraseInstances(col, phrases[pi]); n > 0 {
 							at(id)[pi] += messageWeights[ci] * float64(n)
 						}
 					}
@@ -297,7 +298,7 @@ func (p *Postgres) Search(ctx context.Context, key pipeline.Key, q Query) ([]Hit
 	avgdl := float64(nTokens) / nRow
 	idf := make([]float64, len(phrases))
 	for i, n := range hits {
-		idf[i] = bm25IDF(nRow, n)
+		idf[i] = fts.IDF(nRow, n)
 	}
 	type scored struct {
 		id    int64
@@ -311,7 +312,7 @@ func (p *Postgres) Search(ctx context.Context, key pipeline.Key, q Query) ([]Hit
 		D := float64(docLen[msg])
 		score := 0.0
 		for i, v := range f {
-			score += bm25Term(idf[i], v, D, avgdl)
+			score += fts.TermScore(idf[i], v, D, avgdl)
 		}
 		ranked = append(ranked, scored{msg, score})
 	}

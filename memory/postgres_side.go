@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/recallbot/recall/access"
 	"github.com/recallbot/recall/pipeline"
 )
 
@@ -12,15 +13,15 @@ import (
 // process on the database. The Store calls these instead of SQLite's when
 // database.url is set (access.go, usage.go, handled.go).
 
-func (p *Postgres) accessRules(ctx context.Context) ([]pipeline.AccessRule, error) {
+func (p *Postgres) accessRules(ctx context.Context) ([]access.Rule, error) {
 	rows, err := p.pool.Query(ctx, `SELECT user_id, allowed, decided_by, updated_at FROM access ORDER BY user_id COLLATE "C"`)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []pipeline.AccessRule
+	var out []access.Rule
 	for rows.Next() {
-		var r pipeline.AccessRule
+		var r access.Rule
 		var at int64
 		if err := rows.Scan(&r.UserID, &r.Allowed, &r.By, &at); err != nil {
 			return nil, err
@@ -31,22 +32,22 @@ func (p *Postgres) accessRules(ctx context.Context) ([]pipeline.AccessRule, erro
 	return out, rows.Err()
 }
 
-func (p *Postgres) putAccessRule(ctx context.Context, r pipeline.AccessRule) error {
+func (p *Postgres) putAccessRule(ctx context.Context, r access.Rule) error {
 	_, err := p.pool.Exec(ctx, `INSERT INTO access(user_id, allowed, decided_by, updated_at) VALUES ($1, $2, $3, $4)
 		ON CONFLICT(user_id) DO UPDATE SET allowed = excluded.allowed, decided_by = excluded.decided_by, updated_at = excluded.updated_at`,
 		pgText(r.UserID), r.Allowed, pgText(r.By), r.Updated.UnixMilli())
 	return err
 }
 
-func (p *Postgres) pairingRequests(ctx context.Context) ([]pipeline.PairingRequest, error) {
+func (p *Postgres) pairingRequests(ctx context.Context) ([]access.PairingRequest, error) {
 	rows, err := p.pool.Query(ctx, `SELECT user_id, code, name, chat_key, created_at, expires_at FROM pairing ORDER BY created_at, user_id COLLATE "C"`)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []pipeline.PairingRequest
+	var out []access.PairingRequest
 	for rows.Next() {
-		var r pipeline.PairingRequest
+		var r access.PairingRequest
 		var key string
 		var created, expires int64
 		if err := rows.Scan(&r.UserID, &r.Code, &r.Name, &key, &created, &expires); err != nil {
@@ -61,7 +62,7 @@ func (p *Postgres) pairingRequests(ctx context.Context) ([]pipeline.PairingReque
 	return out, rows.Err()
 }
 
-func (p *Postgres) putPairingRequest(ctx context.Context, r pipeline.PairingRequest, key string) error {
+func (p *Postgres) putPairingRequest(ctx context.Context, r access.PairingRequest, key string) error {
 	_, err := p.pool.Exec(ctx, `INSERT INTO pairing(user_id, code, name, chat_key, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)
 		ON CONFLICT(user_id) DO UPDATE SET code = excluded.code, name = excluded.name, chat_key = excluded.chat_key,
 		created_at = excluded.created_at, expires_at = excluded.expires_at`,

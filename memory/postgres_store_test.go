@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/recallbot/recall/access"
 	"github.com/recallbot/recall/pipeline"
 )
 
@@ -137,12 +138,12 @@ func TestSharedTablesOnPostgres(t *testing.T) {
 		t.Fatalf("UsageOn = %d, %d, %v", tokens, users, err)
 	}
 
-	must(t, a.PutAccessRule(ctx, pipeline.AccessRule{UserID: "telegram:7", Allowed: true, By: "telegram:1"}))
+	must(t, a.PutAccessRule(ctx, access.Rule{UserID: "telegram:7", Allowed: true, By: "telegram:1"}))
 	rules, err := b.AccessRules(ctx)
 	if err != nil || len(rules) != 1 || !rules[0].Allowed || rules[0].By != "telegram:1" {
 		t.Fatalf("access rules on b = %+v, %v", rules, err)
 	}
-	must(t, a.PutPairingRequest(ctx, pipeline.PairingRequest{UserID: "telegram:8", Code: "ABC123", Name: "Bo", Key: k, Created: now, Expires: now.Add(time.Hour)}))
+	must(t, a.PutPairingRequest(ctx, access.PairingRequest{UserID: "telegram:8", Code: "ABC123", Name: "Bo", Key: k, Created: now, Expires: now.Add(time.Hour)}))
 	reqs, err := b.PairingRequests(ctx)
 	if err != nil || len(reqs) != 1 || reqs[0].Code != "ABC123" || reqs[0].Key != k {
 		t.Fatalf("pairing requests on b = %+v, %v", reqs, err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/recallbot/recall/memory/internal/fts"
 	"github.com/recallbot/recall/memory/pgtest"
 )
 
@@ -124,7 +125,7 @@ func TestPostgresPurgeLeavesNoTerms(t *testing.T) {
 	terms := func(word string) int {
 		t.Helper()
 		var n int
-		if err := p.pool.QueryRow(ctx, `SELECT count(*) FROM message_terms WHERE term = $1`, []byte(porterStem(word))).Scan(&n); err != nil {
+		if err := p.pool.QueryRow(ctx, `SELECT count(*) FROM message_terms WHERE term = $1`, []byte(fts.Tokens(word)[0])).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n
@@ -152,7 +153,7 @@ func TestPostgresPurgeLeavesNoTerms(t *testing.T) {
 		t.Fatalf("statistics after purge: %d messages, %d tokens, want 1, 5", d, tk)
 	}
 	var stale int
-	if err := p.pool.QueryRow(ctx, `SELECT count(*) FROM term_stats WHERE term = ANY($1)`, [][]byte{[]byte(porterStem("lisbon")), []byte(porterStem("secret"))}).Scan(&stale); err != nil || stale != 0 {
+	if err := p.pool.QueryRow(ctx, `SELECT count(*) FROM term_stats WHERE term = ANY($1)`, [][]byte{[]byte(fts.Tokens("lisbon")[0]), []byte(fts.Tokens("secret")[0])}).Scan(&stale); err != nil || stale != 0 {
 		t.Fatalf("%d term statistics of purged words remain (%v)", stale, err)
 	}
 	if _, err := p.Purge(ctx, PurgeScope{Owner: k.Owner()}); err != nil {

@@ -48,8 +48,6 @@ func (s *Store) PurgeMessage(ctx context.Context, key pipeline.Key, platformID, 
 
 func (s *SQLite) purgeMessage(ctx context.Context, key pipeline.Key, platformID, senderID string) (PurgeReport, error) {
 	var rep PurgeReport
-	s.search.bump()
-	defer s.search.bump()
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		rep = PurgeReport{}
 		var conv, id, chunk int64

@@ -2,15 +2,13 @@ package memory
 
 import (
 	"math"
-	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 )
 
-// FuzzSearchQuery: any text is a valid query. Terms and ftsMatch keep it
-// away from FTS5 syntax, neither backend ever fails, and with one
-// conversation in each store (so their statistics agree) both rank alike.
+// FuzzSearchQuery: any text is a valid query (package fts's FuzzQuery checks
+// the terms and the MATCH expression): neither backend ever fails, and with
+// one conversation in each store (so their statistics agree) both rank alike.
 func FuzzSearchQuery(f *testing.F) {
 	for _, q := range cfHostileQueries() {
 		if len(q) < 4096 {
@@ -36,19 +34,6 @@ func FuzzSearchQuery(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, q string) {
-		terms := Terms(q)
-		if len(terms) > MaxQueryTerms {
-			t.Fatalf("%d terms", len(terms))
-		}
-		for _, term := range terms {
-			if utf8.RuneCountInString(term) < 2 || len(term) > maxTermLen || stopwords[term] || strings.ToLower(term) != term {
-				t.Fatalf("bad term %q", term)
-			}
-		}
-		match := ftsMatch(terms)
-		if (match == "") != (len(terms) == 0) {
-			t.Fatalf("match %q for terms %q", match, terms)
-		}
 		for _, query := range []Query{{Text: q}, {Text: q, ArchivedOnly: true}, {Text: q, Limit: 2, TokenBudget: 8, Exclude: []int64{1}}} {
 			hs, err := s.Search(cfCtx, k, query)
 			if err != nil {

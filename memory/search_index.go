@@ -7,12 +7,13 @@ import (
 
 	"github.com/ncruces/go-sqlite3"
 	"github.com/ncruces/go-sqlite3/ext/fts5"
+	"github.com/recallbot/recall/memory/internal/fts"
 )
 
 // The messages search index (messages_fts) holds per-conversation terms that
 // Go computes, not the raw text: every token of a message goes through the
-// same port of FTS5's unicode61 tokenizer and Porter stemmer that the JSON
-// backend uses (json_search.go, porter.go), and becomes
+// same port of FTS5's unicode61 tokenizer and Porter stemmer that the other
+// backends use (package memory/internal/fts), and becomes
 //
 //	c<conv>x<stem>   in column text, one per token, in order (phrases work)
 //	c<conv>r<stem>   in column sender, one per token of the sender's name, in order
@@ -80,7 +81,7 @@ type ftsIndexed struct {
 // ftsIndexDoc derives a message's index terms.
 func ftsIndexDoc(conv int64, text, sender string) ftsIndexed {
 	prefix := ftsConvPrefix(conv)
-	textToks, senderToks := ftsTokens(text), ftsTokens(sender)
+	textToks, senderToks := fts.Tokens(text), fts.Tokens(sender)
 	d := ftsIndexed{length: len(textToks) + len(senderToks)}
 	var b strings.Builder
 	word := func(kind byte, stem string) {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/recallbot/recall/memory/internal/fts"
 	"github.com/recallbot/recall/pipeline"
 )
 
@@ -72,8 +73,8 @@ func newSearchFixture(t *testing.T) *searchFixture {
 	}
 	for _, m := range act {
 		f.ids = append(f.ids, m.ID)
-		f.text = append(f.text, ftsTokens(m.Text))
-		f.sender = append(f.sender, ftsTokens(m.SenderName))
+		f.text = append(f.text, fts.Tokens(m.Text))
+		f.sender = append(f.sender, fts.Tokens(m.SenderName))
 	}
 	return f
 }
@@ -199,7 +200,7 @@ func TestSearchPruningMatchesExact(t *testing.T) {
 // queryable: a stem that a query for it searches for as itself.
 func queryable(s string) bool {
 	terms := Terms(s)
-	return len(terms) == 1 && terms[0] == s && slices.Equal(ftsTokens(s), []string{s})
+	return len(terms) == 1 && terms[0] == s && slices.Equal(fts.Tokens(s), []string{s})
 }
 
 // TestSearchPruningSemantics: with common terms, the pruned search returns
@@ -281,7 +282,7 @@ func TestSearchPruningSemantics(t *testing.T) {
 		slot := map[string]int{}
 		var slots []int
 		for _, w := range Terms(text) {
-			s := ftsTokens(w)[0]
+			s := fts.Tokens(w)[0]
 			if _, ok := slot[s]; !ok {
 				slot[s] = len(stems)
 				stems = append(stems, s)
@@ -332,7 +333,7 @@ func TestSearchPruningSemantics(t *testing.T) {
 			window := limit == 0 || dense || truncated && textIdx[limit] >= N-W || rest > limit
 			if !window && !truncated {
 				used += textRows + rest
-				idf[si] = bm25IDF(float64(N), float64(df))
+				idf[si] = fts.IDF(float64(N), float64(df))
 				continue
 			}
 			anyCommon = true
@@ -349,7 +350,7 @@ func TestSearchPruningSemantics(t *testing.T) {
 					inWindow++
 				}
 			}
-			idf[si] = bm25IDF(float64(N), float64(inWindow)*float64(N)/float64(W))
+			idf[si] = fts.IDF(float64(N), float64(inWindow)*float64(N)/float64(W))
 		}
 		if anyCommon {
 			pruned++
@@ -370,7 +371,7 @@ func TestSearchPruningSemantics(t *testing.T) {
 			D := float64(len(f.text[i]) + len(f.sender[i]))
 			score := 0.0
 			for _, si := range slots {
-				score += bm25Term(idf[si], tf[si][i], D, avgdl)
+				score += fts.TermScore(idf[si], tf[si][i], D, avgdl)
 			}
 			ranked = append(ranked, scored{i, score})
 		}

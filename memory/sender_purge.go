@@ -109,8 +109,6 @@ func (s *Store) PurgeSender(ctx context.Context, sc SenderScope) (PurgeReport, e
 
 func (s *SQLite) purgeSender(ctx context.Context, owner, sender string) (PurgeReport, error) {
 	var rep PurgeReport
-	s.search.bump()
-	defer s.search.bump()
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		rep = PurgeReport{}
 		convs, err := ownerConvs(ctx, tx, owner, nil)

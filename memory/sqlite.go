@@ -42,9 +42,11 @@ type SQLite struct {
 	wc   *stmtCache    // the writer's, prepared at open
 	rd   cachedDB      // the readers, through rc
 	tune *searchTuning // nil: defaultSearchTuning (tests set it)
-	// search caches doclists between searches (search_cache.go); nil
-	// turns the cache off (tests and benchmarks compare).
-	search *searchCache
+	// searchConns holds the reader connections' searchConn
+	// (*sqlite3.Conn → *searchConn; closeSearchStmts drops one).
+	searchConns sync.Map
+	// searchTrace, when set (experiments), sees every finished search.
+	searchTrace func(*searchRun)
 }
 
 var _ Backend = (*SQLite)(nil)
@@ -135,7 +137,7 @@ func openSQLite(ctx context.Context, path, vfs string, log *slog.Logger) (*SQLit
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	s := &SQLite{path: path, w: w, ckpt: ckpt, mrg: mrg, search: newSearchCache()}
+	s := &SQLite{path: path, w: w, ckpt: ckpt, mrg: mrg}
 	if err := s.migrate(ctx); err != nil {
 		return nil, errors.Join(err, w.Close(), ckpt.close())
 	}
@@ -144,7 +146,7 @@ func openSQLite(ctx context.Context, path, vfs string, log *slog.Logger) (*SQLit
 	}
 	// Readers keep the search's prepared statements (closeSearchStmts
 	// finalizes them before the driver closes the connection).
-	r, err := driver.Open(sqliteDSN(path, true, vfs), nil, closeSearchStmts)
+	r, err := driver.Open(sqliteDSN(path, true, vfs), nil, s.closeSearchStmts)
 	if err != nil {
 		return nil, errors.Join(err, w.Close(), ckpt.close())
 	}
@@ -987,7 +989,7 @@ func (s *SQLite) Facts(ctx context.Context, owner, text string, limit int) ([]Fa
 	}
 	var rows *sql.Rows
 	var err error
-	if match := ftsMatch(Terms(text)); match != "" {
+	if match := MatchExpr(text); match != "" {
 		rows, err = s.rd.QueryContext(ctx, sqlFactsMatching, match, owner)
 	} else {
 		rows, err = s.rd.QueryContext(ctx, sqlFactsNewest, owner)

@@ -13,8 +13,6 @@ import (
 // Purge implements Backend.
 func (s *SQLite) Purge(ctx context.Context, scope PurgeScope) (PurgeReport, error) {
 	var rep PurgeReport
-	s.search.bump()
-	defer s.search.bump()
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		rep = PurgeReport{}
 		var err error

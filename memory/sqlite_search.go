@@ -8,11 +8,11 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/ncruces/go-sqlite3"
 
+	"github.com/recallbot/recall/memory/internal/fts"
 	"github.com/recallbot/recall/pipeline"
 )
 
@@ -41,14 +41,11 @@ var defaultSearchTuning = searchTuning{exactUpTo: 5000, commonDF: 1200, budget: 
 // exactSearchTuning never prunes (tests compare with it).
 var exactSearchTuning = searchTuning{exactUpTo: math.MaxInt64, commonDF: math.MaxInt32, budget: math.MaxInt32, window: math.MaxInt32, denseFactor: 1}
 
-// searchTrace, when set (experiments), sees every finished search.
-var searchTrace func(*searchRun)
-
 // Search implements Backend.
 //
 // Ranking is BM25 as FTS5's bm25() defines it (k1 = 1.2, b = 0.75, the text
 // weighted 1.0 and the sender's name 0.5, Porter stemming, every query term a
-// phrase; see json_search.go) with the statistics of the conversation
+// phrase; see package fts) with the statistics of the conversation
 // searched: N is its number of messages, avgdl their mean length, a phrase's
 // n the messages that contain it. The JSON backend uses the same statistics,
 // so both backends score alike. Ties go to the most recent message;
@@ -60,8 +57,7 @@ var searchTrace func(*searchRun)
 // length, and which doclists a message is in (and how often, for the few
 // where a stem repeats or is in the sender's name) give its term
 // frequencies: BM25 is computed in Go from doclists, and only the messages
-// returned are read from the messages table. The doclists a conversation's
-// searches read stay cached (search_cache.go), with the same results.
+// returned are read from the messages table.
 //
 // Pruning, the one approximation, bounds the doclist entries read. In a
 // conversation of up to exactUpTo (5,000) messages nothing is pruned: the
@@ -96,7 +92,7 @@ var searchTrace func(*searchRun)
 // terms and scored without that one, whose idf is low (recency breaks ties
 // anyway). A query without common phrases is ranked exactly.
 func (s *SQLite) Search(ctx context.Context, key pipeline.Key, q Query) ([]Hit, error) {
-	phrases := queryPhrases(q.Text)
+	phrases := fts.Phrases(q.Text)
 	if len(phrases) == 0 {
 		return nil, nil
 	}
@@ -122,14 +118,14 @@ func (s *SQLite) Search(ctx context.Context, key pipeline.Key, q Query) ([]Hit, 
 			c.SetInterrupt(context.Background())
 			_ = c.Exec(`ROLLBACK`)
 		}()
-		v, _ := searchConns.LoadOrStore(c, &searchConn{stmts: map[string]*sqlite3.Stmt{}})
+		v, _ := s.searchConns.LoadOrStore(c, &searchConn{stmts: map[string]*sqlite3.Stmt{}})
 		sc := v.(*searchConn)
-		sr := &searchRun{c: c, tune: s.searchTuning(), key: key, q: q, sc: sc, posts: sc.posts[:0], cache: s.search}
+		sr := &searchRun{c: c, tune: s.searchTuning(), key: key, q: q, sc: sc, posts: sc.posts[:0], trace: s.searchTrace}
 		defer sr.close()
 		var err error
 		hits, err = sr.run(phrases)
-		if searchTrace != nil {
-			searchTrace(sr)
+		if s.searchTrace != nil {
+			s.searchTrace(sr)
 		}
 		return err
 	})
@@ -170,9 +166,7 @@ type searchRun struct {
 	key   pipeline.Key
 	q     Query
 	sc    *searchConn
-	posts []posting    // backs the rare phrases' postings
-	cache *searchCache // nil: doclists are read from the index only
-	cc    *convCache   // the conversation's cached doclists, locked
+	posts []posting // backs the rare phrases' postings
 
 	conv         int64
 	nDocs, nToks int64
@@ -186,13 +180,14 @@ type searchRun struct {
 	candidates   int   // messages scored
 
 	// searchTrace only
+	trace                   func(*searchRun) // the store's searchTrace
 	tracePhase              string
 	traceDur                map[string]time.Duration
 	traceLookups, traceRows int
 }
 
 func (r *searchRun) phase(name string) {
-	if searchTrace != nil {
+	if r.trace != nil {
 		if r.traceDur == nil {
 			r.traceDur = map[string]time.Duration{}
 		}
@@ -209,13 +204,10 @@ type searchConn struct {
 	posts []posting
 }
 
-// searchConns holds the reader connections' searchConn.
-var searchConns sync.Map // *sqlite3.Conn -> *searchConn
-
 // closeSearchStmts finalizes a connection's statements; the reader pool
 // calls it before closing a connection.
-func closeSearchStmts(c *sqlite3.Conn) error {
-	if v, ok := searchConns.LoadAndDelete(c); ok {
+func (s *SQLite) closeSearchStmts(c *sqlite3.Conn) error {
+	if v, ok := s.searchConns.LoadAndDelete(c); ok {
 		for _, st := range v.(*searchConn).stmts {
 			_ = st.Close() // finalizing; the connection closes next
 		}
@@ -250,7 +242,7 @@ func (r *searchRun) stmt(query string) (*sqlite3.Stmt, error) {
 
 // each runs query with args, calling fn for every row.
 func (r *searchRun) each(query string, fn func(*sqlite3.Stmt) bool, args ...any) error {
-	if searchTrace != nil {
+	if r.trace != nil {
 		t0 := time.Now()
 		defer func() { r.traceDur[r.tracePhase] += time.Since(t0) }()
 		r.traceLookups++
@@ -325,13 +317,6 @@ func (r *searchRun) run(phrases [][]string) ([]Hit, error) {
 	}
 	r.avgdl = float64(r.nToks) / float64(r.nDocs)
 	r.prefix = ftsConvPrefix(r.conv)
-	if r.cache != nil {
-		r.cc = r.cache.acquire(r.conv)
-		defer r.cc.release()
-		if err := r.syncCache(); err != nil {
-			return nil, err
-		}
-	}
 
 	// Distinct phrases; a repeated one still counts once per repetition.
 	r.slot = make([]int, len(phrases))
@@ -389,7 +374,7 @@ func (r *searchRun) run(phrases [][]string) ([]Hit, error) {
 		}
 	}
 	for _, p := range r.ph {
-		p.idf = bm25IDF(float64(r.nDocs), p.df)
+		p.idf = fts.IDF(float64(r.nDocs), p.df)
 	}
 	r.phase("top")
 	return r.top()
@@ -436,7 +421,7 @@ func (r *searchRun) readTerm(pi int, p *searchPhrase, limit int) error {
 	// and repeats in the text (column extra).
 	more := map[int64]float64{}
 	rest := 0
-	err = r.otherRows(ftsTerm(r.prefix, ftsKindRest, p.toks[0]), func(c cachedRow) bool {
+	err = r.otherRows(ftsTerm(r.prefix, ftsKindRest, p.toks[0]), func(c docRow) bool {
 		rest++
 		if !truncated || c.rowid >= text[len(text)-1] {
 			// In the sender's name, or another occurrence in the text.
@@ -708,7 +693,7 @@ func (r *searchRun) top() ([]Hit, error) {
 		score := 0.0
 		for _, pi := range r.slot {
 			if pi >= 0 {
-				score += bm25Term(r.ph[pi].idf, f[pi], D, r.avgdl)
+				score += fts.TermScore(r.ph[pi].idf, f[pi], D, r.avgdl)
 			}
 		}
 		keep(scored{id, score})

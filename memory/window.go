@@ -51,8 +51,6 @@ func (s *Store) TrimToWindow(ctx context.Context, key pipeline.Key, since time.T
 
 func (s *SQLite) trimWindow(ctx context.Context, key pipeline.Key, since time.Time, keep int) (int, error) {
 	var n int64
-	s.search.bump()
-	defer s.search.bump()
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		conv, err := convID(ctx, tx, key)
 		if err != nil || conv == 0 {

@@ -13,7 +13,7 @@
 // the conversation's previous turn. The chain is built with Chain, the first
 // stage outermost:
 //
-//  1. access (Access.Middleware): unknown senders get one clear answer with
+//  1. access (package access): unknown senders get one clear answer with
 //     their id; nothing is stored, nothing reaches an LLM.
 //  2. dedupe (Dedupe): a platform message already answered in this
 //     conversation is dropped, durably through the store (Seen).
@@ -30,7 +30,7 @@
 //  10. reply: Outbound, formatted and split by the adapter.
 //  11. summarize in the background when the trigger holds.
 //
-// This package provides stages 1 and 2 and the machinery; the others live in
+// This package provides stage 2 and the machinery; the others live in
 // the packages that own their data and plug in as Middleware or as the final
 // Handler. A stage that consumes a turn returns without calling next.
 //

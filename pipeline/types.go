@@ -35,6 +35,10 @@ type Inbound struct {
 	Prompt string `json:"-"`
 }
 
+// ConsoleUser is the UserID of the local terminal user; access lets it in
+// always, as an admin.
+const ConsoleUser = "console:local"
+
 // UserID is the sender as access lists name it: the channel and the platform
 // user id, e.g. "telegram:123456". In a group it names the person, not the
 // group.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/recallbot/recall/access"
 	"github.com/recallbot/recall/app"
 	"github.com/recallbot/recall/chat"
 	"github.com/recallbot/recall/commands"
@@ -30,7 +31,7 @@ type Chain struct {
 	Sum    *summary.Summarizer
 	Disp   *pipeline.Dispatcher
 	Cmds   *commands.Commands
-	Access *pipeline.Access
+	Access *access.List
 	Intake *chat.Intake
 }
 

@@ -19,15 +19,6 @@ import (
 	"github.com/recallbot/recall/pipeline"
 )
 
-// SubmitFunc hands a normalized message to the pipeline and returns at once
-// (pipeline.Dispatcher.Submit).
-type SubmitFunc func(in pipeline.Inbound, out pipeline.Sender) error
-
-// AcceptFunc makes a message durable before Telegram is told it arrived
-// (chat.Intake.Accept). It must be idempotent: a message may be accepted
-// again after a restart.
-type AcceptFunc func(ctx context.Context, in pipeline.Inbound) error
-
 // Adapter connects one Telegram bot to the pipeline: it receives updates
 // (long polling or webhook), normalizes them, makes them durable with accept,
 // hands them to submit, and sends the answers (Sender).
@@ -36,8 +27,8 @@ type Adapter struct {
 	api     *bot.Bot
 	poller  *http.Client // for getUpdates, which the library must not run
 	files   *http.Client // downloads of files users sent (Media.Fetch)
-	submit  SubmitFunc
-	accept  AcceptFunc
+	submit  pipeline.SubmitFunc
+	accept  pipeline.AcceptFunc
 	log     *slog.Logger
 	out     *sender
 	data    *callbackData
@@ -64,7 +55,7 @@ var allowedUpdates = []string{models.AllowedUpdateMessage, models.AllowedUpdateE
 
 // New returns an adapter that hands messages to submit after accept has made
 // them durable. It makes no network call; Run does.
-func New(opts Options, submit SubmitFunc, accept AcceptFunc) (*Adapter, error) {
+func New(opts Options, submit pipeline.SubmitFunc, accept pipeline.AcceptFunc) (*Adapter, error) {
 	if strings.TrimSpace(opts.Token) == "" {
 		return nil, errors.New("telegram: telegram.token is empty")
 	}

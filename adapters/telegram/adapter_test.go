@@ -449,7 +449,7 @@ func TestWebhookAcceptFailureIs500(t *testing.T) {
 	fail.Store(true)
 	st := newStack(t, api, stackOptions{
 		webhook: &Webhook{URL: "https://bot.example.com/", Listen: "127.0.0.1:0", Secret: "s"},
-		accept: func(ctx context.Context, in pipeline.Inbound, next AcceptFunc) error {
+		accept: func(ctx context.Context, in pipeline.Inbound, next pipeline.AcceptFunc) error {
 			if fail.Load() {
 				return errors.New("disk full")
 			}
@@ -491,7 +491,7 @@ func TestCrashNoLossNoDouble(t *testing.T) {
 		u2 := api.ConfirmedID() // 0: nothing confirmed yet
 		crashNow, crashed := make(chan struct{}), make(chan struct{})
 		var restarted atomic.Bool
-		st := newStack(t, api, stackOptions{submit: func(in pipeline.Inbound, out pipeline.Sender, next SubmitFunc) error {
+		st := newStack(t, api, stackOptions{submit: func(in pipeline.Inbound, out pipeline.Sender, next pipeline.SubmitFunc) error {
 			if in.Text != "second" || restarted.Load() {
 				return next(in, out)
 			}
@@ -534,7 +534,7 @@ func TestCrashNoLossNoDouble(t *testing.T) {
 		var drop atomic.Bool
 		drop.Store(true)
 		dropped := make(chan int, 1)
-		st := newStack(t, api, stackOptions{submit: func(in pipeline.Inbound, out pipeline.Sender, next SubmitFunc) error {
+		st := newStack(t, api, stackOptions{submit: func(in pipeline.Inbound, out pipeline.Sender, next pipeline.SubmitFunc) error {
 			if drop.Load() && in.Text == "lost in flight" {
 				id, _ := strconv.Atoi(in.MessageID)
 				dropped <- id
@@ -563,7 +563,7 @@ func TestAcceptFailureIsRetriedWithoutConfirming(t *testing.T) {
 	failures.Store(3)
 	var mu sync.Mutex
 	var confirmedWhileFailing []int64
-	st := newStack(t, api, stackOptions{accept: func(ctx context.Context, in pipeline.Inbound, next AcceptFunc) error {
+	st := newStack(t, api, stackOptions{accept: func(ctx context.Context, in pipeline.Inbound, next pipeline.AcceptFunc) error {
 		if failures.Add(-1) >= 0 {
 			mu.Lock()
 			confirmedWhileFailing = append(confirmedWhileFailing, api.ConfirmedID())

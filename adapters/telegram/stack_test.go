@@ -28,9 +28,9 @@ type stackOptions struct {
 	llm         llmtest.Handler // default: Echo("echo: ")
 	webhook     *Webhook
 	// submit wraps the dispatcher's Submit (crash tests).
-	submit func(in pipeline.Inbound, out pipeline.Sender, next SubmitFunc) error
+	submit func(in pipeline.Inbound, out pipeline.Sender, next pipeline.SubmitFunc) error
 	// accept wraps the intake's Accept.
-	accept func(ctx context.Context, in pipeline.Inbound, next AcceptFunc) error
+	accept func(ctx context.Context, in pipeline.Inbound, next pipeline.AcceptFunc) error
 	// pace replaces the flood limits (default: none, see unpaced);
 	// retryUnit the second of a 429's retry_after.
 	pace      *pacer
@@ -110,11 +110,11 @@ func (s *stack) start() {
 		t.Fatalf("listing unsent replies: %v", err)
 	}
 
-	var submit SubmitFunc = disp.Submit
+	var submit pipeline.SubmitFunc = disp.Submit
 	if w := s.opts.submit; w != nil {
 		submit = func(in pipeline.Inbound, out pipeline.Sender) error { return w(in, out, disp.Submit) }
 	}
-	var accept AcceptFunc = intake.Accept
+	var accept pipeline.AcceptFunc = intake.Accept
 	if w := s.opts.accept; w != nil {
 		accept = func(ctx context.Context, in pipeline.Inbound) error { return w(ctx, in, intake.Accept) }
 	}

@@ -33,8 +33,8 @@ type Adapter struct {
 	opts   Options
 	client Client
 	store  *sqlstore.Container // the session store New opened; nil with Options.Client
-	submit SubmitFunc
-	accept AcceptFunc
+	submit pipeline.SubmitFunc
+	accept pipeline.AcceptFunc
 	log    *slog.Logger
 	now    func() time.Time
 
@@ -94,7 +94,7 @@ type Adapter struct {
 // Options.Client it opens the session store <DataDir>/whatsapp.db (creating
 // it) and builds the whatsmeow client; it makes no network call. Close
 // releases what New opened.
-func New(opts Options, submit SubmitFunc, accept AcceptFunc) (*Adapter, error) {
+func New(opts Options, submit pipeline.SubmitFunc, accept pipeline.AcceptFunc) (*Adapter, error) {
 	if submit == nil {
 		return nil, errors.New("whatsapp: a submit function is required")
 	}

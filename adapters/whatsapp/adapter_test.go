@@ -366,7 +366,7 @@ func TestConnectRetried(t *testing.T) {
 func TestAcceptFailureLeavesMessageForRedelivery(t *testing.T) {
 	var fail sync.Mutex
 	failing := true
-	s := newStack(t, stackOptions{accept: func(ctx context.Context, in pipeline.Inbound, next AcceptFunc) error {
+	s := newStack(t, stackOptions{accept: func(ctx context.Context, in pipeline.Inbound, next pipeline.AcceptFunc) error {
 		fail.Lock()
 		defer fail.Unlock()
 		if failing {

@@ -110,7 +110,7 @@ func TestSilentSocketIsReconnected(t *testing.T) {
 func TestAcceptFailureForcesAReconnect(t *testing.T) {
 	failing := make(chan bool, 1)
 	failing <- true
-	s := newStack(t, stackOptions{accept: func(ctx context.Context, in pipeline.Inbound, next AcceptFunc) error {
+	s := newStack(t, stackOptions{accept: func(ctx context.Context, in pipeline.Inbound, next pipeline.AcceptFunc) error {
 		f := <-failing
 		failing <- false
 		if f {

@@ -25,15 +25,6 @@ const (
 	minSplitLimit = 100
 )
 
-// SubmitFunc hands a normalized message to the pipeline and returns at once
-// (pipeline.Dispatcher.Submit). It must never run the turn itself.
-type SubmitFunc func(in pipeline.Inbound, out pipeline.Sender) error
-
-// AcceptFunc makes a message durable before WhatsApp is told it arrived
-// (chat.Intake.Accept). It must be idempotent: a message may be accepted
-// again after a reconnect or a restart.
-type AcceptFunc func(ctx context.Context, in pipeline.Inbound) error
-
 // Reply is a stored reply of the bot: its text and the platform id of the
 // message it answered ("" for a message that answered none).
 type Reply struct {

@@ -36,7 +36,7 @@ type stackOptions struct {
 	allowed     []string        // default: the test user and user2
 	llm         llmtest.Handler // default: Echo("echo: ")
 	// accept wraps the intake's Accept.
-	accept func(ctx context.Context, in pipeline.Inbound, next AcceptFunc) error
+	accept func(ctx context.Context, in pipeline.Inbound, next pipeline.AcceptFunc) error
 	// tune adjusts the adapter before it runs.
 	tune func(a *Adapter)
 	// config adjusts the bot's configuration.
@@ -99,7 +99,7 @@ func (s *stack) start() {
 	c := adaptertest.NewChain(t, adaptertest.ChainOptions{Dir: s.dir, LLMURL: s.llm.URL, Allowed: s.opts.allowed, Log: log, Journal: true, Config: s.opts.config})
 	store, resp, sum, disp, intake := c.Store, c.Resp, c.Sum, c.Disp, c.Intake
 
-	var accept AcceptFunc = intake.Accept
+	var accept pipeline.AcceptFunc = intake.Accept
 	if w := s.opts.accept; w != nil {
 		accept = func(ctx context.Context, in pipeline.Inbound) error { return w(ctx, in, intake.Accept) }
 	}

@@ -2,6 +2,7 @@ package figures
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -148,5 +149,87 @@ func TestRealBot(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(data, "recall.db")); err != nil {
 		t.Errorf("the bot did not use the data folder: %v", err)
+	}
+}
+
+// TestStockSearch: the stock baseline is FTS5's own bm25() over the whole
+// store, filtered to the conversation. With one conversation in the store its
+// statistics are the conversation's, so it ranks and scores as ours does;
+// with another one beside it, it still returns only the conversation's
+// messages.
+func TestStockSearch(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := memory.OpenSQLite(ctx, filepath.Join(dir, "recall.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	key, other := pipeline.Key{Channel: "telegram", Chat: "1"}, pipeline.Key{Channel: "telegram", Chat: "2"}
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	texts := []string{"an apple pie", "apple and banana split", "just the weather", "apples, apples and more apples",
+		"banana bread", "Moving to Lisbon", "we moved the apple tree", "tie", "tie"}
+	var msgs []memory.Message
+	for i, txt := range texts {
+		msgs = append(msgs, memory.Message{Key: key, Role: memory.RoleUser, SenderID: "1", SenderName: []string{"Ana", "Apple Jack"}[i%2],
+			PlatformID: string(rune('a' + i)), Text: txt, Time: t0.Add(time.Duration(i) * time.Minute)})
+	}
+	if _, err := s.Append(ctx, msgs); err != nil {
+		t.Fatal(err)
+	}
+	search := func(stock string) [][]memory.Hit {
+		t.Helper()
+		if err := BuildStockIndex(ctx, s.Path(), stock); err != nil {
+			t.Fatal(err)
+		}
+		db, err := OpenStockReader(s.Path(), stock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		var out [][]memory.Hit
+		for _, q := range []string{"apple banana", "moving", "tie", "weather apples"} {
+			for _, b := range []func() ([]memory.Hit, error){
+				func() ([]memory.Hit, error) { return StockSearch(ctx, db, key, memory.Query{Text: q}) },
+				func() ([]memory.Hit, error) { return s.Search(ctx, key, memory.Query{Text: q}) },
+			} {
+				h, err := b()
+				if err != nil {
+					t.Fatalf("%q: %v", q, err)
+				}
+				out = append(out, h)
+			}
+		}
+		return out
+	}
+	res := search(filepath.Join(dir, "stock1.db"))
+	for i := 0; i < len(res); i += 2 {
+		stock, ours := res[i], res[i+1]
+		if len(stock) == 0 || len(stock) != len(ours) {
+			t.Fatalf("query %d: stock %d hits, ours %d", i/2, len(stock), len(ours))
+		}
+		for j := range stock {
+			if stock[j].Message.ID != ours[j].Message.ID || math.Abs(stock[j].Score-ours[j].Score) > 1e-9*ours[j].Score {
+				t.Errorf("query %d hit %d: stock %q %v, ours %q %v", i/2, j, stock[j].Message.Text, stock[j].Score, ours[j].Message.Text, ours[j].Score)
+			}
+		}
+	}
+	var more []memory.Message
+	for i, txt := range texts {
+		more = append(more, memory.Message{Key: other, Role: memory.RoleUser, SenderID: "2", PlatformID: string(rune('a' + i)), Text: txt + " apple", Time: t0})
+	}
+	if _, err := s.Append(ctx, more); err != nil {
+		t.Fatal(err)
+	}
+	res = search(filepath.Join(dir, "stock2.db"))
+	for i := 0; i < len(res); i += 2 {
+		if len(res[i]) != len(res[i+1]) {
+			t.Errorf("query %d with another conversation: stock %d hits, ours %d", i/2, len(res[i]), len(res[i+1]))
+		}
+		for _, h := range res[i] {
+			if h.Message.Key != key || h.Message.SenderID != "1" {
+				t.Errorf("query %d: a hit from another conversation: %+v", i/2, h.Message)
+			}
+		}
 	}
 }

@@ -64,7 +64,7 @@ func LikeSearch(ctx context.Context, db *sql.DB, key pipeline.Key, q memory.Quer
 	if q.ArchivedOnly {
 		archived = " AND m.is_active = 0"
 	}
-	query := `SELECT m.id, m.role, m.sender_id, m.sender_name, m.platform_id, m.reply_to, m.text, m.created_at, m.tokens, m.is_active, m.chunk_id, ` +
+	query := `SELECT ` + hitColumns + `, ` +
 		score.String() + ` AS score FROM messages m
 		WHERE m.conv = (SELECT id FROM conversations WHERE key = ?1)` + archived + ` AND (` + filter.String() + `)
 		ORDER BY score DESC, m.id DESC LIMIT ` + strconv.Itoa(limit+len(q.Exclude))
@@ -72,6 +72,13 @@ func LikeSearch(ctx context.Context, db *sql.DB, key pipeline.Key, q memory.Quer
 	if err != nil {
 		return nil, err
 	}
+	return scanHits(rows, key, q)
+}
+
+// scanHits reads the hits of a baseline's query, whose columns are
+// hitColumns and a score, in rank order, and applies q's token budget as
+// memory's search does.
+func scanHits(rows *sql.Rows, key pipeline.Key, q memory.Query) ([]memory.Hit, error) {
 	defer rows.Close()
 	var hits []memory.Hit
 	for rows.Next() {
@@ -91,3 +98,6 @@ func LikeSearch(ctx context.Context, db *sql.DB, key pipeline.Key, q memory.Quer
 	}
 	return memory.BudgetHits(hits, q), nil
 }
+
+// hitColumns are the message columns scanHits reads, of messages m.
+const hitColumns = `m.id, m.role, m.sender_id, m.sender_name, m.platform_id, m.reply_to, m.text, m.created_at, m.tokens, m.is_active, m.chunk_id`

@@ -184,11 +184,12 @@ type RecallScore struct {
 	Latency    []time.Duration    // per question
 }
 
-// RecallResult is ours beside the baseline.
+// RecallResult is ours beside the baseline, and stock FTS5's bm25() top 20
+// within the same budget (StockSearch, its statistics over every chat).
 type RecallResult struct {
-	Ours, Baseline RecallScore
-	Hybrid         *RecallScore // with RecallOptions.Embeddings
-	Chats, Turns   int
+	Ours, Baseline, Stock RecallScore
+	Hybrid                *RecallScore // with RecallOptions.Embeddings
+	Chats, Turns          int
 }
 
 // Recall imports every chat as an archived group conversation (both
@@ -235,6 +236,15 @@ func Recall(ctx context.Context, chats []RecallChat, o RecallOptions) (RecallRes
 	ours, oursCat := score()
 	base, baseCat := score()
 	hyb, hybCat := score()
+	stock, stockCat := score()
+	// The questions, asked again of stock FTS5 once every chat is in.
+	type asked struct {
+		key      pipeline.Key
+		question string
+		cat      string
+		frac     func(string) float64
+	}
+	var again []asked
 	add := func(s *RecallScore, cats map[string]*catSum, cat string, frac float64, tokens int, took time.Duration) {
 		s.Questions++
 		s.Recall += frac
@@ -338,10 +348,35 @@ func Recall(ctx context.Context, chats []RecallChat, o RecallOptions) (RecallRes
 				tokens += h.Message.Tokens
 			}
 			add(base, baseCat, q.Category, frac(got.String()), tokens, took)
+			again = append(again, asked{key, q.Question, q.Category, frac})
 		}
 		if o.Progress != nil {
 			o.Progress("  %s: %d turns, %d questions", c.Name, len(c.Turns), len(c.Questions))
 		}
+	}
+	stockPath := filepath.Join(o.Dir, "stock.db")
+	if err := BuildStockIndex(ctx, st.SQLite().Path(), stockPath); err != nil {
+		return res, err
+	}
+	sdb, err := OpenStockReader(st.SQLite().Path(), stockPath)
+	if err != nil {
+		return res, err
+	}
+	defer sdb.Close()
+	for _, a := range again {
+		t0 := time.Now()
+		hits, err := StockSearch(ctx, sdb, a.key, memory.Query{Text: a.question, Limit: 20, TokenBudget: o.Budget})
+		took := time.Since(t0)
+		if err != nil {
+			return res, fmt.Errorf("stock FTS5: %q: %w", a.question, err)
+		}
+		var got strings.Builder
+		tokens := 0
+		for _, h := range hits {
+			got.WriteString(h.Message.Text + "\n")
+			tokens += h.Message.Tokens
+		}
+		add(stock, stockCat, a.cat, a.frac(got.String()), tokens, took)
 	}
 	finish := func(s *RecallScore, cats map[string]*catSum) RecallScore {
 		if s.Questions > 0 {
@@ -355,7 +390,7 @@ func Recall(ctx context.Context, chats []RecallChat, o RecallOptions) (RecallRes
 		}
 		return *s
 	}
-	res.Ours, res.Baseline = finish(ours, oursCat), finish(base, baseCat)
+	res.Ours, res.Baseline, res.Stock = finish(ours, oursCat), finish(base, baseCat), finish(stock, stockCat)
 	if o.Embeddings != nil {
 		h := finish(hyb, hybCat)
 		res.Hybrid = &h

@@ -31,14 +31,28 @@ func SearchQueries(n int) []string {
 type SearchSample struct {
 	Query int // index in the queries
 	Took  time.Duration
+	CPU   time.Duration // the process's CPU time meanwhile (nothing else runs): load inflates Took, hardly this
 	Hits  int
 }
 
-// SearchResult holds every query's time: ours (as the bot runs it, with the
-// doclist cache that the conversation's earlier searches filled), ours with
-// the cache off (every doclist read from the index), and the LIKE scan's.
+// CPUTimes are the samples' CPU times.
+func CPUTimes(s []SearchSample) []time.Duration {
+	out := make([]time.Duration, len(s))
+	for i, x := range s {
+		out[i] = x.CPU
+	}
+	return out
+}
+
+// SearchResult holds every query's time: ours (as the bot runs it), ours
+// with pruning off (Exact: every doclist read whole, whatever the
+// conversation's size), stock
+// FTS5 bm25() with the conversation filter (StockSearch), and the LIKE
+// scan's. Overlap is the mean share of ours' hits that stock FTS5 returns
+// too (same query, first round).
 type SearchResult struct {
-	Ours, Cold, Like []SearchSample
+	Ours, Exact, Stock, Like []SearchSample
+	Overlap                  float64
 }
 
 // Durations are the samples' times.
@@ -62,52 +76,66 @@ func MeanHits(s []SearchSample) float64 {
 	return float64(n) / float64(len(s))
 }
 
-// SearchArchive compares our archive search (SQLite.Search) with seed 002's
+// SearchArchive compares our archive search (SQLite.Search) with stock FTS5
+// (StockSearch on the index at stockPath, from StockIndex) and seed 002's
 // LIKE scan (LikeSearch) on the archived messages of key in st: rounds ×
-// every query, each run by ours, ours with SQLite.Search's doclist cache off
-// (Cold) and the LIKE scan, rotating which goes first, after a warm-up of 10
-// queries. Limit 20, token budget 1,500.
-func SearchArchive(ctx context.Context, st *memory.Store, key pipeline.Key, queries []string, rounds int) (SearchResult, error) {
+// every query, each run by ours, ours without pruning (Exact), stock FTS5
+// and the LIKE scan,
+// rotating which goes first, after a warm-up of 10 queries. Limit 20, token
+// budget 1,500.
+func SearchArchive(ctx context.Context, st *memory.Store, stockPath string, key pipeline.Key, queries []string, rounds int) (SearchResult, error) {
 	sq := st.SQLite()
 	db, err := OpenReader(sq.Path())
 	if err != nil {
 		return SearchResult{}, err
 	}
 	defer db.Close()
-	ours := func(text string) ([]memory.Hit, error) {
-		return sq.Search(ctx, key, memory.Query{Text: text, ArchivedOnly: true, Limit: 20, TokenBudget: 1500})
+	sdb, err := OpenStockReader(sq.Path(), stockPath)
+	if err != nil {
+		return SearchResult{}, err
 	}
-	cold := func(text string) ([]memory.Hit, error) {
-		defer sq.WithoutSearchCache()()
+	defer sdb.Close()
+	query := func(text string) memory.Query {
+		return memory.Query{Text: text, ArchivedOnly: true, Limit: 20, TokenBudget: 1500}
+	}
+	ours := func(text string) ([]memory.Hit, error) { return sq.Search(ctx, key, query(text)) }
+	exact := func(text string) ([]memory.Hit, error) {
+		defer sq.WithoutSearchPruning()()
 		return ours(text)
 	}
-	like := func(text string) ([]memory.Hit, error) {
-		return LikeSearch(ctx, db, key, memory.Query{Text: text, ArchivedOnly: true, Limit: 20, TokenBudget: 1500})
-	}
+	stock := func(text string) ([]memory.Hit, error) { return StockSearch(ctx, sdb, key, query(text)) }
+	like := func(text string) ([]memory.Hit, error) { return LikeSearch(ctx, db, key, query(text)) }
 	for _, q := range queries[:min(10, len(queries))] { // page cache, prepared statements
-		if _, err := ours(q); err != nil {
-			return SearchResult{}, err
-		}
-		if _, err := like(q); err != nil {
-			return SearchResult{}, err
+		for _, f := range []func(string) ([]memory.Hit, error){ours, stock, like} {
+			if _, err := f(q); err != nil {
+				return SearchResult{}, err
+			}
 		}
 	}
 	var res SearchResult
-	run := func(f func(string) ([]memory.Hit, error), qi int, to *[]SearchSample, who string) error {
-		t := time.Now()
+	oursIDs, stockIDs := make([][]int64, len(queries)), make([][]int64, len(queries))
+	run := func(f func(string) ([]memory.Hit, error), qi int, to *[]SearchSample, who string, ids [][]int64) error {
+		t, cpu := time.Now(), processCPU()
 		h, err := f(queries[qi])
 		if err != nil {
 			return fmt.Errorf("%s %.40q: %w", who, queries[qi], err)
 		}
-		*to = append(*to, SearchSample{qi, time.Since(t), len(h)})
+		*to = append(*to, SearchSample{qi, time.Since(t), processCPU() - cpu, len(h)})
+		if ids != nil && ids[qi] == nil {
+			ids[qi] = []int64{}
+			for _, x := range h {
+				ids[qi] = append(ids[qi], x.Message.ID)
+			}
+		}
 		return nil
 	}
 	for i := 0; i < rounds; i++ {
 		for qi := range queries {
 			steps := []func() error{
-				func() error { return run(ours, qi, &res.Ours, "ours") },
-				func() error { return run(cold, qi, &res.Cold, "ours (cache off)") },
-				func() error { return run(like, qi, &res.Like, "LIKE") },
+				func() error { return run(ours, qi, &res.Ours, "ours", oursIDs) },
+				func() error { return run(exact, qi, &res.Exact, "ours (pruning off)", nil) },
+				func() error { return run(stock, qi, &res.Stock, "stock FTS5", stockIDs) },
+				func() error { return run(like, qi, &res.Like, "LIKE", nil) },
 			}
 			k := (qi + i) % len(steps) // which goes first rotates
 			for j := range steps {
@@ -117,5 +145,29 @@ func SearchArchive(ctx context.Context, st *memory.Store, key pipeline.Key, quer
 			}
 		}
 	}
+	res.Overlap = overlap(oursIDs, stockIDs)
 	return res, nil
+}
+
+// overlap is the mean share of a's ids per query that b has too, over the
+// queries where a found something.
+func overlap(a, b [][]int64) float64 {
+	sum, n := 0.0, 0
+	for i := range a {
+		if len(a[i]) == 0 {
+			continue
+		}
+		common := 0
+		for _, id := range a[i] {
+			if slices.Contains(b[i], id) {
+				common++
+			}
+		}
+		sum += float64(common) / float64(len(a[i]))
+		n++
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / float64(n)
 }

@@ -7,9 +7,9 @@ import (
 	"io"
 	"strings"
 
+	"github.com/recallbot/recall/access"
 	"github.com/recallbot/recall/app"
 	"github.com/recallbot/recall/config"
-	"github.com/recallbot/recall/pipeline"
 )
 
 // accessRefresh is how soon a running bot applies a decision made with
@@ -17,13 +17,13 @@ import (
 const accessRefresh = app.AccessRefresh
 
 // openAccess opens the store and the access list as the bot sees them.
-func openAccess(ctx context.Context, cfg config.Config) (*pipeline.Access, func(*error), error) {
+func openAccess(ctx context.Context, cfg config.Config) (*access.List, func(*error), error) {
 	s, err := openStore(ctx, cfg, true)
 	if err != nil {
 		return nil, nil, err
 	}
-	a := pipeline.NewAccess(cfg.Access.Open, cfg.Access.AllowedUsers,
-		pipeline.WithAdmins(cfg.Access.Admins...), pipeline.WithAccessStore(s))
+	a := access.New(cfg.Access.Open, cfg.Access.AllowedUsers,
+		access.WithAdmins(cfg.Access.Admins...), access.WithStore(s))
 	if err := a.Load(ctx); err != nil {
 		_ = s.Close(context.Background())
 		return nil, nil, err
@@ -59,12 +59,12 @@ func runAccess(ctx context.Context, cfg config.Config, allow bool, args []string
 			label += " (" + r.Name + ")"
 		}
 	} else if strings.Contains(arg, ":") {
-		if user, err = pipeline.ParseUserID(arg); err != nil {
+		if user, err = access.ParseUserID(arg); err != nil {
 			return usageError(fmt.Sprintf("%q is not a user id: write it as channel:id, e.g. telegram:123456789", arg))
 		}
 		label = user
-	} else if pipeline.LooksLikeCode(arg) {
-		return usageError(fmt.Sprintf("no one is waiting with the code %s (codes last 24 hours); run `bot %s` to list who is waiting", pipeline.NormalizeCode(arg), name))
+	} else if access.LooksLikeCode(arg) {
+		return usageError(fmt.Sprintf("no one is waiting with the code %s (codes last 24 hours); run `bot %s` to list who is waiting", access.NormalizeCode(arg), name))
 	} else {
 		return usageError(fmt.Sprintf("%q is neither a pairing code nor an id such as telegram:123456789", arg))
 	}
@@ -80,7 +80,7 @@ func runAccess(ctx context.Context, cfg config.Config, allow bool, args []string
 		return nil
 	}
 	if err := a.Deny(ctx, user, "operator"); err != nil {
-		if errors.Is(err, pipeline.ErrCannotDeny) {
+		if errors.Is(err, access.ErrCannotDeny) {
 			return usageError(user + " is an admin and cannot be shut out; remove them from access.admins first")
 		}
 		return err
@@ -89,7 +89,7 @@ func runAccess(ctx context.Context, cfg config.Config, allow bool, args []string
 	return nil
 }
 
-func printPending(a *pipeline.Access, w io.Writer, name string) {
+func printPending(a *access.List, w io.Writer, name string) {
 	p := a.Pending()
 	if len(p) == 0 {
 		fmt.Fprintf(w, "No one is waiting to be let in. Usage: bot %s CODE|ID\n", name)

@@ -1,4 +1,4 @@
-package memory
+package fts
 
 import (
 	"strings"
@@ -34,10 +34,25 @@ func Terms(text string) []string {
 	return terms
 }
 
-// ftsMatch builds an FTS5 MATCH expression that ORs the terms, each one a
+// Phrases turns free text into FTS5 phrases: one per search term (see
+// Terms), each tokenized like the index (Tokens). A term may yield no token
+// (it then matches nothing) or several (a phrase).
+func Phrases(text string) [][]string {
+	terms := Terms(text)
+	if len(terms) == 0 {
+		return nil
+	}
+	phrases := make([][]string, len(terms))
+	for i, t := range terms {
+		phrases[i] = Tokens(t)
+	}
+	return phrases
+}
+
+// Match builds an FTS5 MATCH expression that ORs the terms, each one a
 // quoted string, so no user text ever reaches FTS5 syntax. It returns "" when
 // there is nothing to search.
-func ftsMatch(terms []string) string {
+func Match(terms []string) string {
 	if len(terms) == 0 {
 		return ""
 	}

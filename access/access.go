@@ -1,4 +1,4 @@
-package pipeline
+package access
 
 import (
 	"context"
@@ -10,11 +10,9 @@ import (
 	"strings"
 	"sync"
 	"time"
-)
 
-// ConsoleUser is the local terminal user; it is always allowed and is an
-// admin.
-const ConsoleUser = "console:local"
+	"github.com/recallbot/recall/pipeline"
+)
 
 const (
 	// maxTold bounds the set of refused users remembered as told. Past it the
@@ -34,14 +32,14 @@ const (
 )
 
 var (
-	// ErrCannotDeny is returned by Access.Deny for an admin or ConsoleUser.
+	// ErrCannotDeny is returned by List.Deny for an admin or pipeline.ConsoleUser.
 	ErrCannotDeny = errors.New("admins cannot be denied")
 	// ErrBadUserID is returned for a user id that is not "channel:id".
 	ErrBadUserID = errors.New(`user ids are "channel:id"`)
 )
 
-// AccessRule is an admin's decision about one user, kept across restarts.
-type AccessRule struct {
+// Rule is an admin's decision about one user, kept across restarts.
+type Rule struct {
 	UserID  string // "telegram:123456"
 	Allowed bool   // false: denied
 	By      string // the admin who decided ("" when unknown)
@@ -54,20 +52,20 @@ type PairingRequest struct {
 	UserID  string
 	Name    string // their display name when they asked
 	Code    string
-	Key     Key // the private chat they asked from (where they can be told they are in); zero when they asked in a group
+	Key     pipeline.Key // the private chat they asked from (where they can be told they are in); zero when they asked in a group
 	Created time.Time
 	Expires time.Time
 }
 
-// AccessStore keeps admins' decisions and pairing requests across restarts.
+// Store keeps admins' decisions and pairing requests across restarts.
 // Methods are called with the turn's or the admin command's context; an error
 // leaves the caller to decide (Allow and Deny fail, a new pairing request
 // lives in memory only).
-type AccessStore interface {
+type Store interface {
 	// AccessRules returns every stored decision, one per user.
-	AccessRules(ctx context.Context) ([]AccessRule, error)
+	AccessRules(ctx context.Context) ([]Rule, error)
 	// PutAccessRule stores a decision, replacing the user's previous one.
-	PutAccessRule(ctx context.Context, r AccessRule) error
+	PutAccessRule(ctx context.Context, r Rule) error
 	// PairingRequests returns the stored requests, expired ones included.
 	PairingRequests(ctx context.Context) ([]PairingRequest, error)
 	// PutPairingRequest stores a request, replacing the user's previous one.
@@ -76,34 +74,34 @@ type AccessStore interface {
 	DeletePairingRequest(ctx context.Context, userID string) error
 }
 
-// Access decides who may talk to the bot. Users are named by
-// Inbound.UserID ("telegram:123456", "whatsapp:4915112345678"). It is safe for
+// List decides who may talk to the bot. Users are named by
+// pipeline.Inbound.UserID ("telegram:123456", "whatsapp:4915112345678"). It is safe for
 // concurrent use; Allow and Deny take effect for the next message.
 //
 // Who is let in, first rule that applies:
 //
-//  1. ConsoleUser and the admins (WithAdmins): always; they cannot be denied.
+//  1. pipeline.ConsoleUser and the admins (WithAdmins): always; they cannot be denied.
 //  2. A user an admin denied (Deny): never, even when listed in the config
 //     or when the bot is open. Deny is the later, explicit decision; /allow
 //     lifts it.
 //  3. A user an admin allowed (Allow) or listed in access.allowed_users: yes.
 //  4. Anyone else when the bot is open; otherwise no.
 //
-// With an AccessStore (WithAccessStore, then Load) the admins' decisions and
+// With an Store (WithStore, then Load) the admins' decisions and
 // the pairing requests survive restarts; without one they last until the
 // process ends. The config file is never changed.
 //
 // In a group the sender is checked, not the group: an allowed user's message
 // in a group is answered, an unknown user's in the same group is not.
-type Access struct {
-	store AccessStore // nil: nothing persisted
+type List struct {
+	store Store // nil: nothing persisted
 	now   func() time.Time
 	log   *slog.Logger
 
 	mu      sync.RWMutex
 	open    bool                       // anyone may talk
 	config  map[string]bool            // access.allowed_users
-	admins  map[string]bool            // access.admins, plus ConsoleUser
+	admins  map[string]bool            // access.admins, plus pipeline.ConsoleUser
 	granted map[string]bool            // allowed by an admin
 	denied  map[string]bool            // denied by an admin
 	pending map[string]*PairingRequest // by user
@@ -117,13 +115,13 @@ type Access struct {
 	refreshed    time.Time // when the decisions were last read from the store
 }
 
-// AccessOption configures NewAccess.
-type AccessOption func(*Access)
+// Option configures New.
+type Option func(*List)
 
 // WithAdmins names the admins ("channel:id"): always allowed, never denied,
-// and the only users (with ConsoleUser) who may run admin commands.
-func WithAdmins(admins ...string) AccessOption {
-	return func(a *Access) {
+// and the only users (with pipeline.ConsoleUser) who may run admin commands.
+func WithAdmins(admins ...string) Option {
+	return func(a *List) {
 		for _, u := range admins {
 			if u = normalizeUser(u); u != "" {
 				a.admins[u] = true
@@ -132,42 +130,42 @@ func WithAdmins(admins ...string) AccessOption {
 	}
 }
 
-// WithAccessStore keeps admins' decisions and pairing requests in s. Call
+// WithStore keeps admins' decisions and pairing requests in s. Call
 // Load before the first message to apply what s holds.
-func WithAccessStore(s AccessStore) AccessOption { return func(a *Access) { a.store = s } }
+func WithStore(s Store) Option { return func(a *List) { a.store = s } }
 
-// WithAccessRefresh rereads the admins' decisions from the store before a
+// WithRefresh rereads the admins' decisions from the store before a
 // turn when they were last read more than every ago, and before refusing
 // anyone, so that a decision stored by another process (`bot allow`, `bot
 // deny` beside the running bot) takes effect: an allow at the user's next
 // message, a deny within every.
-func WithAccessRefresh(every time.Duration) AccessOption {
-	return func(a *Access) { a.refreshEvery = every }
+func WithRefresh(every time.Duration) Option {
+	return func(a *List) { a.refreshEvery = every }
 }
 
-// WithAccessClock replaces time.Now (tests).
-func WithAccessClock(now func() time.Time) AccessOption { return func(a *Access) { a.now = now } }
+// WithClock replaces time.Now (tests).
+func WithClock(now func() time.Time) Option { return func(a *List) { a.now = now } }
 
-// WithAccessLog sets where Access logs what it decides on its own (a stale
+// WithLog sets where the list logs what it decides on its own (a stale
 // pairing request dropped, a store write that failed). nil discards.
-func WithAccessLog(l *slog.Logger) AccessOption {
-	return func(a *Access) {
+func WithLog(l *slog.Logger) Option {
+	return func(a *List) {
 		if l != nil {
 			a.log = l
 		}
 	}
 }
 
-// NewAccess returns an access list. open lets everyone in; otherwise only the
-// allowed users ("channel:id"), the admins and ConsoleUser may talk. Entries
+// New returns an access list. open lets everyone in; otherwise only the
+// allowed users ("channel:id"), the admins and pipeline.ConsoleUser may talk. Entries
 // are trimmed and their channel lowercased.
-func NewAccess(open bool, allowed []string, opts ...AccessOption) *Access {
-	a := &Access{
+func New(open bool, allowed []string, opts ...Option) *List {
+	a := &List{
 		now:     time.Now,
-		log:     discard,
+		log:     slog.New(slog.DiscardHandler),
 		open:    open,
 		config:  make(map[string]bool, len(allowed)),
-		admins:  map[string]bool{ConsoleUser: true},
+		admins:  map[string]bool{pipeline.ConsoleUser: true},
 		granted: make(map[string]bool),
 		denied:  make(map[string]bool),
 		pending: make(map[string]*PairingRequest),
@@ -191,7 +189,7 @@ func NewAccess(open bool, allowed []string, opts ...AccessOption) *Access {
 // be denied. A config entry an admin denied stays denied; that is logged, so
 // an operator who added it to access.allowed_users again learns why it has
 // no effect.
-func (a *Access) Load(ctx context.Context) error {
+func (a *List) Load(ctx context.Context) error {
 	if a.store == nil {
 		return nil
 	}
@@ -249,10 +247,10 @@ func (a *Access) Load(ctx context.Context) error {
 
 // refresh applies the decisions in the store when they were last read more
 // than refreshEvery ago, or at once when force (a refused user writes: they
-// may have just been let in) (WithAccessRefresh): a user allowed or denied
+// may have just been let in) (WithRefresh): a user allowed or denied
 // by another process is let in or shut out, and their pairing request is
 // dropped. A failure to read is logged; the decisions known stay.
-func (a *Access) refresh(ctx context.Context, force bool) {
+func (a *List) refresh(ctx context.Context, force bool) {
 	if a.store == nil || a.refreshEvery <= 0 {
 		return
 	}
@@ -269,7 +267,7 @@ func (a *Access) refresh(ctx context.Context, force bool) {
 		a.log.Warn("rereading the access decisions (the ones known stay)", "err", err)
 		return
 	}
-	var changed []AccessRule
+	var changed []Rule
 	a.mu.Lock()
 	for _, r := range rules {
 		u := normalizeUser(r.UserID)
@@ -297,7 +295,7 @@ func (a *Access) refresh(ctx context.Context, force bool) {
 // Nobody reports whether nobody but the terminal user may talk to the bot:
 // it is not open, and no user is listed in access.allowed_users or
 // access.admins or was let in by an admin.
-func (a *Access) Nobody() bool {
+func (a *List) Nobody() bool {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	return !a.open && len(a.config) == 0 && len(a.granted) == 0 && len(a.admins) <= 1
@@ -330,14 +328,14 @@ func ParseUserID(s string) (string, error) {
 }
 
 // Allowed reports whether the user may talk to the bot.
-func (a *Access) Allowed(userID string) bool {
+func (a *List) Allowed(userID string) bool {
 	userID = normalizeUser(userID)
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	return a.allowedLocked(userID)
 }
 
-func (a *Access) allowedLocked(u string) bool {
+func (a *List) allowedLocked(u string) bool {
 	switch {
 	case a.admins[u]:
 		return true
@@ -349,8 +347,8 @@ func (a *Access) allowedLocked(u string) bool {
 }
 
 // IsAdmin reports whether the user is an admin (access.admins, or
-// ConsoleUser): they run admin commands and no limit applies to them.
-func (a *Access) IsAdmin(userID string) bool {
+// pipeline.ConsoleUser): they run admin commands and no limit applies to them.
+func (a *List) IsAdmin(userID string) bool {
 	userID = normalizeUser(userID)
 	a.mu.RLock()
 	defer a.mu.RUnlock()
@@ -358,14 +356,14 @@ func (a *Access) IsAdmin(userID string) bool {
 }
 
 // IsOpen reports whether everyone is let in.
-func (a *Access) IsOpen() bool {
+func (a *List) IsOpen() bool {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	return a.open
 }
 
 // InConfig reports whether the user is listed in access.allowed_users.
-func (a *Access) InConfig(userID string) bool {
+func (a *List) InConfig(userID string) bool {
 	userID = normalizeUser(userID)
 	a.mu.RLock()
 	defer a.mu.RUnlock()
@@ -375,20 +373,20 @@ func (a *Access) InConfig(userID string) bool {
 // Allow lets the user in, lifting a denial, and drops their pairing request.
 // With a store the decision is stored first; when that fails nothing changes
 // and the error says so. by names the admin (for the record).
-func (a *Access) Allow(ctx context.Context, userID, by string) error {
+func (a *List) Allow(ctx context.Context, userID, by string) error {
 	return a.decide(ctx, userID, by, true)
 }
 
-// Deny shuts the user out (see Access for how that ranks against the config
+// Deny shuts the user out (see List for how that ranks against the config
 // and open mode) and drops their pairing request; they are told once more
 // that the bot is private, without a code. ErrCannotDeny for an admin or
-// ConsoleUser. With a store the decision is stored first; when that fails
+// pipeline.ConsoleUser. With a store the decision is stored first; when that fails
 // nothing changes.
-func (a *Access) Deny(ctx context.Context, userID, by string) error {
+func (a *List) Deny(ctx context.Context, userID, by string) error {
 	return a.decide(ctx, userID, by, false)
 }
 
-func (a *Access) decide(ctx context.Context, userID, by string, allow bool) error {
+func (a *List) decide(ctx context.Context, userID, by string, allow bool) error {
 	u := normalizeUser(userID)
 	if u == "" {
 		return fmt.Errorf("%w: empty", ErrBadUserID)
@@ -397,7 +395,7 @@ func (a *Access) decide(ctx context.Context, userID, by string, allow bool) erro
 		return fmt.Errorf("denying %s: %w", u, ErrCannotDeny)
 	}
 	if a.store != nil {
-		r := AccessRule{UserID: u, Allowed: allow, By: normalizeUser(by), Updated: a.now()}
+		r := Rule{UserID: u, Allowed: allow, By: normalizeUser(by), Updated: a.now()}
 		if err := a.store.PutAccessRule(ctx, r); err != nil {
 			return fmt.Errorf("storing the access decision for %s: %w", u, err)
 		}
@@ -423,7 +421,7 @@ func (a *Access) decide(ctx context.Context, userID, by string, allow bool) erro
 	return nil
 }
 
-func (a *Access) dropRequestLocked(u string) {
+func (a *List) dropRequestLocked(u string) {
 	if r := a.pending[u]; r != nil {
 		delete(a.codes, r.Code)
 		delete(a.pending, u)
@@ -431,9 +429,9 @@ func (a *Access) dropRequestLocked(u string) {
 }
 
 // Users lists the allowed users — access.allowed_users and those an admin
-// allowed, less those an admin denied — sorted. Admins and ConsoleUser are
+// allowed, less those an admin denied — sorted. Admins and pipeline.ConsoleUser are
 // not included.
-func (a *Access) Users() []string {
+func (a *List) Users() []string {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	users := make([]string, 0, len(a.config)+len(a.granted))
@@ -452,7 +450,7 @@ func (a *Access) Users() []string {
 }
 
 // Denied lists the users an admin denied, sorted.
-func (a *Access) Denied() []string {
+func (a *List) Denied() []string {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	users := make([]string, 0, len(a.denied))
@@ -464,7 +462,7 @@ func (a *Access) Denied() []string {
 }
 
 // Pending lists the pairing requests that have not expired, oldest first.
-func (a *Access) Pending() []PairingRequest {
+func (a *List) Pending() []PairingRequest {
 	now := a.now()
 	a.mu.RLock()
 	defer a.mu.RUnlock()
@@ -485,7 +483,7 @@ func (a *Access) Pending() []PairingRequest {
 
 // Request returns the pending, unexpired request with this code (any case,
 // spaces and dashes ignored: "abc-234" finds ABC234).
-func (a *Access) Request(code string) (PairingRequest, bool) {
+func (a *List) Request(code string) (PairingRequest, bool) {
 	code = NormalizeCode(code)
 	now := a.now()
 	a.mu.RLock()
@@ -531,7 +529,7 @@ func LooksLikeCode(s string) bool {
 // request returns the user's pending request, creating one (and storing it)
 // when they have none or it expired. ok is false when too many requests are
 // waiting: the user is then refused without a code.
-func (a *Access) request(ctx context.Context, in Inbound, user string) (PairingRequest, bool) {
+func (a *List) request(ctx context.Context, in pipeline.Inbound, user string) (PairingRequest, bool) {
 	now := a.now()
 	a.mu.Lock()
 	if r := a.pending[user]; r != nil && now.Before(r.Expires) {
@@ -575,7 +573,7 @@ func (a *Access) request(ctx context.Context, in Inbound, user string) (PairingR
 
 // deleteRequests deletes expired requests from the store, best effort (Load
 // drops the ones left).
-func (a *Access) deleteRequests(ctx context.Context, users []string) {
+func (a *List) deleteRequests(ctx context.Context, users []string) {
 	if a.store == nil {
 		return
 	}
@@ -589,7 +587,7 @@ func (a *Access) deleteRequests(ctx context.Context, users []string) {
 
 // newCodeLocked draws a code no pending request has, with at least one
 // letter (so it is never mistaken for a numeric user id). a.mu is held.
-func (a *Access) newCodeLocked() string {
+func (a *List) newCodeLocked() string {
 	var b [pairingLen]byte
 	for {
 		letter := false
@@ -638,11 +636,11 @@ func RefusalText(userID, code string) string {
 // name and conversation — and are told it once per code and process, in
 // plain text (RefusalText); after that their messages are dropped silently.
 // A user an admin denied is told once, without a code. In a group, only a
-// message addressed to the bot (Inbound.Addressed) earns that message, so
+// message addressed to the bot (pipeline.Inbound.Addressed) earns that message, so
 // chatter in a group the bot sits in draws neither refusals nor requests.
-func (a *Access) Middleware() Middleware {
-	return func(next Handler) Handler {
-		return HandlerFunc(func(ctx context.Context, t *Turn) error {
+func (a *List) Middleware() pipeline.Middleware {
+	return func(next pipeline.Handler) pipeline.Handler {
+		return pipeline.HandlerFunc(func(ctx context.Context, t *pipeline.Turn) error {
 			user := normalizeUser(t.In.UserID())
 			a.refresh(ctx, false)
 			if a.Allowed(user) {
@@ -670,7 +668,7 @@ func (a *Access) Middleware() Middleware {
 				return nil
 			}
 			log.Info("refused unknown user", "user", user, "sender_name", t.In.SenderName, "code", code, "denied", denied)
-			out := Outbound{Key: t.In.Key, Text: RefusalText(user, code), Plain: true}
+			out := pipeline.Outbound{Key: t.In.Key, Text: RefusalText(user, code), Plain: true}
 			if t.In.IsGroup {
 				out.ReplyTo = t.In.MessageID
 			}
@@ -684,7 +682,7 @@ func (a *Access) Middleware() Middleware {
 }
 
 // markTold records that user is being told code; false when they already were.
-func (a *Access) markTold(user, code string) bool {
+func (a *List) markTold(user, code string) bool {
 	a.toldMu.Lock()
 	defer a.toldMu.Unlock()
 	if c, ok := a.told[user]; ok && c == code {
@@ -697,7 +695,7 @@ func (a *Access) markTold(user, code string) bool {
 	return true
 }
 
-func (a *Access) unmarkTold(user string) {
+func (a *List) unmarkTold(user string) {
 	a.toldMu.Lock()
 	defer a.toldMu.Unlock()
 	delete(a.told, user)

@@ -1,4 +1,4 @@
-package pipeline
+package access
 
 import (
 	"context"
@@ -11,6 +11,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/recallbot/recall/pipeline"
+	"github.com/recallbot/recall/pipeline/pipelinetest"
 )
 
 func TestAccessAllowed(t *testing.T) {
@@ -34,7 +37,7 @@ func TestAccessAllowed(t *testing.T) {
 		{"admin is allowed", false, nil, []string{"Telegram:9"}, "telegram:9", true},
 	}
 	for _, tt := range tests {
-		a := NewAccess(tt.open, tt.allowed, WithAdmins(tt.admins...))
+		a := New(tt.open, tt.allowed, WithAdmins(tt.admins...))
 		if got := a.Allowed(tt.user); got != tt.want {
 			t.Errorf("%s: Allowed(%q) = %v, want %v", tt.name, tt.user, got, tt.want)
 		}
@@ -43,7 +46,7 @@ func TestAccessAllowed(t *testing.T) {
 
 func TestAccessAllowDeny(t *testing.T) {
 	ctx := context.Background()
-	a := NewAccess(false, []string{"telegram:1", "telegram:2"}, WithAdmins("telegram:9"))
+	a := New(false, []string{"telegram:1", "telegram:2"}, WithAdmins("telegram:9"))
 	var wg sync.WaitGroup
 	for i := range 50 {
 		wg.Go(func() {
@@ -66,7 +69,7 @@ func TestAccessAllowDeny(t *testing.T) {
 	if err := a.Deny(ctx, "telegram:1", "telegram:9"); err != nil {
 		t.Fatal(err)
 	}
-	for _, admin := range []string{ConsoleUser, "telegram:9", " TELEGRAM:9 "} {
+	for _, admin := range []string{pipeline.ConsoleUser, "telegram:9", " TELEGRAM:9 "} {
 		if err := a.Deny(ctx, admin, "telegram:9"); !errors.Is(err, ErrCannotDeny) {
 			t.Errorf("Deny(%q) = %v, want ErrCannotDeny", admin, err)
 		}
@@ -79,7 +82,7 @@ func TestAccessAllowDeny(t *testing.T) {
 		{"telegram:2", true},
 		{"whatsapp:1", true},
 		{"whatsapp:2", false},
-		{ConsoleUser, true},
+		{pipeline.ConsoleUser, true},
 		{"telegram:9", true},
 	}
 	for _, tt := range tests {
@@ -87,7 +90,7 @@ func TestAccessAllowDeny(t *testing.T) {
 			t.Errorf("Allowed(%q) = %v, want %v", tt.user, got, tt.want)
 		}
 	}
-	if users := a.Users(); !slices.IsSorted(users) || slices.Contains(users, ConsoleUser) || slices.Contains(users, "telegram:1") {
+	if users := a.Users(); !slices.IsSorted(users) || slices.Contains(users, pipeline.ConsoleUser) || slices.Contains(users, "telegram:1") {
 		t.Errorf("Users() = %v", users)
 	}
 	if d := a.Denied(); !slices.Contains(d, "telegram:1") || !slices.IsSorted(d) {
@@ -97,13 +100,13 @@ func TestAccessAllowDeny(t *testing.T) {
 	if err := a.Allow(ctx, "telegram:1", "telegram:9"); err != nil || !a.Allowed("telegram:1") {
 		t.Errorf("Allow after Deny: err %v, allowed %v", err, a.Allowed("telegram:1"))
 	}
-	if !a.IsAdmin("telegram:9") || !a.IsAdmin(ConsoleUser) || a.IsAdmin("telegram:1") {
+	if !a.IsAdmin("telegram:9") || !a.IsAdmin(pipeline.ConsoleUser) || a.IsAdmin("telegram:1") {
 		t.Error("IsAdmin wrong")
 	}
 }
 
 func TestAccessDenyWhenOpen(t *testing.T) {
-	a := NewAccess(true, nil)
+	a := New(true, nil)
 	if err := a.Deny(context.Background(), "telegram:5", "console:local"); err != nil {
 		t.Fatal(err)
 	}
@@ -128,14 +131,14 @@ func codeIn(t *testing.T, text string) string {
 }
 
 func TestAccessMiddleware(t *testing.T) {
-	private := Inbound{Key: Key{Channel: "telegram", Chat: "999"}, SenderID: "999", MessageID: "1", Text: "hi"}
-	allowed := Inbound{Key: tgKey, SenderID: "123", MessageID: "2", Text: "hi"}
-	groupChatter := Inbound{Key: grpKey, SenderID: "999", MessageID: "3", Text: "lunch?", IsGroup: true}
-	groupMention := Inbound{Key: grpKey, SenderID: "999", MessageID: "4", Text: "@RecallBot hi", IsGroup: true, MentionsBot: true}
-	groupAllowed := Inbound{Key: grpKey, SenderID: "123", MessageID: "5", Text: "@RecallBot hi", IsGroup: true, MentionsBot: true}
+	private := pipeline.Inbound{Key: pipeline.Key{Channel: "telegram", Chat: "999"}, SenderID: "999", MessageID: "1", Text: "hi"}
+	allowed := pipeline.Inbound{Key: tgKey, SenderID: "123", MessageID: "2", Text: "hi"}
+	groupChatter := pipeline.Inbound{Key: grpKey, SenderID: "999", MessageID: "3", Text: "lunch?", IsGroup: true}
+	groupMention := pipeline.Inbound{Key: grpKey, SenderID: "999", MessageID: "4", Text: "@RecallBot hi", IsGroup: true, MentionsBot: true}
+	groupAllowed := pipeline.Inbound{Key: grpKey, SenderID: "123", MessageID: "5", Text: "@RecallBot hi", IsGroup: true, MentionsBot: true}
 
 	type step struct {
-		in       Inbound
+		in       pipeline.Inbound
 		wantNext bool
 		wantSent bool
 	}
@@ -154,13 +157,13 @@ func TestAccessMiddleware(t *testing.T) {
 		{"told once across chats", []step{{groupMention, false, true}, {private, false, false}}},
 	}
 	for _, tt := range tests {
-		a := NewAccess(false, []string{"telegram:123"})
-		h := Chain(HandlerFunc(func(context.Context, *Turn) error {
+		a := New(false, []string{"telegram:123"})
+		h := pipeline.Chain(pipeline.HandlerFunc(func(context.Context, *pipeline.Turn) error {
 			return errors.New("next reached")
 		}), a.Middleware())
 		for i, s := range tt.steps {
-			r := &recorder{}
-			err := h.Handle(context.Background(), &Turn{In: s.in, Out: r})
+			r := &pipelinetest.Recorder{}
+			err := h.Handle(context.Background(), &pipeline.Turn{In: s.in, Out: r})
 			if reached := err != nil; reached != s.wantNext {
 				t.Errorf("%s step %d: next called = %v, want %v", tt.name, i, reached, s.wantNext)
 			}
@@ -186,18 +189,19 @@ func TestAccessMiddleware(t *testing.T) {
 }
 
 func TestAccessMiddlewareSendFailureRetries(t *testing.T) {
-	a := NewAccess(false, nil)
-	h := Chain(HandlerFunc(func(context.Context, *Turn) error {
+	a := New(false, nil)
+	h := pipeline.Chain(pipeline.HandlerFunc(func(context.Context, *pipeline.Turn) error {
 		t.Error("next reached")
 		return nil
 	}), a.Middleware())
-	in := Inbound{Key: Key{Channel: "whatsapp", Chat: "4915112345678@s.whatsapp.net"}, SenderID: "4915112345678", Text: "hi"}
-	r := &recorder{err: errors.New("offline")}
-	if err := h.Handle(context.Background(), &Turn{In: in, Out: r}); err == nil || !strings.Contains(err.Error(), "whatsapp:4915112345678") {
+	in := pipeline.Inbound{Key: pipeline.Key{Channel: "whatsapp", Chat: "4915112345678@s.whatsapp.net"}, SenderID: "4915112345678", Text: "hi"}
+	r := &pipelinetest.Recorder{}
+	r.SetErr(errors.New("offline"))
+	if err := h.Handle(context.Background(), &pipeline.Turn{In: in, Out: r}); err == nil || !strings.Contains(err.Error(), "whatsapp:4915112345678") {
 		t.Errorf("err = %v, want the failed send naming the user", err)
 	}
-	r.setErr(nil)
-	if err := h.Handle(context.Background(), &Turn{In: in, Out: r}); err != nil {
+	r.SetErr(nil)
+	if err := h.Handle(context.Background(), &pipeline.Turn{In: in, Out: r}); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(r.Sent()); n != 1 {
@@ -207,11 +211,11 @@ func TestAccessMiddlewareSendFailureRetries(t *testing.T) {
 
 func TestAccessAllowThenDenyTellsAgain(t *testing.T) {
 	ctx := context.Background()
-	a := NewAccess(false, nil)
-	h := Chain(HandlerFunc(func(context.Context, *Turn) error { return nil }), a.Middleware())
-	in := Inbound{Key: Key{Channel: "telegram", Chat: "7"}, SenderID: "7", Text: "hi"}
-	r := &recorder{}
-	run := func() { _ = h.Handle(ctx, &Turn{In: in, Out: r}) }
+	a := New(false, nil)
+	h := pipeline.Chain(pipeline.HandlerFunc(func(context.Context, *pipeline.Turn) error { return nil }), a.Middleware())
+	in := pipeline.Inbound{Key: pipeline.Key{Channel: "telegram", Chat: "7"}, SenderID: "7", Text: "hi"}
+	r := &pipelinetest.Recorder{}
+	run := func() { _ = h.Handle(ctx, &pipeline.Turn{In: in, Out: r}) }
 	run()
 	if err := a.Allow(ctx, "telegram:7", ""); err != nil {
 		t.Fatal(err)
@@ -234,29 +238,29 @@ func TestAccessAllowThenDenyTellsAgain(t *testing.T) {
 	}
 }
 
-// memAccessStore is a stateful in-memory AccessStore.
+// memAccessStore is a stateful in-memory Store.
 type memAccessStore struct {
 	mu    sync.Mutex
-	rules map[string]AccessRule
+	rules map[string]Rule
 	reqs  map[string]PairingRequest
 	err   error // returned by every write when set
 }
 
 func newMemAccessStore() *memAccessStore {
-	return &memAccessStore{rules: map[string]AccessRule{}, reqs: map[string]PairingRequest{}}
+	return &memAccessStore{rules: map[string]Rule{}, reqs: map[string]PairingRequest{}}
 }
 
-func (m *memAccessStore) AccessRules(context.Context) ([]AccessRule, error) {
+func (m *memAccessStore) AccessRules(context.Context) ([]Rule, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []AccessRule
+	var out []Rule
 	for _, r := range m.rules {
 		out = append(out, r)
 	}
 	return out, nil
 }
 
-func (m *memAccessStore) PutAccessRule(_ context.Context, r AccessRule) error {
+func (m *memAccessStore) PutAccessRule(_ context.Context, r Rule) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.err != nil {
@@ -330,23 +334,23 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// accessRun is an Access over a store, as one process of the bot sees it.
+// accessRun is a List over a store, as one process of the bot sees it.
 type accessRun struct {
 	t    *testing.T
-	a    *Access
-	h    Handler
+	a    *List
+	h    pipeline.Handler
 	next int // turns that got through
 	mu   sync.Mutex
 }
 
-func startAccess(t *testing.T, store AccessStore, clk *fakeClock, allowed ...string) *accessRun {
+func startAccess(t *testing.T, store Store, clk *fakeClock, allowed ...string) *accessRun {
 	t.Helper()
-	a := NewAccess(false, allowed, WithAdmins("telegram:1"), WithAccessStore(store), WithAccessClock(clk.Now))
+	a := New(false, allowed, WithAdmins("telegram:1"), WithStore(store), WithClock(clk.Now))
 	if err := a.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	run := &accessRun{t: t, a: a}
-	run.h = Chain(HandlerFunc(func(context.Context, *Turn) error {
+	run.h = pipeline.Chain(pipeline.HandlerFunc(func(context.Context, *pipeline.Turn) error {
 		run.mu.Lock()
 		run.next++
 		run.mu.Unlock()
@@ -359,12 +363,12 @@ func startAccess(t *testing.T, store AccessStore, clk *fakeClock, allowed ...str
 // whether it went on and the refusal sent, if any.
 func (r *accessRun) send(id string) (passed bool, refusal string) {
 	r.t.Helper()
-	rec := &recorder{}
-	in := Inbound{Key: Key{Channel: "telegram", Chat: id}, SenderID: id, SenderName: "User " + id, MessageID: "m", Text: "hello"}
+	rec := &pipelinetest.Recorder{}
+	in := pipeline.Inbound{Key: pipeline.Key{Channel: "telegram", Chat: id}, SenderID: id, SenderName: "User " + id, MessageID: "m", Text: "hello"}
 	r.mu.Lock()
 	before := r.next
 	r.mu.Unlock()
-	if err := r.h.Handle(context.Background(), &Turn{In: in, Out: rec}); err != nil {
+	if err := r.h.Handle(context.Background(), &pipeline.Turn{In: in, Out: rec}); err != nil {
 		r.t.Fatal(err)
 	}
 	r.mu.Lock()
@@ -392,7 +396,7 @@ func TestAccessPairing(t *testing.T) {
 	}
 	p := run.a.Pending()
 	if len(p) != 1 || p[0].UserID != "telegram:555" || p[0].Code != code || p[0].Name != "User 555" ||
-		p[0].Key != (Key{Channel: "telegram", Chat: "555"}) || !p[0].Created.Equal(clk.Now()) || !p[0].Expires.Equal(clk.Now().Add(24*time.Hour)) {
+		p[0].Key != (pipeline.Key{Channel: "telegram", Chat: "555"}) || !p[0].Created.Equal(clk.Now()) || !p[0].Expires.Equal(clk.Now().Add(24*time.Hour)) {
 		t.Fatalf("Pending() = %+v", p)
 	}
 	if r, ok := run.a.Request(strings.ToLower(code[:3]) + "-" + code[3:]); !ok || r.UserID != "telegram:555" {
@@ -474,9 +478,9 @@ func TestAccessLoadConfigAndStaleRules(t *testing.T) {
 	ctx := context.Background()
 	store := newMemAccessStore()
 	clk := &fakeClock{now: time.Date(2030, 5, 1, 12, 0, 0, 0, time.UTC)}
-	_ = store.PutAccessRule(ctx, AccessRule{UserID: "telegram:2", Allowed: false, By: "telegram:1"})
-	_ = store.PutAccessRule(ctx, AccessRule{UserID: "telegram:1", Allowed: false}) // an admin: ignored
-	_ = store.PutAccessRule(ctx, AccessRule{UserID: "Telegram:3", Allowed: true})
+	_ = store.PutAccessRule(ctx, Rule{UserID: "telegram:2", Allowed: false, By: "telegram:1"})
+	_ = store.PutAccessRule(ctx, Rule{UserID: "telegram:1", Allowed: false}) // an admin: ignored
+	_ = store.PutAccessRule(ctx, Rule{UserID: "Telegram:3", Allowed: true})
 	_ = store.PutPairingRequest(ctx, PairingRequest{UserID: "telegram:3", Code: "ABC234", Expires: clk.Now().Add(time.Hour)})
 	run := startAccess(t, store, clk, "telegram:2")
 	tests := []struct {
@@ -582,7 +586,7 @@ func TestAccessDecisionsFromBesideTheBot(t *testing.T) {
 		defer logMu.Unlock()
 		return logBuf.Write(p)
 	}), nil))
-	bot := NewAccess(false, nil, WithAccessStore(store), WithAccessClock(clk.Now), WithAccessRefresh(2*time.Second), WithAccessLog(log))
+	bot := New(false, nil, WithStore(store), WithClock(clk.Now), WithRefresh(2*time.Second), WithLog(log))
 	if err := bot.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -590,7 +594,7 @@ func TestAccessDecisionsFromBesideTheBot(t *testing.T) {
 		t.Error("nobody is allowed, but Nobody() is false")
 	}
 	run := &accessRun{t: t, a: bot}
-	run.h = Chain(HandlerFunc(func(context.Context, *Turn) error {
+	run.h = pipeline.Chain(pipeline.HandlerFunc(func(context.Context, *pipeline.Turn) error {
 		run.mu.Lock()
 		run.next++
 		run.mu.Unlock()
@@ -606,8 +610,8 @@ func TestAccessDecisionsFromBesideTheBot(t *testing.T) {
 		t.Errorf("the new pairing request's code is not in the log:\n%s", logged)
 	}
 
-	// `bot allow CODE`: another Access on the same store.
-	cli := NewAccess(false, nil, WithAccessStore(store), WithAccessClock(clk.Now))
+	// `bot allow CODE`: another List on the same store.
+	cli := New(false, nil, WithStore(store), WithClock(clk.Now))
 	if err := cli.Load(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,8 @@
-package memory
+package fts
 
 // This file is a byte-for-byte port of the Porter stemmer of SQLite's FTS5
-// "porter" tokenizer (ext/fts5/fts5_tokenize.c), so the JSON backend stems
-// exactly as the SQLite backend's index does. FTS5's version differs from the
+// "porter" tokenizer (ext/fts5/fts5_tokenize.c), so Tokens stems exactly
+// as SQLite's own 'porter unicode61' does. FTS5's version differs from the
 // textbook algorithm in small ways that are kept here on purpose: step 1a
 // maps "ies" to "i" only for words of four bytes or more, step 1b's "eed"
 // branch needs more than three bytes, and stemming runs on bytes (bytes of

@@ -1,6 +1,6 @@
-// Code generated from SQLite's FTS5 unicode61 tokenizer (TestGenerateFTS5Tables); DO NOT EDIT.
+// Code generated from SQLite's FTS5 unicode61 tokenizer (TestGenerateTables); DO NOT EDIT.
 
-package memory
+package fts
 
 // fts5TokenRanges are the non-ASCII code points unicode61 takes as token
 // characters (Unicode 6.1 categories L*, N* and Co, below U+100000), as

@@ -1,0 +1,13 @@
+package memory
+
+// Switches that turn an optional part of SQLite.Search off, so that the
+// benchmarks measure each part beside the plain version in one run. Not
+// safe while searches run.
+
+// WithoutSearchPruning ranks every conversation exactly, whatever its size
+// (every doclist read whole), until restore is called.
+func (s *SQLite) WithoutSearchPruning() (restore func()) {
+	old := s.tune
+	s.tune = &exactSearchTuning
+	return func() { s.tune = old }
+}
