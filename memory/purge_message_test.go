@@ -21,15 +21,8 @@ func TestPurgeMessage(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			dir := t.TempDir()
-			storage := Storage(name)
-			var s *Store
-			var pg *Postgres
-			if name == "postgres" {
-				s, storage = openStoreOn(t, dir, pgTestURL(t)), StorageSQLite
-				pg = s.pg
-			} else {
-				s = openStore(t, dir)
-			}
+			s, storage := openStoreNamed(t, dir, name)
+			pg := s.pg
 			secret := "zqxrevoked9931"
 			key := pipeline.Key{Channel: "whatsapp", Chat: "4915112345678@s.whatsapp.net"}
 			if storage == StorageJSON {
@@ -109,6 +102,7 @@ func pgTraces(t *testing.T, p *Postgres, word string) []string {
 	}{
 		{"messages", `SELECT count(*) FROM messages WHERE strpos(text, $1) > 0`, word},
 		{"summaries", `SELECT count(*) FROM summaries WHERE strpos(text, $1) > 0`, word},
+		{"facts", `SELECT count(*) FROM facts WHERE strpos(content, $1) > 0 OR strpos(norm, $1) > 0`, word},
 		{"message_terms", `SELECT count(*) FROM message_terms WHERE term = ANY($1)`, stems},
 		{"term_stats", `SELECT count(*) FROM term_stats WHERE term = ANY($1)`, stems},
 		{"conversations' search totals", `SELECT count(*) FROM conversations c WHERE $1 AND
