@@ -30,7 +30,8 @@ type Options struct {
 	// to open recall.db through; "" is the operating system's. Tests use it
 	// to inject storage faults.
 	VFS string
-	// Existing opens a store that must already exist, to read it, possibly
+	// Existing opens a store that must already exist (in Dir; with
+	// DatabaseURL the database holds it), to read it, possibly
 	// beside the process that writes it (bot export, bot search): a
 	// directory without DatabaseFile is refused with ErrNoStore (nothing is
 	// created), and an interrupted move between backends is left to the
@@ -77,7 +78,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.Defaults.Threshold == 0 {
 		opts.Defaults.Threshold = 10
 	}
-	if opts.Existing {
+	if opts.Existing && opts.DatabaseURL == "" { // on PostgreSQL the data is in the database
 		if err := StoreExists(opts.Dir); err != nil {
 			return nil, err
 		}
