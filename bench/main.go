@@ -20,6 +20,9 @@
 // archive snippets vs plain BM25 top-20:
 //
 //	go run ./bench --only=recall --data ~/REALTALK/data
+//
+// With --postgres URL, the search and recall figures add PostgreSQL's rows
+// beside SQLite's (bench/postgres.go).
 package main
 
 import (
@@ -51,6 +54,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	only := fs.String("only", "", "comma-separated figures to run: "+strings.Join(figureNames(), ","))
 	asJSON := fs.Bool("json", false, "print the table as JSON")
 	data := fs.String("data", "", "the data/ folder of REALTALK (github.com/danny911kr/REALTALK) for the recall figure")
+	pg := fs.String("postgres", "", "a postgres:// URL: the search and recall figures add PostgreSQL rows (in schemas of their own)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -65,7 +69,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	rep, err := measure(ctx, sc, names, *data, stderr)
+	rep, err := measureWith(ctx, sc, names, *data, *pg, stderr)
 	if err != nil {
 		return err
 	}
@@ -81,9 +85,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // measure runs the figures names at scale sc, in the order of figureList;
 // progress goes to log.
 func measure(ctx context.Context, sc scale, names []string, data string, log io.Writer) (report, error) {
+	return measureWith(ctx, sc, names, data, "", log)
+}
+
+// measureWith is measure with PostgreSQL's rows when pg names a server.
+func measureWith(ctx context.Context, sc scale, names []string, data, pg string, log io.Writer) (report, error) {
 	rep := report{Machine: describeMachine(), Scale: sc.name}
 	start := time.Now()
-	env := &runEnv{scale: sc, log: log, data: data}
+	env := &runEnv{scale: sc, log: log, data: data, postgres: pg}
 	defer env.close()
 	for _, f := range figureList {
 		if !slices.Contains(names, f.name) {

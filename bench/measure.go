@@ -76,6 +76,9 @@ type runEnv struct {
 	binDir string
 	bin    string
 	data   string // REALTALK's data/ folder ("" skips the recall figure)
+	// postgres is a server's URL: the PostgreSQL rows of search and recall
+	// ("" skips them; bench/postgres.go).
+	postgres string
 }
 
 // botBinary builds cmd/bot once per run.
@@ -171,7 +174,8 @@ func measureSearch(ctx context.Context, e *runEnv) ([]row, error) {
 			Values: map[string]float64{"ours_ms": c, "like_ms": l, "ours_hits": figures.MeanHits(res.Cold)},
 		})
 	}
-	return rows, nil
+	pg, err := measureSearchPostgres(ctx, e, st)
+	return append(rows, pg...), err
 }
 
 func measureTurn(ctx context.Context, e *runEnv) ([]row, error) {
@@ -395,5 +399,6 @@ func measureRecall(ctx context.Context, e *runEnv) ([]row, error) {
 		row{Figure: "archive snippets: retrieval p50 vs BM25 top-20", Ours: fmtMS(ov["p50_ms"]), Baseline: fmtMS(bv["p50_ms"]), Ratio: fmtRatio(ov["p50_ms"], bv["p50_ms"]), Scale: scaleS},
 		row{Figure: "archive snippets: retrieval p99 vs BM25 top-20", Ours: fmtMS(ov["p99_ms"]), Baseline: fmtMS(bv["p99_ms"]), Ratio: fmtRatio(ov["p99_ms"], bv["p99_ms"]), Scale: scaleS},
 	)
-	return rows, nil
+	pg, err := measureRecallPostgres(ctx, e, chats, res)
+	return append(rows, pg...), err
 }

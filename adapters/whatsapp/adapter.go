@@ -162,7 +162,7 @@ func New(opts Options, submit SubmitFunc, accept AcceptFunc) (*Adapter, error) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		c, err := openSession(ctx, opts.DataDir, log)
+		c, err := openSession(ctx, opts, log)
 		if err != nil {
 			return nil, err
 		}

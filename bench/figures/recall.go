@@ -162,6 +162,9 @@ type RecallOptions struct {
 	Budget   int    // the snippets' budget (memory.budget.snippets; 1,500 when 0)
 	Model    string // the counter's model (the bot's default when empty)
 	Progress func(format string, args ...any)
+	// DatabaseURL keeps the conversations in that PostgreSQL database
+	// (database.url) instead of SQLite in Dir.
+	DatabaseURL string
 }
 
 // RecallScore is one way of retrieving, scored.
@@ -201,7 +204,7 @@ func Recall(ctx context.Context, chats []RecallChat, o RecallOptions) (RecallRes
 		defer os.RemoveAll(dir)
 		o.Dir = dir
 	}
-	st, err := memory.Open(ctx, memory.Options{Dir: o.Dir, Defaults: memory.Settings{MemoryEnabled: true, Storage: memory.StorageSQLite, Threshold: 10}})
+	st, err := memory.Open(ctx, memory.Options{Dir: o.Dir, DatabaseURL: o.DatabaseURL, Defaults: memory.Settings{MemoryEnabled: true, Storage: memory.StorageSQLite, Threshold: 10}})
 	if err != nil {
 		return res, err
 	}

@@ -40,7 +40,7 @@ func telegramChannel(cfg config.Config) app.ChannelFunc {
 // only this channel.
 func whatsappChannel(cfg config.Config) app.ChannelFunc {
 	return func(w app.Wiring) (app.Channel, error) {
-		wa, err := whatsapp.New(whatsapp.Options{DataDir: cfg.Data.Dir, GroupsReply: cfg.WhatsApp.Groups.Reply,
+		wa, err := whatsapp.New(whatsapp.Options{DataDir: cfg.Data.Dir, DatabaseURL: cfg.Database.URL, GroupsReply: cfg.WhatsApp.Groups.Reply,
 			BacklogWindow: cfg.WhatsApp.BacklogWindow, SplitLimit: cfg.WhatsApp.SplitLimit, ClientVersion: cfg.WhatsApp.ClientVersion,
 			Allowed: w.Allowed, Log: w.Log.With("channel", whatsapp.Channel),
 			Revoked: func(ctx context.Context, key pipeline.Key, id, sender string) error {
