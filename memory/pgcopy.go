@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,7 +22,10 @@ import (
 // owners whose copy verifies and copies the rest; an owner is never half
 // there. The access decisions, pairing requests, token usage and handled
 // message ids follow in one last transaction, merged (a row PostgreSQL holds
-// already is kept; usage keeps the larger count of a day).
+// already is kept; usage keeps the larger count of a day). A per-user JSON
+// file whose copy verified is renamed (JSONRetiredSuffix), not deleted: left
+// as it was, it would go on serving its owner on this machine beside the
+// database.
 
 // CopyCounts counts what one side of a copy holds.
 type CopyCounts struct {
@@ -50,6 +54,9 @@ type CopyReport struct {
 	Source  CopyCounts `json:"source"`
 	Copied  int        `json:"owners_copied"`
 	Skipped int        `json:"owners_already_there"`
+	// Retired counts the per-user JSON files renamed to
+	// <name>.json.copied-to-postgres once their copy verified.
+	Retired int `json:"json_files_retired"`
 }
 
 // CopyProgress is told after each owner: done of total owners, and the
@@ -111,6 +118,14 @@ func CopyToPostgres(ctx context.Context, src *Store, dst *Postgres, progress Cop
 			rep.Copied++
 		}
 		rep.Source = rep.Source.add(want)
+		if src.json.Has(owner) {
+			// The file would go on answering for this owner on this
+			// machine, beside the database: it is kept, renamed.
+			if err := src.json.retire(owner); err != nil {
+				return rep, fmt.Errorf("copying %s to PostgreSQL: %w", owner, err)
+			}
+			rep.Retired++
+		}
 		if progress != nil {
 			progress(i+1, len(owners), rep.Source.Messages)
 		}
@@ -284,4 +299,25 @@ func (p *Postgres) verifySide(ctx context.Context, d sideData) error {
 		}
 	}
 	return nil
+}
+
+// JSONRetiredSuffix ends the name of a per-user JSON file copied into
+// PostgreSQL by CopyToPostgres. Renamed back, the file serves its owner
+// again (on SQLite).
+const JSONRetiredSuffix = ".copied-to-postgres"
+
+// retire renames an owner's file out of the backend's sight (see
+// JSONRetiredSuffix); its cached state becomes empty.
+func (j *JSON) retire(owner string) error {
+	o := j.entry(owner)
+	defer j.release(o)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	path := j.Path(owner)
+	if err := os.Rename(path, path+JSONRetiredSuffix); err != nil {
+		return fmt.Errorf("renaming %s: %w", path, err)
+	}
+	o.f, o.loaded = newJSONFile(owner), true // nothing here any more
+	j.sized(o, 0)
+	return j.syncDir()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -57,21 +58,40 @@ func TestCopyToPostgres(t *testing.T) {
 	must(t, err)
 	t.Cleanup(func() { dst.Close() })
 
+	owners, err := src.Owners(ctx)
+	must(t, err)
+	before := map[string]OwnerData{}
+	for _, o := range owners {
+		if before[o], err = src.Export(ctx, o, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wa := pipeline.Key{Channel: "whatsapp", Chat: "4915@s.whatsapp.net"}
+	jsonFile := src.json.Path(wa.Owner())
+
 	var calls int
 	rep, err := CopyToPostgres(ctx, src, dst, func(done, total, msgs int) { calls++ })
 	must(t, err)
 	want := CopyCounts{Owners: 3, Conversations: 3, Messages: 180, Summaries: 9, Notes: 3, Facts: 3, Settings: 2, Access: 1, Usage: 1, Handled: 1}
-	if rep.Source != want || rep.Copied != 3 || rep.Skipped != 0 || calls != 3 {
-		t.Errorf("report %+v (progress told %d times), want source %+v, 3 copied", rep, calls, want)
+	if rep.Source != want || rep.Copied != 3 || rep.Skipped != 0 || rep.Retired != 1 || calls != 3 {
+		t.Errorf("report %+v (progress told %d times), want source %+v, 3 copied, 1 JSON file retired", rep, calls, want)
+	}
+	// The JSON user's file no longer answers for them on this machine (it
+	// would, beside the database), and is kept under another name.
+	if _, err := os.Stat(jsonFile); !os.IsNotExist(err) {
+		t.Errorf("the JSON file is still in place (%v)", err)
+	}
+	if _, err := os.Stat(jsonFile + JSONRetiredSuffix); err != nil {
+		t.Errorf("the JSON file was not kept: %v", err)
+	}
+	if src.json.Has(wa.Owner()) {
+		t.Error("the JSON backend still has the owner")
 	}
 	// The database reads back as the data directory did, through a store
 	// on it (another replica).
 	pgs := openStoreOn(t, t.TempDir(), url)
-	owners, err := src.Owners(ctx)
-	must(t, err)
 	for _, o := range owners {
-		a, err := src.Export(ctx, o, nil)
-		must(t, err)
+		a := before[o]
 		b, err := pgs.Export(ctx, o, nil)
 		must(t, err)
 		ca, fa := copyFingerprint(a)
@@ -83,7 +103,6 @@ func TestCopyToPostgres(t *testing.T) {
 			t.Errorf("%s: storage %q in PostgreSQL, want the database", o, b.Settings.Storage)
 		}
 	}
-	wa := pipeline.Key{Channel: "whatsapp", Chat: "4915@s.whatsapp.net"}
 	if hits, err := pgs.Search(ctx, wa, Query{Text: "lighthouse", ArchivedOnly: true}); err != nil || len(hits) == 0 {
 		t.Errorf("the JSON user's archive is not searchable in PostgreSQL: %v, %v", hits, err)
 	}
@@ -108,8 +127,8 @@ func TestCopyToPostgres(t *testing.T) {
 
 	again, err := CopyToPostgres(ctx, src, dst, nil)
 	must(t, err)
-	if again.Copied != 0 || again.Skipped != 3 || again.Source != want {
-		t.Errorf("second run %+v, want nothing copied again", again)
+	if again.Copied != 0 || again.Skipped != 2 || again.Retired != 0 || again.Source.Messages != 120 {
+		t.Errorf("second run %+v, want nothing copied again (2 owners there, the JSON one moved)", again)
 	}
 	if n, _ := pgs.Usage(ctx, "telegram:1", time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)); n != 1234 {
 		t.Errorf("usage after a second run = %d, want 1234 (not added twice)", n)

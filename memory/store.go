@@ -169,10 +169,10 @@ var ErrNoJSONStorage = errors.New("a separate JSON file is not available on this
 // served from their files on this machine.
 func (s *Store) warnLocalData(ctx context.Context) {
 	if owners, err := s.sqlite.Owners(ctx); err == nil && len(owners) > 0 {
-		s.log.Warn("database.url is set: the conversations in data.dir/recall.db are not in PostgreSQL and are not used", "owners", len(owners), "file", s.sqlite.Path())
+		s.log.Warn("database.url is set: the conversations in data.dir/recall.db are not used; `bot migrate --to` copies them into PostgreSQL (ignore this if you did)", "owners", len(owners), "file", s.sqlite.Path())
 	}
 	if owners, err := s.json.Owners(ctx); err == nil && len(owners) > 0 {
-		s.log.Warn("database.url is set: owners with a JSON file in data.dir are still served from it, on this machine only; /summary moves them to the database", "owners", len(owners))
+		s.log.Warn("database.url is set: owners with a JSON file in data.dir are still served from it, on this machine only; /summary or `bot migrate --to` moves them to the database", "owners", len(owners))
 	}
 }
 

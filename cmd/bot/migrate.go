@@ -113,7 +113,10 @@ func copyToPostgres(ctx context.Context, cfg config.Config, target string, stdou
 	c := rep.Source
 	fmt.Fprintf(stdout, "copied %d owners (%d were there already): %d conversations, %d messages, %d summaries, %d notes, %d facts, %d settings; %d access decisions, %d pairing requests, %d usage days, %d handled ids — verified in PostgreSQL (counts and fingerprints)\n",
 		rep.Copied, rep.Skipped, c.Conversations, c.Messages, c.Summaries, c.Notes, c.Facts, c.Settings, c.Access, c.Pairing, c.Usage, c.Handled)
-	fmt.Fprintln(stdout, "Next: set database.url (RECALL_DATABASE_URL) to this database and start the bot; the data directory is left as it was.")
+	if rep.Retired > 0 {
+		fmt.Fprintf(stdout, "%d per-user JSON files were renamed to *.json%s (kept; on this machine they would have gone on answering beside the database)\n", rep.Retired, memory.JSONRetiredSuffix)
+	}
+	fmt.Fprintln(stdout, "Next: set database.url (RECALL_DATABASE_URL) to this database and start the bot; recall.db is left as it was.")
 	return nil
 }
 

@@ -76,8 +76,11 @@ func TestMigrateToPostgres(t *testing.T) {
 		t.Errorf("PostgreSQL holds %d owners, the data directory %d", len(after), len(before))
 	}
 
+	if !strings.Contains(r.Stdout, "1 per-user JSON files were renamed") {
+		t.Errorf("migrate --to: want the JSON user's file named as moved aside:\n%s", r)
+	}
 	r = src.mustRun(t, "", "migrate", "--to", url)
-	if !strings.Contains(r.Stdout, "copied 0 owners (2 were there already)") {
+	if !strings.Contains(r.Stdout, "copied 0 owners (1 were there already)") {
 		t.Errorf("second migrate --to: want nothing copied again:\n%s", r)
 	}
 	if r := src.run(t, "", "migrate", "--to", "mysql://x@y/z"); r.Code != 2 || !strings.Contains(r.Stderr, "postgres://") {
