@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -58,7 +60,9 @@ func DropPostgresSchema(ctx context.Context, base, name string) error {
 // (memory.CopyToPostgres) into a schema named for it on the server at base,
 // then vacuumed and analyzed as autovacuum leaves a database. The copy is
 // resumable, so an interrupted build goes on where it stopped; a finished
-// one is recorded in the schema and reused. It returns the schema's URL.
+// one is recorded in the schema (with what it was built from: a copy made
+// with other migrations is built again) and reused. It returns the schema's
+// URL.
 func PostgresArchive(ctx context.Context, base string, l ArchiveLayout, progress io.Writer) (string, error) {
 	dir, err := ArchiveFixture(ctx, l, progress)
 	if err != nil {
@@ -73,13 +77,35 @@ func PostgresArchive(ctx context.Context, base string, l ArchiveLayout, progress
 	if err != nil {
 		return "", err
 	}
-	defer p.Close()
-	var done bool
-	if err := p.Pool().QueryRow(ctx, `SELECT EXISTS(SELECT 1 FROM pg_tables WHERE schemaname = current_schema() AND tablename = 'bench_fixture_done')`).Scan(&done); err != nil {
+	defer func() { p.Close() }()
+	// What the copy was made from: the SQLite fixture's stamp (its
+	// migrations and index format) and PostgreSQL's schema version.
+	sqStamp, err := os.ReadFile(filepath.Join(dir, "schema.stamp"))
+	if err != nil {
 		return "", err
 	}
-	if done {
+	pv, err := p.SchemaVersion(ctx)
+	if err != nil {
+		return "", err
+	}
+	want := fmt.Sprintf("%s pg%d", strings.TrimSpace(string(sqStamp)), pv)
+	var got string
+	err = p.Pool().QueryRow(ctx, `SELECT stamp FROM bench_fixture_done`).Scan(&got)
+	switch {
+	case err == nil && got == want:
 		return u, nil
+	case err == nil: // built from another schema: build again
+		p.Close()
+		fmt.Fprintf(progress, "  the PostgreSQL copy of the fixture was made with other migrations: rebuilding\n")
+		if u, err = PostgresSchema(ctx, base, schema, true); err != nil {
+			return "", err
+		}
+		if p, err = memory.OpenPostgres(ctx, u); err != nil {
+			return "", err
+		}
+	}
+	if _, err := p.Pool().Exec(ctx, `DROP TABLE IF EXISTS bench_fixture_done`); err != nil { // an older record
+		return "", err
 	}
 	fmt.Fprintf(progress, "  copying the archive fixture (%s messages) into PostgreSQL schema %s, once (resumable)\n", l, schema)
 	st, err := memory.Open(ctx, memory.Options{Dir: dir})
@@ -100,10 +126,10 @@ func PostgresArchive(ctx context.Context, base string, l ArchiveLayout, progress
 	if _, err := p.Pool().Exec(ctx, `VACUUM ANALYZE`); err != nil {
 		return "", err
 	}
-	if _, err := p.Pool().Exec(ctx, `CREATE TABLE bench_fixture_done (messages BIGINT NOT NULL)`); err != nil {
+	if _, err := p.Pool().Exec(ctx, `CREATE TABLE bench_fixture_done (stamp TEXT NOT NULL, messages BIGINT NOT NULL)`); err != nil {
 		return "", err
 	}
-	if _, err := p.Pool().Exec(ctx, `INSERT INTO bench_fixture_done VALUES ($1)`, rep.Source.Messages); err != nil {
+	if _, err := p.Pool().Exec(ctx, `INSERT INTO bench_fixture_done VALUES ($1, $2)`, want, rep.Source.Messages); err != nil {
 		return "", err
 	}
 	return u, nil
