@@ -30,7 +30,7 @@ func measureSearchPostgres(ctx context.Context, e *runEnv, st *memory.Store) ([]
 	if err != nil {
 		return nil, err
 	}
-	defer pg.Close()
+	defer func() { _ = pg.Close() }() // a pool: nothing to report
 	pgS, sqS, err := figures.SearchPostgres(ctx, pg, st, figures.BigKey, figures.SearchQueries(sc.queries))
 	if err != nil {
 		return nil, err

@@ -24,7 +24,7 @@ func PostgresSchema(ctx context.Context, base, name string, fresh bool) (string,
 	if err != nil {
 		return "", fmt.Errorf("connecting to PostgreSQL: %w", err)
 	}
-	defer c.Close(context.Background())
+	defer func() { _ = c.Close(context.Background()) }()
 	ident := pgx.Identifier{name}.Sanitize()
 	if fresh {
 		if _, err := c.Exec(ctx, `DROP SCHEMA IF EXISTS `+ident+` CASCADE`); err != nil {
@@ -50,7 +50,7 @@ func DropPostgresSchema(ctx context.Context, base, name string) error {
 	if err != nil {
 		return err
 	}
-	defer c.Close(context.Background())
+	defer func() { _ = c.Close(context.Background()) }()
 	_, err = c.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{name}.Sanitize()+` CASCADE`)
 	return err
 }
@@ -77,7 +77,7 @@ func PostgresArchive(ctx context.Context, base string, l ArchiveLayout, progress
 	if err != nil {
 		return "", err
 	}
-	defer func() { p.Close() }()
+	defer func() { _ = p.Close() }()
 	// What the copy was made from: the SQLite fixture's stamp (its
 	// migrations and index format) and PostgreSQL's schema version.
 	sqStamp, err := os.ReadFile(filepath.Join(dir, "schema.stamp"))
@@ -95,7 +95,7 @@ func PostgresArchive(ctx context.Context, base string, l ArchiveLayout, progress
 	case err == nil && got == want:
 		return u, nil
 	case err == nil: // built from another schema: build again
-		p.Close()
+		_ = p.Close()
 		fmt.Fprintf(progress, "  the PostgreSQL copy of the fixture was made with other migrations: rebuilding\n")
 		if u, err = PostgresSchema(ctx, base, schema, true); err != nil {
 			return "", err

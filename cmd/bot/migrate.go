@@ -43,7 +43,7 @@ func runMigrate(ctx context.Context, cfg config.Config, args []string, stdout, s
 		if err != nil {
 			return err
 		}
-		defer p.Close()
+		defer func() { _ = p.Close() }() // a pool: nothing to report
 		v, err := p.SchemaVersion(ctx)
 		if err != nil {
 			return fmt.Errorf("reading the schema version: %w", err)
@@ -103,7 +103,7 @@ func copyToPostgres(ctx context.Context, cfg config.Config, target string, stdou
 	if err != nil {
 		return err
 	}
-	defer dst.Close()
+	defer func() { _ = dst.Close() }() // a pool: nothing to report
 	bar := newProgressBar(stderr)
 	rep, err := memory.CopyToPostgres(ctx, src, dst, bar.update)
 	bar.done()
