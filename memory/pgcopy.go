@@ -64,16 +64,15 @@ type CopyReport struct {
 type CopyProgress func(done, total, messages int)
 
 // CopyMismatchError says that an owner read back from PostgreSQL differs
-// from the source: the target held other data for it, or the copy lost
-// something. Nothing of that owner was changed by a failed verification
-// beyond the merge itself.
+// from the source: the database held other data for it (the source's was
+// merged into it; nothing was removed), or the copy lost something.
 type CopyMismatchError struct {
 	Owner        string
 	Source, Dest CopyCounts
 }
 
 func (e *CopyMismatchError) Error() string {
-	return fmt.Sprintf("%s differs in PostgreSQL after the copy (source %+v, PostgreSQL %+v): the database already held other data for it, or a copy was lost; nothing else was changed for it", e.Owner, e.Source, e.Dest)
+	return fmt.Sprintf("%s differs in PostgreSQL after the copy (source %+v, PostgreSQL %+v): the database already held other data for it (the source's was merged in, nothing was removed)", e.Owner, e.Source, e.Dest)
 }
 
 // CopyToPostgres copies every owner of src (its SQLite database and JSON
