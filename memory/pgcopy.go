@@ -19,8 +19,10 @@ import (
 // is not added twice) and then verified: the owner read back from PostgreSQL
 // must have the same counts and the same fingerprint as the source. So the
 // copy is resumable by owner: after an interruption, a second run skips the
-// owners whose copy verifies and copies the rest; an owner is never half
-// there. The access decisions, pairing requests, token usage and handled
+// owners whose copy verifies and copies the rest. An owner is copied in one
+// transaction unless a conversation of it holds more than copyPartMessages
+// messages (see there): then in several, and an interruption may leave it
+// in part, which the next run's verification finds and completes. The access decisions, pairing requests, token usage and handled
 // message ids follow in one last transaction, merged (a row PostgreSQL holds
 // already is kept; usage keeps the larger count of a day). A per-user JSON
 // file whose copy verified is renamed (JSONRetiredSuffix), not deleted: left
@@ -78,6 +80,12 @@ func (e *CopyMismatchError) Error() string {
 // CopyToPostgres copies every owner of src (its SQLite database and JSON
 // files) and the side tables into dst, verifying each owner (see above).
 func CopyToPostgres(ctx context.Context, src *Store, dst *Postgres, progress CopyProgress) (CopyReport, error) {
+	return copyToPostgres(ctx, src, dst, progress, copyPartMessages)
+}
+
+// copyToPostgres is CopyToPostgres with parts of at most part messages per
+// conversation (tests make them small).
+func copyToPostgres(ctx context.Context, src *Store, dst *Postgres, progress CopyProgress, part int) (CopyReport, error) {
 	var rep CopyReport
 	if err := src.Flush(ctx); err != nil {
 		return rep, fmt.Errorf("copying to PostgreSQL: writing queued messages first: %w", err)
@@ -104,8 +112,10 @@ func CopyToPostgres(ctx context.Context, src *Store, dst *Postgres, progress Cop
 		if gotC, gotSum := copyFingerprint(have); gotSum == wantSum && gotC == want {
 			rep.Skipped++
 		} else {
-			if _, err := dst.Import(ctx, d); err != nil {
-				return rep, fmt.Errorf("copying %s to PostgreSQL: %w", owner, err)
+			for _, part := range copyParts(d, part) {
+				if _, err := dst.Import(ctx, part); err != nil {
+					return rep, fmt.Errorf("copying %s to PostgreSQL: %w", owner, err)
+				}
 			}
 			back, err := dst.Export(ctx, owner, nil)
 			if err != nil {
@@ -141,6 +151,41 @@ func CopyToPostgres(ctx context.Context, src *Store, dst *Postgres, progress Cop
 		return rep, fmt.Errorf("verifying the copy: %w", err)
 	}
 	return rep, nil
+}
+
+// copyPartMessages bounds the messages of one conversation in one
+// transaction of a copy. Every message inserted updates its conversation's
+// search totals (a row trigger), and PostgreSQL cannot prune the versions
+// of that row a transaction made itself: each update walks all the earlier
+// ones, so one transaction of n messages costs n² (a 100,000-message
+// conversation took over a quarter of an hour; in parts, seconds).
+const copyPartMessages = 2000
+
+// copyParts splits an owner's data into imports of at most max messages
+// per conversation: the first carries the settings, notes, facts and every
+// summary with the first messages, the others only more messages. Import
+// merges, so the parts add up to the whole (and a repeated part adds
+// nothing).
+func copyParts(d OwnerData, max int) []OwnerData {
+	first := d
+	first.Conversations = nil
+	var rest []OwnerData
+	for _, c := range d.Conversations {
+		head := c
+		if len(c.Messages) > max {
+			head.Messages = c.Messages[:max]
+			for i, at := 1, max; at < len(c.Messages); i, at = i+1, at+max {
+				for len(rest) < i {
+					rest = append(rest, OwnerData{Owner: d.Owner})
+				}
+				part := ConversationData{Key: c.Key, TurnsSinceSummary: c.TurnsSinceSummary, LastSummary: c.LastSummary,
+					Messages: c.Messages[at:min(at+max, len(c.Messages))]}
+				rest[i-1].Conversations = append(rest[i-1].Conversations, part)
+			}
+		}
+		first.Conversations = append(first.Conversations, head)
+	}
+	return append([]OwnerData{first}, rest...)
 }
 
 // copyFingerprint counts an owner's data and hashes it in a form both

@@ -184,3 +184,54 @@ func TestCopyToPostgresRefusesOtherData(t *testing.T) {
 		t.Fatalf("copy onto other data: %v, want a mismatch for %s with 2 more messages", err, k.Owner())
 	}
 }
+
+// TestCopyToPostgresInParts: a conversation bigger than a part is copied in
+// several transactions that add up to it — messages, archive, summaries
+// and their provenance — and a repeated part adds nothing.
+func TestCopyToPostgresInParts(t *testing.T) {
+	ctx := context.Background()
+	src := copySource(t, t.TempDir())
+	owners, err := src.Owners(ctx)
+	must(t, err)
+	before := map[string]OwnerData{}
+	for _, o := range owners {
+		if before[o], err = src.Export(ctx, o, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := before["telegram:1"]
+	parts := copyParts(d, 7)
+	if len(parts) != 9 || len(parts[0].Conversations[0].Summaries) != 3 || len(parts[8].Conversations[0].Messages) != 4 {
+		t.Fatalf("60 messages in parts of 7: %d parts, want 9 (the first with the 3 summaries, the last with 4 messages)", len(parts))
+	}
+	dst, err := OpenPostgres(ctx, pgTestURL(t))
+	must(t, err)
+	t.Cleanup(func() { dst.Close() })
+	if _, err := dst.Import(ctx, parts[3]); err != nil { // a part copied before an interruption
+		t.Fatal(err)
+	}
+	rep, err := copyToPostgres(ctx, src, dst, nil, 7)
+	must(t, err)
+	if rep.Copied != 3 || rep.Source.Messages != 180 {
+		t.Errorf("report %+v, want 3 owners and 180 messages copied", rep)
+	}
+	for _, o := range owners {
+		got, err := dst.Export(ctx, o, nil)
+		must(t, err)
+		ca, fa := copyFingerprint(before[o])
+		cb, fb := copyFingerprint(got)
+		if ca != cb || fa != fb {
+			t.Errorf("%s: PostgreSQL has %+v, the source %+v", o, cb, ca)
+		}
+	}
+	k := pipeline.Key{Channel: "telegram", Chat: "1"}
+	sums, err := dst.Summaries(ctx, k, false)
+	must(t, err)
+	for _, sm := range sums {
+		if sm.Level == 1 {
+			if prov, err := dst.Provenance(ctx, k, sm.ID); err != nil || len(prov) != 10 {
+				t.Errorf("summary %q traces to %d messages (%v), want 10", sm.Text, len(prov), err)
+			}
+		}
+	}
+}
