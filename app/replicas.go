@@ -72,9 +72,11 @@ const pinnedTimeout = 2 * time.Second
 
 // asLeader makes ch run only on the replica that holds the lease
 // "channel:<name>" (taken over within a lease TTL when that replica dies);
-// on the others the channel stands by, healthy. ch is unchanged when the
-// store is not on PostgreSQL or ch needs no leader.
-func (a *App) asLeader(ch Channel) Channel {
+// on the others the channel stands by, healthy. With LeaderTurns the
+// holder alone takes the channel's turns from queue, while it holds the
+// lease. ch is unchanged when the store is not on PostgreSQL or ch needs
+// no leader.
+func (a *App) asLeader(ch Channel, queue *turnqueue.Queue) Channel {
 	pg := a.Store.Postgres()
 	if pg == nil || !ch.Leader {
 		return ch
@@ -88,10 +90,18 @@ func (a *App) asLeader(ch Channel) Channel {
 	run := ch.Run
 	h := &standby{inner: ch.Health}
 	ch.Run = func(ctx context.Context) error {
-		return l.Run(ctx, func(ctx context.Context) error {
+		return l.Run(ctx, func(held context.Context) error {
 			h.leading.Store(true)
 			defer h.leading.Store(false)
-			return run(ctx)
+			if ch.LeaderTurns && queue != nil {
+				queue.Register(ch.Name, turnqueue.Channel{Out: ch.Sender, Restore: ch.Restore})
+				defer queue.Unregister(ch.Name)
+			}
+			err := run(held)
+			if ctx.Err() == nil && ch.Yield != nil {
+				ch.Yield() // the lease was lost (or the channel failed): let the next holder have it
+			}
+			return err
 		})
 	}
 	if ch.Health != nil {

@@ -38,6 +38,15 @@ type Channel struct {
 	// called again after it returned. The other replicas answer its turns
 	// from the shared queue.
 	Leader bool
+	// LeaderTurns: with Leader, the channel's turns are answered by the
+	// lease holder only, because only its Sender can send (WhatsApp: one
+	// connection per linked device); the other replicas leave them in the
+	// shared queue.
+	LeaderTurns bool
+	// Yield lets go of what only the lease holder may hold (WhatsApp's
+	// connection) when this replica lost the channel's lease; not called
+	// at shutdown. nil: nothing.
+	Yield func()
 	// Restore gives back what a turn loses in the shared queue of the
 	// replicas (a media's download); nil: nothing.
 	Restore func(pipeline.Inbound) pipeline.Inbound
@@ -110,10 +119,10 @@ func (a *App) Run(ctx context.Context, channels ...ChannelFunc) error {
 		if ch.Close != nil {
 			closers = append(closers, ch.Close)
 		}
-		if queue != nil {
+		if queue != nil && !(ch.Leader && ch.LeaderTurns) {
 			queue.Register(ch.Name, turnqueue.Channel{Out: ch.Sender, Restore: ch.Restore})
 		}
-		if err = a.start(ctx, gctx, g, submit, a.asLeader(ch)); err != nil {
+		if err = a.start(ctx, gctx, g, submit, a.asLeader(ch, queue)); err != nil {
 			break
 		}
 	}

@@ -84,6 +84,9 @@ type runEnv struct {
 	// none; else the bot is built with the pprof tag).
 	profiles string
 	botEnv   []string // more environment for the bot of the memory figure
+	// postgres is a server's URL: the PostgreSQL rows of search and recall
+	// ("" skips them; bench/postgres.go).
+	postgres string
 }
 
 // botBinary builds cmd/bot once per run.
@@ -195,7 +198,8 @@ func measureSearch(ctx context.Context, e *runEnv) ([]row, error) {
 				"ours_cpu_ms": cpu(res.Ours), "exact_cpu_ms": cpu(res.Exact)},
 		})
 	}
-	return rows, nil
+	pg, err := measureSearchPostgres(ctx, e, st)
+	return append(rows, pg...), err
 }
 
 func measureTurn(ctx context.Context, e *runEnv) ([]row, error) {
@@ -462,5 +466,6 @@ func measureRecall(ctx context.Context, e *runEnv) ([]row, error) {
 			row{Figure: "archive snippets with embeddings: retrieval p50 vs full text only", Ours: fmtMS(hv["p50_ms"]), Baseline: fmtMS(ov["p50_ms"]), Ratio: fmtRatio(hv["p50_ms"], ov["p50_ms"]), Scale: hs + " (incl. the endpoint)"},
 		)
 	}
-	return rows, nil
+	pg, err := measureRecallPostgres(ctx, e, chats, res)
+	return append(rows, pg...), err
 }

@@ -152,10 +152,10 @@ func TestUsagePersistsByUTCDay(t *testing.T) {
 }
 
 func TestDiscard(t *testing.T) {
-	for _, storage := range []Storage{StorageSQLite, StorageJSON} {
-		t.Run(string(storage), func(t *testing.T) {
+	for _, name := range []string{"sqlite", "json", "postgres"} {
+		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			s := openStore(t, t.TempDir())
+			s, storage := openStoreNamed(t, t.TempDir(), name)
 			k := pipeline.Key{Channel: "telegram", Chat: "77"}
 			must(t, s.PutSettings(ctx, Settings{Owner: k.Owner(), Storage: storage, Threshold: 10, MemoryEnabled: true}))
 			must(t, s.Append(ctx, exchange(k, 1, "answered walrus", "yes")...))

@@ -11,10 +11,10 @@ import (
 // settings to a new chat id, in either backend, and leaves nothing under
 // the old one.
 func TestMoveChat(t *testing.T) {
-	for _, storage := range []Storage{StorageSQLite, StorageJSON} {
-		t.Run(string(storage), func(t *testing.T) {
+	for _, name := range []string{"sqlite", "json", "postgres"} {
+		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			s := openStore(t, t.TempDir())
+			s, storage := openStoreNamed(t, t.TempDir(), name)
 			from := pipeline.Key{Channel: "telegram", Chat: "-500"}
 			topic := pipeline.Key{Channel: "telegram", Chat: "-500", Thread: "7"}
 			to := pipeline.Key{Channel: "telegram", Chat: "-1001234500"}

@@ -35,6 +35,8 @@ var pgMigrationFiles embed.FS
 type Postgres struct {
 	pool *pgxpool.Pool
 	tune *pgSearchTuning // nil: defaultPGSearchTuning (tests set it)
+	// applied names the migrations this open applied (bot migrate prints them).
+	applied []string
 }
 
 var _ Backend = (*Postgres)(nil)
@@ -144,9 +146,15 @@ func (p *Postgres) migrate(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("applying PostgreSQL migration %s: %w", base, err)
 		}
+		p.applied = append(p.applied, base)
 	}
 	return nil
 }
+
+// Applied names the migrations opening the database applied, in order
+// (none when it was up to date, or another process applied them first:
+// they run under the advisory lock).
+func (p *Postgres) Applied() []string { return p.applied }
 
 // tx runs fn in one read-committed transaction.
 func (p *Postgres) tx(ctx context.Context, fn func(pgx.Tx) error) error {

@@ -22,6 +22,18 @@ func openStoreOn(t *testing.T, dir, url string) *Store {
 	return s
 }
 
+// openStoreNamed opens a store on the backend a store-level test names:
+// "sqlite" and "json" (the per-user storage type its owners get) in dir,
+// "postgres" on a fresh schema (its owners' storage type is sqlite: the
+// database). It returns the storage type to give the test's owners.
+func openStoreNamed(t *testing.T, dir, name string) (*Store, Storage) {
+	t.Helper()
+	if name == "postgres" {
+		return openStoreOn(t, dir, pgTestURL(t)), StorageSQLite
+	}
+	return openStore(t, dir), Storage(name)
+}
+
 // TestStoreOnPostgres: with database.url set, conversations go to
 // PostgreSQL, not to data.dir, and a second process on the same database
 // (another machine: its own data.dir) sees them; a per-user JSON file is

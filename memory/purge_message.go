@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/recallbot/recall/pipeline"
 )
 
@@ -29,8 +31,10 @@ func (s *Store) PurgeMessage(ctx context.Context, key pipeline.Key, platformID, 
 			rep, err = b.purgeMessage(ctx, key, platformID, senderID)
 		case *JSON:
 			rep, err = b.purgeMessage(ctx, key, platformID, senderID)
-		default: // PostgreSQL: WhatsApp (whose deletions this serves) does not run on it yet
-			err = fmt.Errorf("purging one message: backend %T cannot", b)
+		case *Postgres:
+			rep, err = b.purgeMessage(ctx, key, platformID, senderID)
+		default:
+			err = fmt.Errorf("purging one message: backend %T", b)
 		}
 		return err
 	})
@@ -102,6 +106,54 @@ func (s *SQLite) purgeMessage(ctx context.Context, key pipeline.Key, platformID,
 			}
 		}
 		return nil
+	})
+	return rep, err
+}
+
+// purgeMessage on PostgreSQL: the rules of SQLite.purgeMessage. Deleting
+// the messages deletes their search postings (ON DELETE CASCADE), whose
+// trigger takes their stems' counts from term_stats and drops a stem no
+// message holds any more; the messages trigger takes them from the
+// conversation's search totals. Nothing of the text stays in a table.
+func (p *Postgres) purgeMessage(ctx context.Context, key pipeline.Key, platformID, senderID string) (PurgeReport, error) {
+	var rep PurgeReport
+	err := p.tx(ctx, func(tx pgx.Tx) error {
+		rep = PurgeReport{}
+		var conv, id, chunk int64
+		var sender string
+		err := tx.QueryRow(ctx, `SELECT m.conv, m.id, m.chunk_id, m.sender_id FROM messages m JOIN conversations c ON c.id = m.conv
+			WHERE c.key = $1 AND m.platform_id = $2 FOR UPDATE OF m`, key.String(), platformID).Scan(&conv, &id, &chunk, &sender)
+		if errors.Is(err, pgx.ErrNoRows) || err == nil && senderID != "" && sender != senderID {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		var chunks []int64
+		rows, err := tx.Query(ctx, `DELETE FROM messages WHERE id = $1 OR conv = $2 AND reply_to = $3 AND role = $4 RETURNING chunk_id`,
+			id, conv, platformID, string(RoleAssistant))
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var c int64
+			if err := rows.Scan(&c); err != nil {
+				rows.Close()
+				return err
+			}
+			chunks = append(chunks, c)
+			rep.Messages++
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		sums, err := pgLoadSummaries(ctx, tx, conv, key, false)
+		if err != nil {
+			return err
+		}
+		rep.Summaries, err = pgApplyPlan(ctx, tx, conv, planChunks(sums, chunks))
+		return err
 	})
 	return rep, err
 }

@@ -47,6 +47,8 @@ type SQLite struct {
 	searchConns sync.Map
 	// searchTrace, when set (experiments), sees every finished search.
 	searchTrace func(*searchRun)
+	// applied names the migrations this open applied (bot migrate prints them).
+	applied []string
 }
 
 var _ Backend = (*SQLite)(nil)
@@ -229,9 +231,14 @@ func (s *SQLite) migrate(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("applying migration %s: %w", base, err)
 		}
+		s.applied = append(s.applied, base)
 	}
 	return nil
 }
+
+// Applied names the migrations opening the database applied, in order
+// (none when it was up to date).
+func (s *SQLite) Applied() []string { return s.applied }
 
 // tx runs fn in one immediate transaction on the writer connection.
 func (s *SQLite) tx(ctx context.Context, fn func(*sql.Tx) error) error {

@@ -30,7 +30,8 @@ type Options struct {
 	// to open recall.db through; "" is the operating system's. Tests use it
 	// to inject storage faults.
 	VFS string
-	// Existing opens a store that must already exist, to read it, possibly
+	// Existing opens a store that must already exist (in Dir; with
+	// DatabaseURL the database holds it), to read it, possibly
 	// beside the process that writes it (bot export, bot search): a
 	// directory without DatabaseFile is refused with ErrNoStore (nothing is
 	// created), and an interrupted move between backends is left to the
@@ -77,7 +78,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.Defaults.Threshold == 0 {
 		opts.Defaults.Threshold = 10
 	}
-	if opts.Existing {
+	if opts.Existing && opts.DatabaseURL == "" { // on PostgreSQL the data is in the database
 		if err := StoreExists(opts.Dir); err != nil {
 			return nil, err
 		}
@@ -173,10 +174,10 @@ var ErrNoJSONStorage = errors.New("a separate JSON file is not available on this
 // served from their files on this machine.
 func (s *Store) warnLocalData(ctx context.Context) {
 	if owners, err := s.sqlite.Owners(ctx); err == nil && len(owners) > 0 {
-		s.log.Warn("database.url is set: the conversations in data.dir/recall.db are not in PostgreSQL and are not used", "owners", len(owners), "file", s.sqlite.Path())
+		s.log.Warn("database.url is set: the conversations in data.dir/recall.db are not used; `bot migrate --to` copies them into PostgreSQL (ignore this if you did)", "owners", len(owners), "file", s.sqlite.Path())
 	}
 	if owners, err := s.json.Owners(ctx); err == nil && len(owners) > 0 {
-		s.log.Warn("database.url is set: owners with a JSON file in data.dir are still served from it, on this machine only; /summary moves them to the database", "owners", len(owners))
+		s.log.Warn("database.url is set: owners with a JSON file in data.dir are still served from it, on this machine only; /summary or `bot migrate --to` moves them to the database", "owners", len(owners))
 	}
 }
 

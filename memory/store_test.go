@@ -54,11 +54,11 @@ func fileHas(t *testing.T, needle string, paths ...string) []string {
 }
 
 func TestPurgeLeavesNoTrace(t *testing.T) {
-	for _, storage := range []Storage{StorageSQLite, StorageJSON} {
-		t.Run(string(storage), func(t *testing.T) {
+	for _, name := range []string{"sqlite", "json", "postgres"} {
+		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			dir := t.TempDir()
-			s := openStore(t, dir)
+			s, storage := openStoreNamed(t, dir, name)
 			secret := "zqxsecret4417"
 			a := pipeline.Key{Channel: "telegram", Chat: "100"}
 			b := pipeline.Key{Channel: "telegram", Chat: "200"}
@@ -86,7 +86,11 @@ func TestPurgeLeavesNoTrace(t *testing.T) {
 			must(t, err)
 			must(t, s.sqlite.Checkpoint(ctx))
 			files := []string{filepath.Join(dir, "recall.db"), filepath.Join(dir, "recall.db-wal"), s.json.Path(a.Owner())}
-			if len(fileHas(t, secret, files...)) == 0 {
+			if s.pg != nil {
+				if len(pgTraces(t, s.pg, secret)) < 3 {
+					t.Fatal("control failed: the secret is not in the messages, summaries and facts before the purge")
+				}
+			} else if len(fileHas(t, secret, files...)) == 0 {
 				t.Fatal("control failed: the secret is not on disk before the purge")
 			}
 
@@ -98,6 +102,11 @@ func TestPurgeLeavesNoTrace(t *testing.T) {
 			if found := fileHas(t, secret, files...); len(found) > 0 {
 				t.Errorf("purged text still in %v", found)
 				dumpSecret(t, dir, secret, s)
+			}
+			if s.pg != nil {
+				if found := pgTraces(t, s.pg, secret); len(found) > 0 {
+					t.Errorf("purged text left traces in PostgreSQL: %v", found)
+				}
 			}
 			if hits, _ := s.Search(ctx, a, Query{Text: secret}); len(hits) != 0 {
 				t.Errorf("search still finds purged text: %v", hits)

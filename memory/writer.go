@@ -50,6 +50,12 @@ type writeItem struct {
 	msgs  []Message                                  // an append, or
 	op    func(ctx context.Context, b Backend) error // another write
 	done  chan error                                 // nil for fire-and-forget appends
+	// An op's caller that stops waiting (its ctx ends) abandons it when it
+	// has not started — it never runs — or else cancels it through stop
+	// and waits for it to return: the op writes the caller's variables.
+	// Both under the writer's mu.
+	abandoned bool
+	stop      context.CancelFunc
 }
 
 type writerOptions struct {
@@ -138,15 +144,28 @@ func (w *writer) do(ctx context.Context, owner string, op func(context.Context, 
 		w.mu.Unlock()
 		return ErrClosed
 	}
-	w.queue = append(w.queue, &writeItem{owner: owner, op: op, done: done})
+	it := &writeItem{owner: owner, op: op, done: done}
+	w.queue = append(w.queue, it)
 	w.signal()
 	w.mu.Unlock()
 	select {
 	case err := <-done:
 		return err
 	case <-ctx.Done():
-		return fmt.Errorf("waiting for the write queue: %w", ctx.Err())
 	}
+	w.mu.Lock()
+	stop := it.stop
+	if stop == nil { // not started: it never will
+		it.abandoned = true
+	}
+	w.mu.Unlock()
+	if stop != nil {
+		stop()
+		if err := <-done; err == nil { // it finished before it saw the cancel
+			return nil
+		}
+	}
+	return fmt.Errorf("waiting for the write queue: %w", ctx.Err())
 }
 
 func (w *writer) signal() {
@@ -304,6 +323,16 @@ func (w *writer) apply(batch []*writeItem) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if op := batch[0]; op.op != nil {
+		w.mu.Lock()
+		if op.abandoned {
+			w.mu.Unlock()
+			w.finish([]*writeItem{op}, nil)
+			return nil
+		}
+		ctx, stop := context.WithCancel(ctx)
+		defer stop()
+		op.stop = stop
+		w.mu.Unlock()
 		var err error
 		if op.owner == "" {
 			err = op.op(ctx, nil)

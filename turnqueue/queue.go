@@ -132,6 +132,15 @@ func (q *Queue) Register(channel string, ch Channel) {
 	q.ring()
 }
 
+// Unregister stops this replica from claiming channel's turns (a turn
+// already claimed finishes): they wait in the table for a replica that
+// registered it.
+func (q *Queue) Unregister(channel string) {
+	q.mu.Lock()
+	delete(q.channels, channel)
+	q.mu.Unlock()
+}
+
 const sqlInsert = `WITH ins AS (
 	INSERT INTO turn_queue(channel, conv_key, platform_id, inbound, received_at)
 	VALUES ($1, $2, NULLIF($3, ''), $4, $5)

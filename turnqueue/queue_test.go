@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -325,4 +326,41 @@ func TestQueueTakeoverWhenAReplicaDies(t *testing.T) {
 		t.Fatalf("%s handled twice", g)
 	default:
 	}
+}
+
+// A channel whose turns only one replica can answer (WhatsApp: the one
+// holding the connection) is registered on that replica alone: the others
+// never claim its turns, and they wait in the table while nobody has it.
+func TestQueueUnregisteredChannelIsNotClaimed(t *testing.T) {
+	db := database(t)
+	got := make(chan string, 10)
+	handler := func(name string) pipeline.Handler {
+		return pipeline.HandlerFunc(func(ctx context.Context, tr *pipeline.Turn) error {
+			got <- name + ":" + tr.In.MessageID
+			return nil
+		})
+	}
+	a := newReplica(t, db, "a", handler("a"), turnqueue.Options{Workers: 2})
+	b := newReplica(t, db, "b", handler("b"), turnqueue.Options{Workers: 2})
+	a.q.Unregister("telegram")
+	for msg := 1; msg <= 3; msg++ {
+		if err := a.q.Submit(inbound(msg, msg), nopSender{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 3 {
+		if g := <-got; !strings.HasPrefix(g, "b:") {
+			t.Fatalf("turn %s ran on a replica that did not register the channel", g)
+		}
+	}
+	b.q.Unregister("telegram")
+	if err := b.q.Submit(inbound(4, 4), nopSender{}); err != nil {
+		t.Fatal(err)
+	}
+	waitOpen(t, db, 1) // nobody has the channel: it waits
+	a.q.Register("telegram", turnqueue.Channel{Out: nopSender{}})
+	if g := <-got; g != "a:4" {
+		t.Fatalf("the waiting turn ran as %s, want a:4 once a registered the channel", g)
+	}
+	waitOpen(t, db, 0)
 }

@@ -51,7 +51,9 @@ type Adapter struct {
 
 	versions  versions
 	running   atomic.Bool
-	refreshed atomic.Bool // the client version was refreshed after a 405 since the last login
+	term      atomic.Int64 // Runs so far: the handler of an earlier Run stands aside
+	standby   atomic.Bool  // RunLeader waits while another replica holds the lease
+	refreshed atomic.Bool  // the client version was refreshed after a 405 since the last login
 	conn      *connState
 	seen      *lru[msgRef, struct{}]       // messages handed to the pipeline or stored as backlog
 	quotes    *lru[msgRef, quote]          // group messages, for quoting the reply
@@ -162,7 +164,7 @@ func New(opts Options, submit pipeline.SubmitFunc, accept pipeline.AcceptFunc) (
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		c, err := openSession(ctx, opts.DataDir, log)
+		c, err := openSession(ctx, opts, log)
 		if err != nil {
 			return nil, err
 		}
@@ -207,11 +209,20 @@ func (a *Adapter) BacklogWindow() time.Duration { return a.opts.BacklogWindow }
 // them and delivers them again at the next start), but the connection stays
 // up so the turns still running can send their replies: call Close after
 // the dispatcher drained. Run returns after the goroutines it started
-// ended; it may be called once.
+// ended; it may be called again after it returned (RunLeader does, each
+// time this replica takes the lease), never twice at once.
 func (a *Adapter) Run(ctx context.Context) (err error) {
 	if !a.running.CompareAndSwap(false, true) {
 		return errors.New("whatsapp: Run called twice")
 	}
+	defer a.running.Store(false)
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return ErrClosed
+	}
+	a.stopping = false // an earlier Run's end
+	a.mu.Unlock()
 	defer a.endRun()
 	defer func() {
 		if err != nil {
@@ -224,7 +235,16 @@ func (a *Adapter) Run(ctx context.Context) (err error) {
 	}
 	v, from := a.versions.pick(ctx)
 	a.log.Info("WhatsApp Web client version", "version", v.String(), "from", from)
-	a.client.AddEventHandler(func(evt any) bool { return a.handle(ctx, evt) })
+	// The client keeps every handler it was given: an earlier Run's
+	// handler lets the events through (true acknowledges nothing by
+	// itself: every handler must agree).
+	term := a.term.Add(1)
+	a.client.AddEventHandler(func(evt any) bool {
+		if a.term.Load() != term {
+			return true
+		}
+		return a.handle(ctx, evt)
+	})
 	if err := a.connect(ctx); err != nil {
 		return a.quiet(ctx, err)
 	}
@@ -789,6 +809,9 @@ func (a *Adapter) Health() error {
 		return err
 	}
 	if !a.running.Load() {
+		if a.standby.Load() {
+			return nil // another replica holds the connection
+		}
 		return errors.New("not running (is the account linked? see bot whatsapp login)")
 	}
 	if !a.ready() {

@@ -43,7 +43,7 @@ func Login(ctx context.Context, opts Options, w io.Writer, phone string) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	c, err := openSession(ctx, opts.DataDir, log)
+	c, err := openSession(ctx, opts, log)
 	if err != nil {
 		return err
 	}
@@ -223,7 +223,7 @@ func Logout(ctx context.Context, opts Options) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	c, err := openSession(ctx, opts.DataDir, log)
+	c, err := openSession(ctx, opts, log)
 	if err != nil {
 		return err
 	}

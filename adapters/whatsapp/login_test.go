@@ -170,7 +170,7 @@ func TestLoginLogoutLocal(t *testing.T) {
 	}
 
 	// Store a linked device, as a finished login does.
-	c, err := openSession(ctx, dir, nil)
+	c, err := openSession(ctx, Options{DataDir: dir}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,6 +37,11 @@ type Reply struct {
 type Options struct {
 	// DataDir holds the session store, SessionPath(DataDir) (data.dir).
 	DataDir string
+	// DatabaseURL (database.url), when set, keeps the session store in
+	// that PostgreSQL database (whatsmeow's own whatsmeow_* tables, beside
+	// Recall's) instead of DataDir, so whichever replica holds the
+	// connection (RunLeader) has the linked device's keys.
+	DatabaseURL string
 	// GroupsReply is GroupsReplyMention (default) or GroupsReplyAlways
 	// (whatsapp.groups.reply).
 	GroupsReply string

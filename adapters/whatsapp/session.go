@@ -2,12 +2,15 @@ package whatsapp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"         // the "pgx" database/sql driver (database.url)
 	_ "github.com/ncruces/go-sqlite3/driver" // the "sqlite3" database/sql driver, no cgo
 	"go.mau.fi/whatsmeow"
 	"go.mau.fi/whatsmeow/store/sqlstore"
@@ -36,9 +39,14 @@ func sessionDSN(path string) string {
 	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
 }
 
-// openSession opens (creating it 0600 in a 0700 directory when missing) the
-// session store and brings its schema up to date.
-func openSession(ctx context.Context, dataDir string, log *slog.Logger) (*sqlstore.Container, error) {
+// openSession opens the session store of opts — in PostgreSQL when
+// DatabaseURL is set, else the file in DataDir (created 0600 in a 0700
+// directory when missing) — and brings its schema up to date.
+func openSession(ctx context.Context, opts Options, log *slog.Logger) (*sqlstore.Container, error) {
+	if opts.DatabaseURL != "" {
+		return openPGSession(ctx, opts.DatabaseURL, log)
+	}
+	dataDir := opts.DataDir
 	path := SessionPath(dataDir)
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("whatsapp: creating the data directory: %w", err)
@@ -55,6 +63,38 @@ func openSession(ctx context.Context, dataDir string, log *slog.Logger) (*sqlsto
 	}
 	for _, p := range []string{path + "-wal", path + "-shm"} {
 		_ = os.Chmod(p, 0o600)
+	}
+	return c, nil
+}
+
+// pgSessionLock serializes whatsmeow's schema upgrade between replicas
+// starting together (its upgrade takes no lock of its own): a session-level
+// advisory lock, per schema, held while the upgrade runs.
+const (
+	pgSessionLock   = `SELECT pg_advisory_lock(hashtextextended('recall-whatsmeow:' || current_schema(), 0))`
+	pgSessionUnlock = `SELECT pg_advisory_unlock(hashtextextended('recall-whatsmeow:' || current_schema(), 0))`
+)
+
+// openPGSession opens the session store in the PostgreSQL database at url
+// through pgx's database/sql driver (whatsmeow's "postgres" dialect).
+func openPGSession(ctx context.Context, url string, log *slog.Logger) (*sqlstore.Container, error) {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return nil, errors.New("whatsapp: reading database.url: not a valid postgres:// URL")
+	}
+	db := stdlib.OpenDB(*cfg)
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("whatsapp: connecting to the session store in PostgreSQL at %s: %w", cfg.Host, err), db.Close())
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, pgSessionLock); err != nil {
+		return nil, errors.Join(fmt.Errorf("whatsapp: waiting for the session store's upgrade lock: %w", err), db.Close())
+	}
+	defer func() { _, _ = conn.ExecContext(context.WithoutCancel(ctx), pgSessionUnlock) }() // closing the connection ends it anyway
+	c := sqlstore.NewWithDB(db, "pgx", waLogger(log, "Database"))
+	if err := c.Upgrade(ctx); err != nil {
+		return nil, errors.Join(fmt.Errorf("whatsapp: opening the session store in PostgreSQL: %w", err), db.Close())
 	}
 	return c, nil
 }

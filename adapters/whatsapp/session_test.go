@@ -6,6 +6,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"go.mau.fi/whatsmeow/proto/waAdv"
+	"go.mau.fi/whatsmeow/store/sqlstore"
+	"go.mau.fi/whatsmeow/types"
+
+	"github.com/recallbot/recall/memory/pgtest"
 )
 
 // TestSessionStoreUpgrade runs whatsmeow's real sqlstore schema upgrade on a
@@ -14,7 +20,7 @@ import (
 func TestSessionStoreUpgrade(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	ctx := context.Background()
-	c, err := openSession(ctx, dir, nil)
+	c, err := openSession(ctx, Options{DataDir: dir}, nil)
 	if err != nil {
 		t.Fatalf("openSession: %v", err)
 	}
@@ -50,7 +56,7 @@ func TestSessionStoreUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Opening again: the schema is current, nothing to do, no error.
-	c, err = openSession(ctx, dir, nil)
+	c, err = openSession(ctx, Options{DataDir: dir}, nil)
 	if err != nil {
 		t.Fatalf("second openSession: %v", err)
 	}
@@ -63,5 +69,58 @@ func TestSessionDSN(t *testing.T) {
 		if !strings.Contains(dsn, want) {
 			t.Errorf("DSN %q lacks %q", dsn, want)
 		}
+	}
+}
+
+// TestSessionStoreOnPostgres: with database.url the session store is
+// whatsmeow's real sqlstore in PostgreSQL (its postgres dialect through
+// pgx's database/sql driver). Replicas that start together upgrade its
+// schema once (whatsmeow's upgrade takes no lock: ours does), and a device
+// linked through one replica is the session of every other (another
+// machine: no data directory in common).
+func TestSessionStoreOnPostgres(t *testing.T) {
+	url := pgtest.URL(t)
+	ctx := context.Background()
+	const replicas = 4
+	dir := t.TempDir()
+	opened := make(chan *sqlstore.Container, replicas)
+	errs := make(chan error, replicas)
+	for range replicas {
+		go func() {
+			c, err := openSession(ctx, Options{DataDir: dir, DatabaseURL: url}, nil)
+			errs <- err
+			opened <- c
+		}()
+	}
+	var cs []*sqlstore.Container
+	for range replicas {
+		if err := <-errs; err != nil {
+			t.Errorf("openSession on PostgreSQL: %v", err)
+		}
+		if c := <-opened; c != nil {
+			cs = append(cs, c)
+			t.Cleanup(func() { c.Close() })
+		}
+	}
+	if t.Failed() {
+		return
+	}
+	dev := cs[0].NewDevice()
+	dev.ID = &types.JID{User: "4915112345678", Device: 3, Server: types.DefaultUserServer}
+	dev.PushName = "Recall"
+	dev.Account = &waAdv.ADVSignedDeviceIdentity{Details: []byte{1}, AccountSignature: make([]byte, 64), AccountSignatureKey: make([]byte, 32), DeviceSignature: make([]byte, 64)}
+	if err := dev.Save(ctx); err != nil {
+		t.Fatalf("saving the linked device: %v", err)
+	}
+	cli, err := newWhatsmeow(ctx, cs[1], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &waClient{c: cli}
+	if !w.HasSession() || w.Me().PN.User != "4915112345678" {
+		t.Errorf("another replica's session: HasSession %v, Me %+v; want the linked device", w.HasSession(), w.Me())
+	}
+	if _, err := os.Stat(SessionPath(dir)); !os.IsNotExist(err) {
+		t.Errorf("a session file was created on PostgreSQL: %v", err)
 	}
 }

@@ -19,7 +19,7 @@ import (
 // send now, from a real device of a real session store.
 func payloads(t *testing.T) (login, register *waWa6.ClientPayload) {
 	t.Helper()
-	c, err := openSession(context.Background(), t.TempDir(), nil)
+	c, err := openSession(context.Background(), Options{DataDir: t.TempDir()}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

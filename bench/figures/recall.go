@@ -172,6 +172,9 @@ type RecallOptions struct {
 	// every chat is embedded through it, and each question asked with the
 	// similarity ranking fused in, as a turn with memory.embeddings does.
 	Embeddings embed.Model
+	// DatabaseURL keeps the conversations in that PostgreSQL database
+	// (database.url) instead of SQLite in Dir.
+	DatabaseURL string
 }
 
 // RecallScore is one way of retrieving, scored.
@@ -213,7 +216,7 @@ func Recall(ctx context.Context, chats []RecallChat, o RecallOptions) (RecallRes
 		defer os.RemoveAll(dir)
 		o.Dir = dir
 	}
-	st, err := memory.Open(ctx, memory.Options{Dir: o.Dir, Defaults: memory.Settings{MemoryEnabled: true, Storage: memory.StorageSQLite, Threshold: 10}})
+	st, err := memory.Open(ctx, memory.Options{Dir: o.Dir, DatabaseURL: o.DatabaseURL, Defaults: memory.Settings{MemoryEnabled: true, Storage: memory.StorageSQLite, Threshold: 10}})
 	if err != nil {
 		return res, err
 	}

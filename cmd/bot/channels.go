@@ -44,7 +44,7 @@ func telegramChannel(cfg config.Config) app.ChannelFunc {
 // only this channel.
 func whatsappChannel(cfg config.Config) app.ChannelFunc {
 	return func(w app.Wiring) (app.Channel, error) {
-		wa, err := whatsapp.New(whatsapp.Options{DataDir: cfg.Data.Dir, GroupsReply: cfg.WhatsApp.Groups.Reply,
+		wa, err := whatsapp.New(whatsapp.Options{DataDir: cfg.Data.Dir, DatabaseURL: cfg.Database.URL, GroupsReply: cfg.WhatsApp.Groups.Reply,
 			BacklogWindow: cfg.WhatsApp.BacklogWindow, SplitLimit: cfg.WhatsApp.SplitLimit, ClientVersion: cfg.WhatsApp.ClientVersion,
 			Allowed: w.Allowed, Log: w.Log.With("channel", whatsapp.Channel),
 			Revoked: func(ctx context.Context, key pipeline.Key, id, sender string) error {
@@ -55,7 +55,10 @@ func whatsappChannel(cfg config.Config) app.ChannelFunc {
 		if err != nil {
 			return app.Channel{}, err
 		}
+		// On PostgreSQL one replica holds the connection (its lease) and
+		// answers WhatsApp's turns: only it can send.
 		return app.Channel{Name: whatsapp.Channel, Sender: wa.Sender(), Run: wa.Run, Health: wa, Close: wa.Close,
+			Leader: true, LeaderTurns: true, Yield: wa.Yield,
 			Window: wa.BacklogWindow(), Connects: true}, nil
 	}
 }

@@ -27,6 +27,7 @@ Usage:
   bot backup FILE                          copy the database to a new FILE while the bot runs
   bot allow CODE|ID                        let a user in (a pairing code from the log, or telegram:123…); works beside the running bot
   bot deny CODE|ID                         shut a user out, or turn a pairing request down (no argument: list who waits)
+  bot migrate [--to postgres://…]         apply the database's migrations and exit; --to: copy the data directory into PostgreSQL (verified, resumable)
   bot whatsapp login [--phone +49…]        link the bot to a WhatsApp account (QR code, or a pairing code with --phone)
   bot whatsapp logout                      unlink it and delete the session
   bot healthcheck                          exit 0 when the running bot's /healthz (http.listen) answers 200
@@ -75,7 +76,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 0
 	}
 	switch cmd {
-	case "", "import", "export", "backup", "search", "context", "healthcheck", "whatsapp", "allow", "deny", "reindex":
+	case "", "import", "export", "backup", "search", "context", "healthcheck", "whatsapp", "allow", "deny", "reindex", "migrate":
 	default:
 		// Before the configuration is read: a typo is named as such even
 		// when the configuration is broken too.
@@ -120,6 +121,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = runContext(ctx, cfg, rest, stdout)
 	case "reindex":
 		err = runReindex(ctx, cfg, rest, stderr)
+	case "migrate":
+		err = runMigrate(ctx, cfg, rest, stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "unknown command %q\n\n%s", cmd, usageText)
 		return 2
@@ -140,7 +143,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 // writesData reports whether subcommand cmd writes the data directory and
 // so must hold its lock. export, search, context and backup only read, and
-// run beside a running bot; healthcheck asks the bot over HTTP.
+// run beside a running bot; healthcheck asks the bot over HTTP; migrate
+// takes the lock itself when it touches the directory (not to migrate
+// PostgreSQL beside running replicas).
 func writesData(cmd string) bool {
 	switch cmd {
 	case "", "import", "whatsapp", "reindex":

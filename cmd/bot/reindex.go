@@ -32,7 +32,7 @@ func runReindex(ctx context.Context, cfg config.Config, args []string, w io.Writ
 		return err
 	}
 	defer closeStore(s, &err)
-	bar := progressBar{w: w, model: emb.Model()}
+	bar := reindexBar{w: w, model: emb.Model()}
 	n, err := embed.Reindex(ctx, s.SQLite(), s.JSON(), emb, cfg.Memory.Embeddings.Batch, bar.show)
 	bar.end()
 	if err != nil {
@@ -45,16 +45,16 @@ func runReindex(ctx context.Context, cfg config.Config, args []string, w io.Writ
 	return nil
 }
 
-// progressBar draws "[#####-----]  42%  4,210 of 10,000 messages" on one
+// reindexBar draws "[#####-----]  42%  4,210 of 10,000 messages" on one
 // line, redrawn at most ten times a second.
-type progressBar struct {
+type reindexBar struct {
 	w     io.Writer
 	model string
 	last  time.Time
 	drawn bool
 }
 
-func (p *progressBar) show(done, total int64) {
+func (p *reindexBar) show(done, total int64) {
 	if done < total && time.Since(p.last) < 100*time.Millisecond {
 		return
 	}
@@ -68,7 +68,7 @@ func (p *progressBar) show(done, total int64) {
 	p.drawn = true
 }
 
-func (p *progressBar) end() {
+func (p *reindexBar) end() {
 	if p.drawn {
 		fmt.Fprintln(p.w)
 	}

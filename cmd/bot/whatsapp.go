@@ -16,7 +16,7 @@ func runWhatsApp(ctx context.Context, cfg config.Config, args []string, stdout, 
 	if len(args) == 0 {
 		return usageError(use)
 	}
-	opts := whatsapp.Options{DataDir: cfg.Data.Dir, ClientVersion: cfg.WhatsApp.ClientVersion, Log: logs.New(stderr, cfg.Log.Level, cfg.Log.Format, cfg.Secrets())}
+	opts := whatsapp.Options{DataDir: cfg.Data.Dir, DatabaseURL: cfg.Database.URL, ClientVersion: cfg.WhatsApp.ClientVersion, Log: logs.New(stderr, cfg.Log.Level, cfg.Log.Format, cfg.Secrets())}
 	switch args[0] {
 	case "login":
 		fl := flag.NewFlagSet("whatsapp login", flag.ContinueOnError)

@@ -1,0 +1,70 @@
+package figures
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/recallbot/recall/memory"
+	"github.com/recallbot/recall/memory/pgtest"
+)
+
+// TestPostgresArchive: the archive fixture copied into PostgreSQL holds the
+// SQLite fixture's messages, searches alike beside it, and is reused by
+// the next run (no second copy).
+func TestPostgresArchive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a 10,000-message fixture (a minute and a half under -race)")
+	}
+	base := os.Getenv(pgtest.EnvURL)
+	if base == "" {
+		t.Skip(pgtest.EnvURL + " is not set")
+	}
+	t.Setenv("TMPDIR", t.TempDir()) // the SQLite fixture's cache
+	ctx := context.Background()
+	l := ArchiveLayout{Name: fmt.Sprintf("recall-bench-pgtest-%d", os.Getpid()), Total: 10_000, BigArchived: 2000}
+	schema := strings.ReplaceAll(l.Name, "-", "_")
+	t.Cleanup(func() { _ = DropPostgresSchema(context.Background(), base, schema) })
+	var log strings.Builder
+	u, err := PostgresArchive(ctx, base, l, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "copying the archive fixture") {
+		t.Errorf("first run: no copy announced:\n%s", log.String())
+	}
+	pg, err := memory.OpenPostgres(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Close()
+	var n int
+	if err := pg.Pool().QueryRow(ctx, `SELECT count(*) FROM messages`).Scan(&n); err != nil || n != l.Total {
+		t.Errorf("PostgreSQL holds %d messages (%v), want %d", n, err, l.Total)
+	}
+	dir, err := ArchiveFixture(ctx, l, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := memory.Open(ctx, memory.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close(context.Background())
+	pgS, sqS, err := SearchPostgres(ctx, pg, st, BigKey, SearchQueries(30))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pgS) != 30 || len(sqS) != 30 || MeanHits(pgS) == 0 || MeanHits(pgS) != MeanHits(sqS) {
+		t.Errorf("searches: PostgreSQL %d queries, %.2f hits each; SQLite %d, %.2f", len(pgS), MeanHits(pgS), len(sqS), MeanHits(sqS))
+	}
+	log.Reset()
+	if _, err := PostgresArchive(ctx, base, l, &log); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(log.String(), "copying") {
+		t.Errorf("second run copied again:\n%s", log.String())
+	}
+}

@@ -1,0 +1,367 @@
+package memory
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Copying a data directory's store (SQLite, and the per-user JSON files)
+// into PostgreSQL: `bot migrate --to postgres://…`. Each owner is copied in
+// one transaction through Postgres.Import (idempotent: what is there already
+// is not added twice) and then verified: the owner read back from PostgreSQL
+// must have the same counts and the same fingerprint as the source. So the
+// copy is resumable by owner: after an interruption, a second run skips the
+// owners whose copy verifies and copies the rest. An owner is copied in one
+// transaction unless a conversation of it holds more than copyPartMessages
+// messages (see there): then in several, and an interruption may leave it
+// in part, which the next run's verification finds and completes. The access decisions, pairing requests, token usage and handled
+// message ids follow in one last transaction, merged (a row PostgreSQL holds
+// already is kept; usage keeps the larger count of a day). A per-user JSON
+// file whose copy verified is renamed (JSONRetiredSuffix), not deleted: left
+// as it was, it would go on serving its owner on this machine beside the
+// database.
+
+// CopyCounts counts what one side of a copy holds.
+type CopyCounts struct {
+	Owners        int `json:"owners"`
+	Conversations int `json:"conversations"`
+	Messages      int `json:"messages"`
+	Summaries     int `json:"summaries"`
+	Notes         int `json:"notes"`
+	Facts         int `json:"facts"`
+	Settings      int `json:"settings"`
+	Access        int `json:"access_decisions"`
+	Pairing       int `json:"pairing_requests"`
+	Usage         int `json:"usage_days"`
+	Handled       int `json:"handled_ids"`
+}
+
+func (c CopyCounts) add(o CopyCounts) CopyCounts {
+	return CopyCounts{c.Owners + o.Owners, c.Conversations + o.Conversations, c.Messages + o.Messages, c.Summaries + o.Summaries,
+		c.Notes + o.Notes, c.Facts + o.Facts, c.Settings + o.Settings, c.Access + o.Access, c.Pairing + o.Pairing, c.Usage + o.Usage, c.Handled + o.Handled}
+}
+
+// CopyReport is what a copy did: the source's counts, which were verified
+// in PostgreSQL, how many owners this run copied and how many a run before
+// had copied already.
+type CopyReport struct {
+	Source  CopyCounts `json:"source"`
+	Copied  int        `json:"owners_copied"`
+	Skipped int        `json:"owners_already_there"`
+	// Retired counts the per-user JSON files renamed to
+	// <name>.json.copied-to-postgres once their copy verified.
+	Retired int `json:"json_files_retired"`
+}
+
+// CopyProgress is told after each owner: done of total owners, and the
+// messages copied so far.
+type CopyProgress func(done, total, messages int)
+
+// CopyMismatchError says that an owner read back from PostgreSQL differs
+// from the source: the database held other data for it (the source's was
+// merged into it; nothing was removed), or the copy lost something.
+type CopyMismatchError struct {
+	Owner        string
+	Source, Dest CopyCounts
+}
+
+func (e *CopyMismatchError) Error() string {
+	return fmt.Sprintf("%s differs in PostgreSQL after the copy (source %+v, PostgreSQL %+v): the database already held other data for it (the source's was merged in, nothing was removed)", e.Owner, e.Source, e.Dest)
+}
+
+// CopyToPostgres copies every owner of src (its SQLite database and JSON
+// files) and the side tables into dst, verifying each owner (see above).
+func CopyToPostgres(ctx context.Context, src *Store, dst *Postgres, progress CopyProgress) (CopyReport, error) {
+	return copyToPostgres(ctx, src, dst, progress, copyPartMessages)
+}
+
+// copyToPostgres is CopyToPostgres with parts of at most part messages per
+// conversation (tests make them small).
+func copyToPostgres(ctx context.Context, src *Store, dst *Postgres, progress CopyProgress, part int) (CopyReport, error) {
+	var rep CopyReport
+	if err := src.Flush(ctx); err != nil {
+		return rep, fmt.Errorf("copying to PostgreSQL: writing queued messages first: %w", err)
+	}
+	owners, err := src.Owners(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("copying to PostgreSQL: listing owners: %w", err)
+	}
+	for i, owner := range owners {
+		d, err := src.Export(ctx, owner, nil)
+		if err != nil {
+			return rep, fmt.Errorf("copying %s to PostgreSQL: reading it: %w", owner, err)
+		}
+		if d.Settings != nil {
+			st := *d.Settings
+			st.Storage = StorageSQLite // the database: PostgreSQL offers no per-user file
+			d.Settings = &st
+		}
+		want, wantSum := copyFingerprint(d)
+		have, err := dst.Export(ctx, owner, nil)
+		if err != nil {
+			return rep, fmt.Errorf("copying %s to PostgreSQL: reading what is there: %w", owner, err)
+		}
+		if gotC, gotSum := copyFingerprint(have); gotSum == wantSum && gotC == want {
+			rep.Skipped++
+		} else {
+			for _, part := range copyParts(d, part) {
+				if _, err := dst.Import(ctx, part); err != nil {
+					return rep, fmt.Errorf("copying %s to PostgreSQL: %w", owner, err)
+				}
+			}
+			back, err := dst.Export(ctx, owner, nil)
+			if err != nil {
+				return rep, fmt.Errorf("verifying %s in PostgreSQL: %w", owner, err)
+			}
+			if gotC, gotSum := copyFingerprint(back); gotSum != wantSum || gotC != want {
+				return rep, fmt.Errorf("verifying the copy: %w", &CopyMismatchError{Owner: owner, Source: want, Dest: gotC})
+			}
+			rep.Copied++
+		}
+		rep.Source = rep.Source.add(want)
+		if src.json.Has(owner) {
+			// The file would go on answering for this owner on this
+			// machine, beside the database: it is kept, renamed.
+			if err := src.json.retire(owner); err != nil {
+				return rep, fmt.Errorf("copying %s to PostgreSQL: %w", owner, err)
+			}
+			rep.Retired++
+		}
+		if progress != nil {
+			progress(i+1, len(owners), rep.Source.Messages)
+		}
+	}
+	side, err := src.sqlite.readSide(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("copying to PostgreSQL: reading access, usage and handled ids: %w", err)
+	}
+	if err := dst.mergeSide(ctx, side); err != nil {
+		return rep, fmt.Errorf("copying access, usage and handled ids to PostgreSQL: %w", err)
+	}
+	rep.Source.Access, rep.Source.Pairing, rep.Source.Usage, rep.Source.Handled = len(side.access), len(side.pairing), len(side.usage), len(side.handled)
+	if err := dst.verifySide(ctx, side); err != nil {
+		return rep, fmt.Errorf("verifying the copy: %w", err)
+	}
+	return rep, nil
+}
+
+// copyPartMessages bounds the messages of one conversation in one
+// transaction of a copy. Every message inserted updates its conversation's
+// search totals (a row trigger), and PostgreSQL cannot prune the versions
+// of that row a transaction made itself: each update walks all the earlier
+// ones, so one transaction of n messages costs n² (a 100,000-message
+// conversation took over a quarter of an hour; in parts, seconds).
+const copyPartMessages = 2000
+
+// copyParts splits an owner's data into imports of at most max messages
+// per conversation: the first carries the settings, notes, facts and every
+// summary with the first messages, the others only more messages. Import
+// merges, so the parts add up to the whole (and a repeated part adds
+// nothing).
+func copyParts(d OwnerData, max int) []OwnerData {
+	first := d
+	first.Conversations = nil
+	var rest []OwnerData
+	for _, c := range d.Conversations {
+		head := c
+		if len(c.Messages) > max {
+			head.Messages = c.Messages[:max]
+			for i, at := 1, max; at < len(c.Messages); i, at = i+1, at+max {
+				for len(rest) < i {
+					rest = append(rest, OwnerData{Owner: d.Owner})
+				}
+				part := ConversationData{Key: c.Key, TurnsSinceSummary: c.TurnsSinceSummary, LastSummary: c.LastSummary,
+					Messages: c.Messages[at:min(at+max, len(c.Messages))]}
+				rest[i-1].Conversations = append(rest[i-1].Conversations, part)
+			}
+		}
+		first.Conversations = append(first.Conversations, head)
+	}
+	return append([]OwnerData{first}, rest...)
+}
+
+// copyFingerprint counts an owner's data and hashes it in a form both
+// stores write alike: no ids (PostgreSQL numbers rows anew), text as
+// PostgreSQL can hold it (pgText), messages and summaries in a fixed order,
+// a higher summary's sources by count (they are ids).
+func copyFingerprint(d OwnerData) (CopyCounts, string) {
+	c := CopyCounts{Owners: 1, Conversations: len(d.Conversations), Notes: len(d.Memories), Facts: len(d.Facts)}
+	var lines []string
+	if d.Settings != nil {
+		c.Settings = 1
+		lines = append(lines, fmt.Sprintf("settings\x00%v\x00%d\x00%v", d.Settings.MemoryEnabled, d.Settings.Threshold, d.Settings.FactsOff))
+	}
+	for _, m := range d.Memories {
+		lines = append(lines, "note\x00"+pgText(m.Key)+"\x00"+pgText(m.Content))
+	}
+	for _, f := range d.Facts {
+		lines = append(lines, "fact\x00"+pgText(f.Content)+"\x00"+f.Key)
+	}
+	for _, cv := range d.Conversations {
+		c.Messages += len(cv.Messages)
+		c.Summaries += len(cv.Summaries)
+		lines = append(lines, "conv\x00"+cv.Key)
+		for _, m := range cv.Messages {
+			m = pgCleanMessage(m)
+			lines = append(lines, strings.Join([]string{"msg", cv.Key, string(m.Role), m.SenderID, m.SenderName, m.PlatformID, m.ReplyTo,
+				m.Text, strconv.FormatInt(m.Time.UnixMilli(), 10), strconv.FormatBool(m.Active), strconv.FormatInt(m.ChunkID, 10)}, "\x00"))
+		}
+		for _, s := range cv.Summaries {
+			src := strconv.Itoa(len(s.Sources))
+			if s.Level == 1 {
+				src = fmt.Sprint(s.Sources)
+			}
+			lines = append(lines, strings.Join([]string{"sum", cv.Key, strconv.Itoa(s.Level), pgText(s.Text), strconv.FormatBool(s.Active), src,
+				strconv.FormatInt(s.From.UnixMilli(), 10), strconv.FormatInt(s.To.UnixMilli(), 10)}, "\x00"))
+		}
+	}
+	slices.Sort(lines)
+	h := sha256.New()
+	for _, l := range lines {
+		h.Write([]byte(l))
+		h.Write([]byte{'\n'})
+	}
+	return c, hex.EncodeToString(h.Sum(nil))
+}
+
+// sideData is the Store's own tables (access.go, usage.go, handled.go).
+type sideData struct {
+	access  [][]any // user_id, allowed, decided_by, updated_at
+	pairing [][]any // user_id, code, name, chat_key, created_at, expires_at
+	usage   [][]any // user_id, day, tokens
+	handled [][]any // conv_key, platform_id, at
+}
+
+func (s *SQLite) readSide(ctx context.Context) (sideData, error) {
+	var d sideData
+	for _, t := range []struct {
+		into *[][]any
+		sql  string
+		new  func() []any
+	}{
+		{&d.access, `SELECT user_id, allowed, decided_by, updated_at FROM access`, func() []any { return []any{new(string), new(bool), new(string), new(int64)} }},
+		{&d.pairing, `SELECT user_id, code, name, chat_key, created_at, expires_at FROM pairing`, func() []any {
+			return []any{new(string), new(string), new(string), new(string), new(int64), new(int64)}
+		}},
+		{&d.usage, `SELECT user_id, day, tokens FROM usage`, func() []any { return []any{new(string), new(string), new(int64)} }},
+		{&d.handled, `SELECT conv_key, platform_id, at FROM handled`, func() []any { return []any{new(string), new(string), new(int64)} }},
+	} {
+		rows, err := s.r.QueryContext(ctx, t.sql)
+		if err != nil {
+			return d, err
+		}
+		for rows.Next() {
+			ptrs := t.new()
+			if err := rows.Scan(ptrs...); err != nil {
+				rows.Close()
+				return d, err
+			}
+			row := make([]any, len(ptrs))
+			for i, p := range ptrs {
+				switch p := p.(type) {
+				case *string:
+					row[i] = pgText(*p)
+				case *bool:
+					row[i] = *p
+				case *int64:
+					row[i] = *p
+				}
+			}
+			*t.into = append(*t.into, row)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return d, err
+		}
+	}
+	return d, nil
+}
+
+// The side tables' merge: a row PostgreSQL holds already wins (a decision
+// taken there is newer than the file's), but a day's usage keeps the
+// larger count.
+const (
+	pgMergeAccess = `INSERT INTO access(user_id, allowed, decided_by, updated_at) VALUES ($1, $2, $3, $4) ON CONFLICT (user_id) DO NOTHING`
+	pgMergePair   = `INSERT INTO pairing(user_id, code, name, chat_key, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (user_id) DO NOTHING`
+	pgMergeUsage  = `INSERT INTO usage(user_id, day, tokens) VALUES ($1, $2, $3)
+		ON CONFLICT (user_id, day) DO UPDATE SET tokens = greatest(usage.tokens, excluded.tokens)`
+	pgMergeHandled = `INSERT INTO handled(conv_key, platform_id, at) VALUES ($1, $2, $3) ON CONFLICT (conv_key, platform_id) DO NOTHING`
+)
+
+func (p *Postgres) mergeSide(ctx context.Context, d sideData) error {
+	return p.tx(ctx, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		for _, t := range []struct {
+			sql  string
+			rows [][]any
+		}{{pgMergeAccess, d.access}, {pgMergePair, d.pairing}, {pgMergeUsage, d.usage}, {pgMergeHandled, d.handled}} {
+			for _, r := range t.rows {
+				b.Queue(t.sql, r...)
+			}
+		}
+		return tx.SendBatch(ctx, b).Close()
+	})
+}
+
+// verifySide checks that every side row of the source has its key in
+// PostgreSQL (and a day's usage at least the source's tokens).
+func (p *Postgres) verifySide(ctx context.Context, d sideData) error {
+	col := func(rows [][]any, i int) []any {
+		out := make([]any, len(rows))
+		for j, r := range rows {
+			out[j] = r[i]
+		}
+		return out
+	}
+	for _, t := range []struct {
+		name string
+		sql  string
+		args []any
+		want int
+	}{
+		{"access decisions", `SELECT count(*) FROM access WHERE user_id = ANY($1::text[])`, []any{col(d.access, 0)}, len(d.access)},
+		{"pairing requests", `SELECT count(*) FROM pairing WHERE user_id = ANY($1::text[])`, []any{col(d.pairing, 0)}, len(d.pairing)},
+		{"usage days", `SELECT count(*) FROM usage u JOIN unnest($1::text[], $2::text[], $3::bigint[]) s(user_id, day, tokens)
+			ON u.user_id = s.user_id AND u.day = s.day AND u.tokens >= s.tokens`, []any{col(d.usage, 0), col(d.usage, 1), col(d.usage, 2)}, len(d.usage)},
+		{"handled ids", `SELECT count(*) FROM handled h JOIN unnest($1::text[], $2::text[]) s(k, id) ON h.conv_key = s.k AND h.platform_id = s.id`,
+			[]any{col(d.handled, 0), col(d.handled, 1)}, len(d.handled)},
+	} {
+		var n int
+		if err := p.pool.QueryRow(ctx, t.sql, t.args...).Scan(&n); err != nil {
+			return fmt.Errorf("counting %s: %w", t.name, err)
+		}
+		if n != t.want {
+			return fmt.Errorf("PostgreSQL holds %d of the %d %s copied", n, t.want, t.name)
+		}
+	}
+	return nil
+}
+
+// JSONRetiredSuffix ends the name of a per-user JSON file copied into
+// PostgreSQL by CopyToPostgres. Renamed back, the file serves its owner
+// again (on SQLite).
+const JSONRetiredSuffix = ".copied-to-postgres"
+
+// retire renames an owner's file out of the backend's sight (see
+// JSONRetiredSuffix); its cached state becomes empty.
+func (j *JSON) retire(owner string) error {
+	o := j.entry(owner)
+	defer j.release(o)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	path := j.Path(owner)
+	if err := os.Rename(path, path+JSONRetiredSuffix); err != nil {
+		return fmt.Errorf("renaming %s: %w", path, err)
+	}
+	o.f, o.loaded = newJSONFile(owner), true // nothing here any more
+	j.sized(o, 0)
+	return j.syncDir()
+}
