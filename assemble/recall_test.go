@@ -250,3 +250,41 @@ func TestSnippetsDayAfterADate(t *testing.T) {
 		}
 	})
 }
+
+// TestSnippetsLongDocument: a long document in the archive is found by a
+// question about one of its parts, and the snippet carries that part
+// within the budget (whole, the document would not fit and be dropped).
+func TestSnippetsLongDocument(t *testing.T) {
+	eachBackend(t, func(t *testing.T, storage memory.Storage) {
+		var doc strings.Builder
+		doc.WriteString("📄 lease.pdf (12 pages):\n")
+		for i := range 120 {
+			if i == 77 {
+				doc.WriteString("Termination: either party may end this lease with ninety days of written notice.\n\n")
+				continue
+			}
+			fmt.Fprintf(&doc, "Clause %d. The tenant keeps the premises clean and tidy, and the landlord repairs wear item %d within a month.\n\n", i, i)
+		}
+		st := archivedGroup(t, storage, []line{
+			{"Anna", at(3, 10, 0), doc.String()},
+			{"Ben", at(3, 10, 5), "thanks, I will read it tonight"},
+			{"Anna", at(4, 9, 0), "the heating works again"},
+		})
+		b := assemble.DefaultBudget
+		b.Snippets = 600
+		p, err := assemble.New(st, words{}, b).Build(context.Background(), assemble.Request{Key: group, Text: "what does the lease say about termination notice?", Memory: true, Now: at(30, 0, 0)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		used, found := 0, false
+		for _, s := range p.Breakdown.Snippets {
+			used += s.Tokens
+			for _, m := range s.Messages {
+				found = found || strings.Contains(m.Text, "ninety days of written notice")
+			}
+		}
+		if !found || used > b.Snippets {
+			t.Errorf("snippets %q (%d of %d tokens): want the termination clause within the budget", texts(p.Breakdown.Snippets), used, b.Snippets)
+		}
+	})
+}

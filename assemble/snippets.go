@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/recallbot/recall/excerpt"
 	"github.com/recallbot/recall/memory"
 	"github.com/recallbot/recall/pipeline"
 )
@@ -184,6 +185,7 @@ func (a *Assembler) recallPass(ctx context.Context, req Request, exclude []int64
 	slices.SortFunc(msgs, func(x, y memory.Message) int { return compareID(x.ID, y.ID) })
 	blocks := exchanges(msgs, score, skip, req.MessageID)
 	for i := range blocks {
+		shortenLong(&blocks[i], text, budget/longShare)
 		a.countSnippet(&blocks[i])
 	}
 	slices.SortStableFunc(blocks, func(x, y Snippet) int {
@@ -326,6 +328,30 @@ func (a *Assembler) day(t time.Time) int {
 		t = t.In(a.loc)
 	}
 	return t.Year()*1000 + t.YearDay()
+}
+
+// longShare: a message longer than a longShare-th of the snippet budget (a
+// document, a pasted text) is shown as its parts relevant to the question.
+const longShare = 3
+
+// shortenLong replaces the text of each message of s longer than max
+// tokens (about 4 bytes a token) by the parts of it most relevant to
+// question (excerpt.Of): whole, one document would spend the budget, or
+// not fit at all; the rest of it stays in memory, found by other
+// questions.
+func shortenLong(s *Snippet, question string, max int) {
+	maxBytes := 4 * max
+	for i := range s.Messages {
+		m := &s.Messages[i]
+		if long := m.tokens > max || (m.tokens <= 0 && len(m.Text) > maxBytes); !long {
+			continue
+		}
+		part := excerpt.Of(m.Text, question, maxBytes)
+		if part == "" || len(part) > maxBytes {
+			part = strings.ToValidUTF8(m.Text[:min(len(m.Text), maxBytes)], "")
+		}
+		m.Text, m.tokens = part, 0
+	}
 }
 
 // hitsOnly is b without its neighbours (the hits kept together only where

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/recallbot/recall/excerpt"
 	"github.com/recallbot/recall/pipeline"
 )
 
@@ -118,7 +119,7 @@ func (s *Stage) setDocument(t *pipeline.Turn, header, body string) {
 	caption := t.In.Text
 	t.In.Text = withCaption(header+":\n"+body, caption)
 	if max := s.opts.DocumentPrompt * 4; len(body) > max { // ~4 bytes a token
-		part := excerpt(body, caption, max)
+		part := excerpt.Of(body, caption, max)
 		if part == "" {
 			part = body[:max]
 			for len(part) > 0 && !utf8.ValidString(part) {

@@ -1,4 +1,7 @@
-package media
+// Package excerpt picks what a reader sees of a text too long to show
+// whole: the parts holding most of a question's words, then the beginning,
+// within a size, in the text's order.
+package excerpt
 
 import (
 	"sort"
@@ -69,12 +72,12 @@ var commonWords = map[string]bool{
 	"document": true, "file": true, "text": true, "please": true, "tell": true, "say": true, "says": true,
 }
 
-// excerpt returns what the model reads of a text longer than max bytes:
+// Of returns what the model reads of a text longer than max bytes:
 // the parts most relevant to the question (the parts holding most of its
 // words), then the beginning, up to max bytes, in the text's order with
 // "[…]" where parts were left out. Without a question, or when no part
 // holds its words, it is the beginning.
-func excerpt(text, question string, max int) string {
+func Of(text, question string, max int) string {
 	parts := chunks(text)
 	terms := queryTerms(question)
 	score := make([]int, len(parts))
@@ -104,6 +107,10 @@ func excerpt(text, question string, max int) string {
 		keep[i] = true
 		used += len(parts[i]) + 2
 	}
+	if used == 0 && len(order) > 0 {
+		// Not even one part fits: the best one, cut to max.
+		return cut(parts[order[0]], max)
+	}
 	var b strings.Builder
 	gap := false
 	for i, p := range parts {
@@ -124,4 +131,24 @@ func excerpt(text, question string, max int) string {
 		b.WriteString("\n\n[…]")
 	}
 	return strings.TrimSpace(b.String())
+}
+
+// cut is s shortened to at most max bytes, at a space where one is near
+// the end, with "…" when something was left out.
+func cut(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	const ell = "…"
+	n := max - len(ell)
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	if i := strings.LastIndexByte(s[:n], ' '); i > n/2 {
+		n = i
+	}
+	if n <= 0 {
+		return ""
+	}
+	return s[:n] + ell
 }
