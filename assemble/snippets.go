@@ -185,7 +185,7 @@ func (a *Assembler) recallPass(ctx context.Context, req Request, exclude []int64
 	slices.SortFunc(msgs, func(x, y memory.Message) int { return compareID(x.ID, y.ID) })
 	blocks := exchanges(msgs, score, skip, req.MessageID)
 	for i := range blocks {
-		shortenLong(&blocks[i], text, budget/longShare)
+		shortenLong(&blocks[i], text, max(budget/longShare, minLong))
 		a.countSnippet(&blocks[i])
 	}
 	slices.SortStableFunc(blocks, func(x, y Snippet) int {
@@ -333,6 +333,10 @@ func (a *Assembler) day(t time.Time) int {
 // longShare: a message longer than a longShare-th of the snippet budget (a
 // document, a pasted text) is shown as its parts relevant to the question.
 const longShare = 3
+
+// minLong is the fewest tokens a message must have to be shortened: a chat
+// message is never cut, even under a small budget.
+const minLong = 200
 
 // shortenLong replaces the text of each message of s longer than max
 // tokens (about 4 bytes a token) by the parts of it most relevant to
