@@ -124,23 +124,8 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if sc.Hang {
-		select {
-		case <-r.Context().Done():
-		case <-s.done:
-		}
+	if !s.stall(r, sc.Hang, sc.Delay) {
 		return
-	}
-	if sc.Delay > 0 {
-		t := time.NewTimer(sc.Delay)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-r.Context().Done():
-			return
-		case <-s.done:
-			return
-		}
 	}
 	if sc.Status != 0 && sc.Status != http.StatusOK {
 		writeError(w, sc.Status, http.StatusText(sc.Status))

@@ -395,23 +395,8 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 
 	resp := s.h(req)
 
-	if resp.Hang {
-		select {
-		case <-r.Context().Done():
-		case <-s.done:
-		}
+	if !s.stall(r, resp.Hang, resp.Delay) {
 		return
-	}
-	if resp.Delay > 0 {
-		t := time.NewTimer(resp.Delay)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-r.Context().Done():
-			return
-		case <-s.done:
-			return
-		}
 	}
 	if resp.RetryAfter != "" {
 		w.Header().Set("Retry-After", resp.RetryAfter)
@@ -621,4 +606,29 @@ func nilIfEmpty(s string) any {
 		return nil
 	}
 	return s
+}
+
+// stall holds a request as its scripted answer says: hang (until the client
+// or the server goes away) or wait delay first. It reports whether to
+// answer.
+func (s *Server) stall(r *http.Request, hang bool, delay time.Duration) bool {
+	if hang {
+		select {
+		case <-r.Context().Done():
+		case <-s.done:
+		}
+		return false
+	}
+	if delay <= 0 {
+		return true
+	}
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+	case <-s.done:
+	}
+	return false
 }
