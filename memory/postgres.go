@@ -37,6 +37,7 @@ type Postgres struct {
 	tune *pgSearchTuning // nil: defaultPGSearchTuning (tests set it)
 	// applied names the migrations this open applied (bot migrate prints them).
 	applied []string
+	locks   lockSession // TryLock's advisory locks
 }
 
 var _ Backend = (*Postgres)(nil)
@@ -84,8 +85,9 @@ var urlPassword = regexp.MustCompile(`^[a-zA-Z]+://[^:/@]*:([^@]*)@`)
 // Pool exposes the connection pool (maintenance, tests).
 func (p *Postgres) Pool() *pgxpool.Pool { return p.pool }
 
-// Close closes the pool.
+// Close closes the pool and the lock session (its locks are released).
 func (p *Postgres) Close() error {
+	p.locks.close()
 	p.pool.Close()
 	return nil
 }
