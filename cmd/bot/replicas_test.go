@@ -17,17 +17,13 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/go-telegram/bot/models"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/recallbot/recall/adapters/adaptertest"
 	"github.com/recallbot/recall/adapters/telegram/telegramtest"
@@ -614,131 +610,5 @@ func BenchmarkReplicasThroughput(b *testing.B) {
 				r.stop()
 			}
 		})
-	}
-}
-
-// TestReplicaProcessesOneKilledMidRun: two real bot processes on one
-// database behind a "load balancer" (each update posted to a random one,
-// and to the other when that one does not answer 200, as Telegram retries);
-// one is SIGKILLed in the middle of the run and started again. Every
-// message is answered exactly once, in order within its chat, and every
-// exchange is stored.
-func TestReplicaProcessesOneKilledMidRun(t *testing.T) {
-	db := pgtest.URL(t)
-	tg := newFakeTelegram(t)
-	model := newFakeLLM(t)
-	model.delay = func() time.Duration { return 50 * time.Millisecond }
-	var envs []botEnv
-	var hooks []string
-	for range 2 {
-		port := freePort(t)
-		envs = append(envs, telegramEnv(t, tg, model.URL, "RECALL_DATABASE_URL="+db, "RECALL_DATABASE_TURN_LEASE=2s",
-			"RECALL_ACCESS_OPEN=true", "RECALL_TELEGRAM_WEBHOOK_URL=https://bot.example.com/hook",
-			"RECALL_TELEGRAM_WEBHOOK_LISTEN=127.0.0.1:"+port, "RECALL_TELEGRAM_WEBHOOK_SECRET="+hookSecret))
-		hooks = append(hooks, "http://127.0.0.1:"+port+"/hook")
-	}
-	var mu sync.Mutex
-	bots := make([]*daemon, 2)
-	for i, env := range envs {
-		bots[i] = env.startDaemon(t)
-		bots[i].waitLog("webhook server listening", 60*time.Second)
-	}
-	const users, perUser = 30, 4
-	var (
-		wg     sync.WaitGroup
-		posted sync.WaitGroup
-		nextID atomic.Int64
-	)
-	posted.Add(users * perUser / 2)
-	halfway := make(chan struct{})
-	go func() { posted.Wait(); close(halfway) }()
-	var count atomic.Int64
-	for u := range users {
-		user := int64(3000 + u)
-		wg.Go(func() {
-			for m := range perUser {
-				upd := models.Update{ID: nextID.Add(1), Message: tg.TextMessage(telegramtest.PrivateChat(user), user, fmt.Sprintf("u%d m%d", user, m))}
-				first := rand.IntN(2)
-				deadline := time.Now().Add(60 * time.Second)
-				for try := 0; ; try++ {
-					code, _ := postURL(hooks[(first+try)%2], upd)
-					if code == http.StatusOK {
-						break
-					}
-					if time.Now().After(deadline) {
-						t.Errorf("update %d was never taken", upd.ID)
-						return
-					}
-					time.Sleep(20 * time.Millisecond) // Telegram's retry pause
-				}
-				if count.Add(1) <= users*perUser/2 {
-					posted.Done()
-				}
-			}
-		})
-	}
-	<-halfway
-	mu.Lock()
-	bots[0].kill()
-	bots[0] = envs[0].startDaemon(t)
-	mu.Unlock()
-	wg.Wait()
-	for u := range users {
-		user := int64(3000 + u)
-		var want []string
-		for m := range perUser {
-			want = append(want, fmt.Sprintf("echo: u%d m%d", user, m))
-		}
-		if _, ok := tg.UntilWithin(90*time.Second, func([]telegramtest.Call) bool { return len(replies(tg, user)) >= perUser }); !ok {
-			t.Fatalf("user %d got %q, want %q\n--- bot 0:\n%s", user, replies(tg, user), want, bots[0].output())
-		}
-	}
-	for _, b := range bots {
-		b.signal(syscall.SIGTERM)
-		if code := b.wait(60 * time.Second); code != 0 {
-			t.Errorf("exit code %d", code)
-		}
-	}
-	// A reply the killed process was handing to Telegram may or may not
-	// have arrived: the replica that took the turn over says so
-	// (MaybeLostReply) instead of sending it a second time.
-	cut := 0
-	for u := range users {
-		user := int64(3000 + u)
-		var want []string
-		for m := range perUser {
-			want = append(want, fmt.Sprintf("echo: u%d m%d", user, m))
-		}
-		got := replies(tg, user)
-		next, notes := 0, 0
-		for _, g := range got {
-			if g == chatpkg.MaybeLostReply {
-				notes++
-				continue
-			}
-			i := slices.Index(want, g)
-			if i < next {
-				t.Errorf("user %d got %q: %q twice or out of order", user, got, g)
-			}
-			next = i + 1
-		}
-		answered := len(got) - notes
-		if answered+notes < perUser || answered > perUser {
-			t.Errorf("user %d got %q, want %q (each once, in order)", user, got, want)
-		}
-		cut += notes
-	}
-	t.Logf("%d replies cut while being sent by the killed process", cut)
-	c, err := pgx.Connect(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(context.Background())
-	var stored int
-	if err := c.QueryRow(context.Background(), `SELECT count(*) FROM messages WHERE role = 'assistant'`).Scan(&stored); err != nil {
-		t.Fatal(err)
-	}
-	if stored != users*perUser {
-		t.Errorf("%d replies stored, want %d", stored, users*perUser)
 	}
 }
