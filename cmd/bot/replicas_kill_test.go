@@ -42,7 +42,7 @@ const (
 	// How long a user waits for an answer before sending the next message
 	// anyway (an answer may be cut by the kill; a taken-over turn is
 	// answered after the 2-s lease expires).
-	killPatience = 20 * time.Second
+	killPatience = 30 * time.Second
 )
 
 // spanToken is how a user message of the run reads ("u3001 m2"), quoted
@@ -87,12 +87,12 @@ func uniqueTokens(s string) []string {
 }
 
 // TestReplicaProcessesOneKilledMidRun: three real bot processes on one
-// database behind a "load balancer": 200 users, each sending its messages
-// one after another, each update posted to a random process and to
-// another when that one does not answer 200 (as Telegram retries).
-// Summaries are due after every exchange (one exchange kept verbatim,
-// two summaries a level before they fold). Halfway through, one process is
-// SIGKILLed and started again. In the end every message is answered
+// database behind a "load balancer": 200 users, each sending its next
+// message once the last is answered, each update posted to a random
+// process and to another when that one does not answer 200 (as Telegram
+// retries). Summaries are due after every exchange (one exchange kept
+// verbatim, two summaries a level before they fold). Halfway through, one
+// process is SIGKILLed and started again. In the end every message is answered
 // exactly once, in order within its chat; every exchange is stored, in
 // order; and no summary was built twice: no two summaries of a level in
 // the database cover the same message, and the model was never asked
@@ -103,16 +103,17 @@ func uniqueTokens(s string) []string {
 // URL): the test posts the updates to the processes' webhooks itself.
 func TestReplicaProcessesOneKilledMidRun(t *testing.T) {
 	db := pgtest.URL(t)
-	// Every user's deliveries, as they happen (the fake's OnSend).
+	// Every user's deliveries as they happen (the fake's OnSend): the
+	// message each one replies to.
 	var delivered atomic.Int64
-	got := make(map[int64]chan struct{}, killUsers)
+	got := make(map[int64]chan int, killUsers)
 	for u := range killUsers {
-		got[int64(3000+u)] = make(chan struct{}, 4*killPerUser)
+		got[int64(3000+u)] = make(chan int, 4*killPerUser)
 	}
 	srv := telegramtest.Start(telegramtest.Options{OnSend: func(s telegramtest.Sent) {
 		delivered.Add(1)
 		select {
-		case got[s.Chat] <- struct{}{}:
+		case got[s.Chat] <- s.ReplyTo:
 		default:
 		}
 	}})
@@ -156,12 +157,17 @@ func TestReplicaProcessesOneKilledMidRun(t *testing.T) {
 	var (
 		wg     sync.WaitGroup
 		nextID atomic.Int64
+		idsMu  sync.Mutex
+		ids    = map[int64][]int{} // user → the ids of their messages, in order
 	)
 	for u := range killUsers {
 		user := int64(3000 + u)
 		wg.Go(func() {
 			for m := range killPerUser {
 				upd := models.Update{ID: nextID.Add(1), Message: tg.TextMessage(telegramtest.PrivateChat(user), user, fmt.Sprintf("u%d m%d", user, m))}
+				idsMu.Lock()
+				ids[user] = append(ids[user], upd.Message.ID)
+				idsMu.Unlock()
 				first := rand.IntN(killReplicas)
 				deadline := time.Now().Add(60 * time.Second)
 				for try := 0; ; try++ {
@@ -175,9 +181,20 @@ func TestReplicaProcessesOneKilledMidRun(t *testing.T) {
 					}
 					time.Sleep(20 * time.Millisecond) // Telegram's retry pause
 				}
-				select {
-				case <-got[user]:
-				case <-time.After(killPatience):
+				// The user waits for the answer to this message (or the
+				// note that it may be lost), not for any message: a
+				// note about the previous one may come first.
+				patience := time.After(killPatience)
+			wait:
+				for {
+					select {
+					case to := <-got[user]:
+						if to == upd.Message.ID {
+							break wait
+						}
+					case <-patience:
+						break wait
+					}
 				}
 			}
 		})
@@ -231,28 +248,35 @@ func TestReplicaProcessesOneKilledMidRun(t *testing.T) {
 			t.Errorf("exit code %d", code)
 		}
 	}
+	// What the processes warned of (the killed one's died with it): a
+	// trace of trouble when the run fails.
 	takenOver := 0
-	warnings := map[string]int{}
+	warnings, example := map[string]int{}, map[string]any{}
 	for _, b := range bots {
 		for _, rec := range b.records() {
 			if rec["msg"] == "taking over a turn another replica left unfinished" {
 				takenOver++
 			}
 			if rec["level"] == "WARN" || rec["level"] == "ERROR" {
-				warnings[fmt.Sprint(rec["level"], " ", rec["msg"], " ", rec["err"])]++
+				w := fmt.Sprint(rec["level"], " ", rec["msg"])
+				warnings[w]++
+				if _, ok := example[w]; !ok {
+					example[w] = rec["err"]
+				}
 			}
 		}
 	}
 	for w, n := range warnings {
-		t.Logf("logged %d times: %s", n, w)
+		t.Logf("logged %d times: %s (err: %v)", n, w, example[w])
 	}
 	if takenOver == 0 {
 		t.Errorf("no turn was taken over from the killed process: it was killed with none in flight, and the run shows nothing of a kill mid-turn")
 	}
 
-	// Exactly once, in order. A reply the killed process was handing to
-	// Telegram may or may not have arrived: the replica that took the turn
-	// over says so (MaybeLostReply) instead of sending it a second time.
+	// Exactly once, in order, each answer in reply to its message. A reply
+	// the killed process was handing to Telegram may or may not have
+	// arrived: the replica that took the turn over says so (MaybeLostReply,
+	// in reply to the message) instead of sending it a second time.
 	cut := 0
 	for u := range killUsers {
 		user := int64(3000 + u)
@@ -260,26 +284,39 @@ func TestReplicaProcessesOneKilledMidRun(t *testing.T) {
 		for m := range killPerUser {
 			want[m] = fmt.Sprintf("echo: u%d m%d", user, m)
 		}
-		got := replies(tg, user)
-		next, notes := 0, 0
-		for _, g := range got {
+		sent := tg.Sent(user)
+		var texts []string
+		answers, notes := map[int]int{}, map[int]int{} // message index → count
+		next := 0
+		for _, c := range sent {
+			g := c.Fields["text"]
+			texts = append(texts, g)
+			to := slices.Index(ids[user], c.ReplyTo())
 			if g == chatpkg.MaybeLostReply {
-				notes++
+				if to < 0 {
+					t.Errorf("user %d got the note that a reply may be lost in reply to no message of theirs (%d)", user, c.ReplyTo())
+				}
+				notes[to]++
 				continue
 			}
 			i := slices.Index(want, g)
 			switch {
 			case i < 0:
-				t.Errorf("user %d got %q: %q is no answer of theirs", user, got, g)
+				t.Errorf("user %d got %q: %q is no answer of theirs", user, texts, g)
 			case i < next:
-				t.Errorf("user %d got %q: %q twice or out of order", user, got, g)
+				t.Errorf("user %d got %q twice or out of order", user, g)
+			case i != to:
+				t.Errorf("user %d got %q in reply to their message %d", user, g, to)
 			}
+			answers[i]++
 			next = i + 1
 		}
-		if answered := len(got) - notes; answered+notes < killPerUser || answered > killPerUser {
-			t.Errorf("user %d got %q, want %q (each once, in order)", user, got, want)
+		for m := range killPerUser {
+			if answers[m] > 1 || notes[m] > 1 || answers[m]+notes[m] == 0 {
+				t.Errorf("user %d got %q: message %d answered %d times, with %d notes (want once, or a note)", user, texts, m, answers[m], notes[m])
+			}
 		}
-		cut += notes
+		cut += len(notes)
 	}
 
 	// Every exchange stored once, in order; summaries built once.
