@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -593,7 +594,7 @@ func keepWithin[T any](items []T, budget int, cost func(T) int) ([]T, []int, int
 }
 
 func summaryLine(s memory.Summary) string {
-	return fmt.Sprintf("[%s – %s, level %d] %s", s.From.Format("2006-01-02"), s.To.Format("2006-01-02"), s.Level, s.Text)
+	return "[" + s.From.Format("2006-01-02") + " – " + s.To.Format("2006-01-02") + ", level " + strconv.Itoa(s.Level) + "] " + s.Text
 }
 
 // memoryBlock renders the memory system message.

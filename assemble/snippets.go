@@ -275,7 +275,7 @@ func exchanges(msgs []memory.Message, score map[int64]float64, skip map[int64]bo
 	}
 	blocks := make([]Snippet, 0, len(spans))
 	for _, sp := range spans {
-		var b Snippet
+		b := Snippet{Messages: make([]SnippetMessage, 0, sp.hi-sp.lo+1)}
 		var best, rest float64
 		for _, m := range msgs[sp.lo : sp.hi+1] {
 			s, hit := score[m.ID]
