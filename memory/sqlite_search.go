@@ -96,7 +96,7 @@ func (s *SQLite) Search(ctx context.Context, key pipeline.Key, q Query) ([]Hit, 
 	return hits, err
 }
 
-// SearchWithin implements Within: the index is read once, and its
+// SearchWithin answers Store.SearchWithin: the index is read once, and its
 // candidates are ranked twice, within q's time range and over the whole
 // conversation (what the doclists hold does not depend on the range, only
 // which candidates are kept).
