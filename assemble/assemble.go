@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -146,6 +147,9 @@ type parts struct {
 	images          []llm.Image // shown with the current message
 	notes           []string
 	sums            []memory.Summary
+	// noteTok and sumTok are each note's and summary line's tokens, in
+	// order (counted once: trimming counts the block again and again).
+	noteTok, sumTok []int
 	snips           []Snippet
 	recent          []memory.Message
 	// items dropped to fit, per part
@@ -242,7 +246,7 @@ func (a *Assembler) gather(ctx context.Context, req Request) (parts, error) {
 	}
 	defer func() { _, _ = waitSearch() }() // a search still running when Build returns early is only waited for
 	p.system = a.cut(req.SystemPrompt, b.System)
-	if p.notes, _, p.notesTrimmed, err = a.memories(ctx, req); err != nil {
+	if p.notes, p.noteTok, p.notesTrimmed, err = a.memories(ctx, req); err != nil {
 		return p, err
 	}
 	if req.Memory {
@@ -256,7 +260,7 @@ func (a *Assembler) gather(ctx context.Context, req Request) (parts, error) {
 		}
 		return p.sums[i].ID < p.sums[j].ID
 	})
-	p.sums, p.sumTrimmed = keepWithin(p.sums, b.Summaries, func(s memory.Summary) int { return a.count.Count(summaryLine(s)) })
+	p.sums, p.sumTok, p.sumTrimmed = keepWithin(p.sums, b.Summaries, func(s memory.Summary) int { return a.count.Count(summaryLine(s)) })
 	if p.snips, err = waitSearch(); err != nil {
 		return p, fmt.Errorf("searching the archive of %s: %w", req.Key, err)
 	}
@@ -304,7 +308,7 @@ func (a *Assembler) fitCurrent(p *parts) int {
 func (a *Assembler) trim(p *parts, fixed int) func() int {
 	currentTok := a.count.Count(p.current)
 	exact := func() int {
-		return fixed + currentTok + blockTokens(a, p.notes, p.sums, p.snips) + tokensOf(p.recent)
+		return fixed + currentTok + a.partsBlockTokens(p) + tokensOf(p.recent)
 	}
 	total := a.budget.Total
 	estimate, drops := exact(), 0
@@ -340,13 +344,15 @@ func (a *Assembler) trim(p *parts, fixed int) func() int {
 		for idx > 0 && p.sums[idx-1].Level == p.sums[idx].Level {
 			idx--
 		}
-		estimate -= a.count.Count(summaryLine(p.sums[idx]))
+		estimate -= p.sumTok[idx]
 		p.sums = append(p.sums[:idx], p.sums[idx+1:]...)
+		p.sumTok = append(p.sumTok[:idx], p.sumTok[idx+1:]...)
 		p.sumTrimmed++
 	}
 	for over() && len(p.notes) > 0 {
-		estimate -= a.count.Count(p.notes[len(p.notes)-1])
+		estimate -= p.noteTok[len(p.notes)-1]
 		p.notes = p.notes[:len(p.notes)-1]
+		p.noteTok = p.noteTok[:len(p.notes)]
 		p.notesTrimmed++
 	}
 	return exact
@@ -386,9 +392,9 @@ func (a *Assembler) render(req Request, p parts, total func() int) Prompt {
 	}
 	sumTok := 0
 	sumLines := make([]string, 0, len(p.sums))
-	for _, s := range p.sums {
+	for i, s := range p.sums {
 		sumLines = append(sumLines, summaryLine(s))
-		sumTok += a.count.Count(sumLines[len(sumLines)-1])
+		sumTok += p.sumTok[i]
 	}
 	snipTok := 0
 	for _, s := range p.snips {
@@ -420,11 +426,12 @@ func boolInt(b bool) int {
 	return 0
 }
 
-// memories returns the lines of the memories part within its budget.
-func (a *Assembler) memories(ctx context.Context, req Request) (lines []string, n, trimmed int, err error) {
+// memories returns the lines of the memories part within its budget, and
+// each one's tokens.
+func (a *Assembler) memories(ctx context.Context, req Request) (lines []string, toks []int, trimmed int, err error) {
 	mems, err := a.src.Memories(ctx, req.Key.Owner())
 	if err != nil {
-		return nil, 0, 0, fmt.Errorf("loading memories: %w", err)
+		return nil, nil, 0, fmt.Errorf("loading memories: %w", err)
 	}
 	if len(mems) > req.MaxMemories {
 		trimmed += len(mems) - req.MaxMemories
@@ -437,7 +444,7 @@ func (a *Assembler) memories(ctx context.Context, req Request) (lines []string, 
 	if req.Facts && req.Memory {
 		facts, err := a.src.Facts(ctx, req.Key.Owner(), req.Text, 10)
 		if err != nil {
-			return nil, 0, 0, fmt.Errorf("loading facts: %w", err)
+			return nil, nil, 0, fmt.Errorf("loading facts: %w", err)
 		}
 		for _, f := range facts {
 			all = append(all, "- "+f.Content)
@@ -445,15 +452,16 @@ func (a *Assembler) memories(ctx context.Context, req Request) (lines []string, 
 	}
 	used := 0
 	for _, l := range all {
-		t := a.count.Count(l) + 1
-		if used+t > a.budget.Memories {
+		n := a.count.Count(l)
+		if used+n+1 > a.budget.Memories {
 			trimmed++
 			continue
 		}
-		used += t
+		used += n + 1
 		lines = append(lines, l)
+		toks = append(toks, n)
 	}
-	return lines, len(lines), trimmed, nil
+	return lines, toks, trimmed, nil
 }
 
 // dropCurrent removes the current message from the recent turns (it was
@@ -529,9 +537,48 @@ func blockTokens(a *Assembler, notes []string, sums []memory.Summary, snips []Sn
 	return n + perMessage
 }
 
-// keepWithin keeps items in order while they fit the budget.
-func keepWithin[T any](items []T, budget int, cost func(T) int) ([]T, int) {
+// partsBlockTokens is blockTokens of p's notes, summaries and snippets,
+// from the counts the parts carry: the block is not rendered (trimming
+// counts it after every few drops).
+func (a *Assembler) partsBlockTokens(p *parts) int {
+	lines, n := 0, 0
+	section := func(header string, items, tokens int) {
+		if items == 0 {
+			return
+		}
+		if lines > 0 {
+			lines++ // the empty line before a section
+			n += a.count.Count("")
+		}
+		lines += 1 + items
+		n += a.count.Count(header) + tokens
+	}
+	section(notesHeader, len(p.notes), sumInts(p.noteTok))
+	section(sumsHeader, len(p.sums), sumInts(p.sumTok))
+	snipTok := 0
+	for _, s := range p.snips {
+		snipTok += s.Tokens
+	}
+	section(snipsHeader, len(p.snips), snipTok)
+	if lines == 0 {
+		return 0
+	}
+	return n + (lines-1)*a.count.Count("\n") + perMessage
+}
+
+func sumInts(v []int) int {
+	n := 0
+	for _, x := range v {
+		n += x
+	}
+	return n
+}
+
+// keepWithin keeps items in order while they fit the budget, and returns
+// each kept item's cost.
+func keepWithin[T any](items []T, budget int, cost func(T) int) ([]T, []int, int) {
 	var out []T
+	var costs []int
 	used, dropped := 0, 0
 	for _, it := range items {
 		c := cost(it)
@@ -541,18 +588,26 @@ func keepWithin[T any](items []T, budget int, cost func(T) int) ([]T, int) {
 		}
 		used += c
 		out = append(out, it)
+		costs = append(costs, c)
 	}
-	return out, dropped
+	return out, costs, dropped
 }
 
 func summaryLine(s memory.Summary) string {
-	return fmt.Sprintf("[%s – %s, level %d] %s", s.From.Format("2006-01-02"), s.To.Format("2006-01-02"), s.Level, s.Text)
+	return "[" + s.From.Format("2006-01-02") + " – " + s.To.Format("2006-01-02") + ", level " + strconv.Itoa(s.Level) + "] " + s.Text
 }
 
 // memoryBlock renders the memory system message.
 func memoryBlock(notes []string, sums []memory.Summary, snips []Snippet) string {
 	return strings.Join(blockLines(notes, sums, snips), "\n")
 }
+
+// The memory block's section headers.
+const (
+	notesHeader = "## What you know about the user"
+	sumsHeader  = "## Summaries of the earlier conversation"
+	snipsHeader = "## Excerpts from the archive that may be relevant"
+)
 
 // blockLines returns the memory block's lines: a header per section, then
 // its items, an empty line between sections.
@@ -570,9 +625,9 @@ func blockLines(notes []string, sums []memory.Summary, snips []Snippet) []string
 			lines = append(lines, item(i))
 		}
 	}
-	section("## What you know about the user", len(notes), func(i int) string { return notes[i] })
-	section("## Summaries of the earlier conversation", len(sums), func(i int) string { return summaryLine(sums[i]) })
-	section("## Excerpts from the archive that may be relevant", len(snips), func(i int) string { return snippetText(snips[i]) })
+	section(notesHeader, len(notes), func(i int) string { return notes[i] })
+	section(sumsHeader, len(sums), func(i int) string { return summaryLine(sums[i]) })
+	section(snipsHeader, len(snips), func(i int) string { return snippetText(snips[i]) })
 	return lines
 }
 

@@ -55,6 +55,18 @@ func TestBlockTokensBound(t *testing.T) {
 		}
 		block := memoryBlock(notes, sums, snips)
 		got := blockTokens(a, notes, sums, snips)
+		// A turn counts it from the parts' counts, without rendering it:
+		// the same number.
+		p := parts{notes: notes, sums: sums, snips: snips}
+		for _, n := range notes {
+			p.noteTok = append(p.noteTok, count.Count(n))
+		}
+		for _, s := range sums {
+			p.sumTok = append(p.sumTok, count.Count(summaryLine(s)))
+		}
+		if fromParts := a.partsBlockTokens(&p); fromParts != got {
+			t.Fatalf("round %d: block counted %d from its parts, %d from its lines", round, fromParts, got)
+		}
 		if block == "" {
 			if got != 0 {
 				t.Fatalf("round %d: empty block counted %d", round, got)

@@ -288,3 +288,69 @@ func TestSnippetsLongDocument(t *testing.T) {
 		}
 	})
 }
+
+// searchCounter is the store as an assembler's Source, counting searches;
+// it hides the store's SearchWithin (a source that can only search).
+type searchCounter struct {
+	assemble.Source
+	searches int
+}
+
+func (c *searchCounter) Search(ctx context.Context, key pipeline.Key, q memory.Query) ([]memory.Hit, error) {
+	c.searches++
+	return c.Source.Search(ctx, key, q)
+}
+
+// withinCounter is a searchCounter offering the store's SearchWithin.
+type withinCounter struct {
+	*searchCounter
+	st     *memory.Store
+	within int
+}
+
+func (c *withinCounter) SearchWithin(ctx context.Context, key pipeline.Key, q memory.Query) ([]memory.Hit, []memory.Hit, error) {
+	c.within++
+	return c.st.SearchWithin(ctx, key, q)
+}
+
+// TestTimedQuestionSearchesOnce: a question naming a time ("in January")
+// costs the turn one search of the archive, not two (its time, then the
+// whole archive), and the snippets are those of the two searches.
+func TestTimedQuestionSearchesOnce(t *testing.T) {
+	eachBackend(t, func(t *testing.T, storage memory.Storage) {
+		lines := []line{
+			{"Anna", time.Date(2026, 1, 10, 9, 0, 0, 0, time.UTC), "the dentist said my tooth is fine and I should floss more often"},
+			{"Ben", time.Date(2026, 1, 10, 9, 5, 0, 0, time.UTC), "good, mine said the same"},
+			{"Ben", time.Date(2026, 3, 10, 9, 0, 0, 0, time.UTC), "the dentist said my tooth was bad"},
+		}
+		for d := range 20 {
+			lines = append(lines, line{[]string{"Anna", "Ben"}[d%2], time.Date(2026, 2, 1+d, 9, 0, 0, 0, time.UTC), fmt.Sprintf("dentist weather report %d", d)})
+		}
+		st := archivedGroup(t, storage, lines)
+		req := assemble.Request{Key: group, Text: "what did the dentist say in January", Memory: true, Now: time.Date(2026, 5, 20, 12, 0, 0, 0, time.UTC)}
+		build := func(src assemble.Source) assemble.Prompt {
+			t.Helper()
+			p, err := assemble.New(src, words{}, assemble.DefaultBudget, assemble.InLocation(time.UTC)).Build(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}
+		twice := &searchCounter{Source: st}
+		want := build(twice)
+		if twice.searches != 2 {
+			t.Fatalf("a source without SearchWithin searched %d times; want 2 (the time, then everything)", twice.searches)
+		}
+		once := &withinCounter{searchCounter: &searchCounter{Source: st}, st: st}
+		got := build(once)
+		if once.within != 1 || once.searches != 0 {
+			t.Errorf("the store was searched %d times and SearchWithin called %d times; want one SearchWithin", once.searches, once.within)
+		}
+		if g, w := fmt.Sprint(got.Breakdown.Snippets), fmt.Sprint(want.Breakdown.Snippets); g != w {
+			t.Errorf("snippets from one search:\n%s\nfrom two:\n%s", g, w)
+		}
+		if len(got.Breakdown.Snippets) < 2 || !strings.HasPrefix(texts(got.Breakdown.Snippets)[0][0], "Anna: the dentist said my tooth is fine") {
+			t.Errorf("snippets %q; want January's exchange first, then the rest of the archive", texts(got.Breakdown.Snippets))
+		}
+	})
+}

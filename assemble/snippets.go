@@ -97,18 +97,15 @@ func (a *Assembler) recall(ctx context.Context, req Request, exclude []int64, bu
 // recallPass is one try of recall with limit hits per search; more reports
 // whether a search returned as many as it was asked for.
 func (a *Assembler) recallPass(ctx context.Context, req Request, exclude []int64, budget, limit int) (out []Snippet, used int, more bool, err error) {
-	var hits []memory.Hit
+	var hits, all []memory.Hit
 	text := req.Text
 	if w, ok := parseWhen(req.Text, req.Now, a.loc); ok {
 		text = w.rest
-		in, err := a.src.Search(ctx, req.Key, memory.Query{Text: text, Limit: limit, Exclude: exclude, From: w.from, To: w.to})
-		if err != nil {
-			return nil, 0, false, err
-		}
-		hits = in
-		more = len(in) >= limit
+		hits, all, err = a.searchWithin(ctx, req.Key, memory.Query{Text: text, Limit: limit, Exclude: exclude, From: w.from, To: w.to})
+		more = len(hits) >= limit
+	} else {
+		all, err = a.src.Search(ctx, req.Key, memory.Query{Text: text, Limit: limit, Exclude: exclude})
 	}
-	all, err := a.src.Search(ctx, req.Key, memory.Query{Text: text, Limit: limit, Exclude: exclude})
 	if err != nil {
 		return nil, 0, false, err
 	}
@@ -210,6 +207,27 @@ func (a *Assembler) recallPass(ctx context.Context, req Request, exclude []int64
 	return out, used, more, nil
 }
 
+// withinSearcher is a Source that answers a question naming a time from
+// one search: its hits in that time and in the whole archive
+// (memory.Store.SearchWithin).
+type withinSearcher interface {
+	SearchWithin(ctx context.Context, key pipeline.Key, q memory.Query) (within, all []memory.Hit, err error)
+}
+
+// searchWithin returns q's hits within its time range and the same query's
+// over the whole archive: from one search when the source can, else two.
+func (a *Assembler) searchWithin(ctx context.Context, key pipeline.Key, q memory.Query) (within, all []memory.Hit, err error) {
+	if ws, ok := a.src.(withinSearcher); ok {
+		return ws.SearchWithin(ctx, key, q)
+	}
+	if within, err = a.src.Search(ctx, key, q); err != nil {
+		return nil, nil, err
+	}
+	q.From, q.To = time.Time{}, time.Time{}
+	all, err = a.src.Search(ctx, key, q)
+	return within, all, err
+}
+
 func compareID(x, y int64) int {
 	switch {
 	case x < y:
@@ -257,7 +275,7 @@ func exchanges(msgs []memory.Message, score map[int64]float64, skip map[int64]bo
 	}
 	blocks := make([]Snippet, 0, len(spans))
 	for _, sp := range spans {
-		var b Snippet
+		b := Snippet{Messages: make([]SnippetMessage, 0, sp.hi-sp.lo+1)}
 		var best, rest float64
 		for _, m := range msgs[sp.lo : sp.hi+1] {
 			s, hit := score[m.ID]

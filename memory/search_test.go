@@ -526,3 +526,51 @@ func TestSearchIndexTerms(t *testing.T) {
 		t.Errorf("conversation statistics %d %d %v", docs, toks, err)
 	}
 }
+
+// TestSearchWithinReadsTheIndexOnce: SearchWithin returns what Search
+// returns for the timed query and for the same query over all time (same
+// messages, same scores, same order), pruned or exact, and reads the
+// index's doclists once for both: as many lookups as the timed search alone.
+func TestSearchWithinReadsTheIndexOnce(t *testing.T) {
+	f := newSearchFixture(t)
+	ctx := context.Background()
+	t0 := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
+	var lookups int
+	f.s.searchTrace = func(r *searchRun) { lookups += r.traceLookups }
+	defer func() { f.s.searchTrace = nil }()
+	for _, tune := range []searchTuning{exactSearchTuning, testTuning} {
+		f.s.tune = &tune
+		for _, text := range []string{"Ana flat rent", "the weather was", "kenji marathon training"} {
+			for _, span := range [][2]time.Duration{{0, 30 * time.Minute}, {time.Hour, 90 * time.Minute}, {0, 0}} {
+				q := Query{Text: text, Limit: 15, Exclude: f.ids[len(f.ids)-3:], From: t0.Add(span[0]), To: t0.Add(span[1])}
+				lookups = 0
+				want, err := f.s.Search(ctx, f.mid, q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				one := lookups
+				all := q
+				all.From, all.To = time.Time{}, time.Time{}
+				wantAll, err := f.s.Search(ctx, f.mid, all)
+				if err != nil {
+					t.Fatal(err)
+				}
+				lookups = 0
+				got, gotAll, err := f.s.SearchWithin(ctx, f.mid, q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				name := fmt.Sprintf("%q %v (exact %v)", text, span, tune == exactSearchTuning)
+				if !sameHits(got, want) {
+					t.Errorf("%s: within\n%s\nwant\n%s", name, hitList(got), hitList(want))
+				}
+				if !sameHits(gotAll, wantAll) || len(wantAll) == 0 {
+					t.Errorf("%s: all\n%s\nwant\n%s", name, hitList(gotAll), hitList(wantAll))
+				}
+				if lookups > one+1 { // + the time range's ids, read once more
+					t.Errorf("%s: SearchWithin made %d lookups; the timed search alone %d", name, lookups, one)
+				}
+			}
+		}
+	}
+}

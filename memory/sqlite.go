@@ -425,24 +425,44 @@ func scanMessages(rows *sql.Rows, key pipeline.Key, withRank bool) ([]Message, [
 	defer rows.Close()
 	var out []Message
 	var ranks []float64
+	// One row's destinations, reused: each row is copied out.
+	var r messageRow
+	var rank float64
+	dest := r.dest()
+	if withRank {
+		dest = append(dest, &rank)
+	}
 	for rows.Next() {
-		var m Message
-		var role string
-		var at int64
-		var active int
-		dest := []any{&m.ID, &role, &m.SenderID, &m.SenderName, &m.PlatformID, &m.ReplyTo, &m.Text, &at, &m.Tokens, &active, &m.ChunkID}
-		var rank float64
-		if withRank {
-			dest = append(dest, &rank)
-		}
+		r = messageRow{}
 		if err := rows.Scan(dest...); err != nil {
 			return nil, nil, err
 		}
-		m.Key, m.Role, m.Time, m.Active = key, Role(role), time.UnixMilli(at).UTC(), active == 1
-		out = append(out, m)
-		ranks = append(ranks, rank)
+		out = append(out, r.message(key))
+		if withRank {
+			ranks = append(ranks, rank)
+		}
 	}
 	return out, ranks, rows.Err()
+}
+
+// messageRow is a message as msgColumns select it.
+type messageRow struct {
+	m      Message
+	role   string
+	at     int64
+	active int
+}
+
+// dest is the row's Scan destinations, in msgColumns order.
+func (r *messageRow) dest() []any {
+	return []any{&r.m.ID, &r.role, &r.m.SenderID, &r.m.SenderName, &r.m.PlatformID, &r.m.ReplyTo, &r.m.Text, &r.at, &r.m.Tokens, &r.active, &r.m.ChunkID}
+}
+
+// message is the row's message, of conversation key.
+func (r *messageRow) message(key pipeline.Key) Message {
+	m := r.m
+	m.Key, m.Role, m.Time, m.Active = key, Role(r.role), time.UnixMilli(r.at).UTC(), r.active == 1
+	return m
 }
 
 // Lookup implements Backend.
@@ -472,20 +492,18 @@ func (s *SQLite) Recent(ctx context.Context, key pipeline.Key, limit, tokenBudge
 	var out []Message
 	used := 0
 	defer rows.Close()
+	var r messageRow
+	dest := r.dest()
 	for (limit <= 0 || len(out) < limit) && rows.Next() {
-		var m Message
-		var role string
-		var at int64
-		var active int
-		if err := rows.Scan(&m.ID, &role, &m.SenderID, &m.SenderName, &m.PlatformID, &m.ReplyTo, &m.Text, &at, &m.Tokens, &active, &m.ChunkID); err != nil {
+		r = messageRow{}
+		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
-		if tokenBudget > 0 && used+m.Tokens > tokenBudget {
+		if tokenBudget > 0 && used+r.m.Tokens > tokenBudget {
 			break
 		}
-		used += m.Tokens
-		m.Key, m.Role, m.Time, m.Active = key, Role(role), time.UnixMilli(at).UTC(), active == 1
-		out = append(out, m)
+		used += r.m.Tokens
+		out = append(out, r.message(key))
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -805,7 +823,7 @@ func BudgetHits(hits []Hit, q Query) []Hit {
 	for _, id := range q.Exclude {
 		skip[id] = true
 	}
-	var out []Hit
+	out := make([]Hit, 0, min(len(hits), limit))
 	used := 0
 	for _, h := range hits {
 		if skip[h.Message.ID] {
@@ -819,6 +837,9 @@ func BudgetHits(hits []Hit, q Query) []Hit {
 		if len(out) == limit {
 			break
 		}
+	}
+	if len(out) == 0 {
+		return nil
 	}
 	return out
 }

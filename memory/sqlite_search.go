@@ -92,16 +92,30 @@ var exactSearchTuning = searchTuning{exactUpTo: math.MaxInt64, commonDF: math.Ma
 // terms and scored without that one, whose idf is low (recency breaks ties
 // anyway). A query without common phrases is ranked exactly.
 func (s *SQLite) Search(ctx context.Context, key pipeline.Key, q Query) ([]Hit, error) {
+	hits, _, err := s.search(ctx, key, q, false)
+	return hits, err
+}
+
+// SearchWithin answers Store.SearchWithin: the index is read once, and its
+// candidates are ranked twice, within q's time range and over the whole
+// conversation (what the doclists hold does not depend on the range, only
+// which candidates are kept).
+func (s *SQLite) SearchWithin(ctx context.Context, key pipeline.Key, q Query) (within, all []Hit, err error) {
+	return s.search(ctx, key, q, true)
+}
+
+// search runs q; with also, it also ranks the same candidates without q's
+// time range (all).
+func (s *SQLite) search(ctx context.Context, key pipeline.Key, q Query, also bool) (hits, all []Hit, err error) {
 	phrases := fts.Phrases(q.Text)
 	if len(phrases) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	conn, err := s.r.Conn(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("searching %s: %w", key, err)
+		return nil, nil, fmt.Errorf("searching %s: %w", key, err)
 	}
 	defer conn.Close()
-	var hits []Hit
 	err = conn.Raw(func(dc any) error {
 		rc, ok := dc.(interface{ Raw() *sqlite3.Conn })
 		if !ok {
@@ -124,15 +138,24 @@ func (s *SQLite) Search(ctx context.Context, key pipeline.Key, q Query) ([]Hit, 
 		defer sr.close()
 		var err error
 		hits, err = sr.run(phrases)
+		if err == nil && also && sr.ranked {
+			sr.q.From, sr.q.To = time.Time{}, time.Time{}
+			all, err = sr.top()
+		}
 		if s.searchTrace != nil {
 			s.searchTrace(sr)
 		}
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("searching %s: %w", key, err)
+		return nil, nil, fmt.Errorf("searching %s: %w", key, err)
 	}
-	return BudgetHits(hits, q), nil
+	hits = BudgetHits(hits, q)
+	if also {
+		q.From, q.To = time.Time{}, time.Time{}
+		all = BudgetHits(all, q)
+	}
+	return hits, all, nil
 }
 
 func (s *SQLite) searchTuning() searchTuning {
@@ -178,6 +201,7 @@ type searchRun struct {
 	cutRowid     int64 // rowids from here on are the window's
 	winSize      int64 // messages in the window
 	candidates   int   // messages scored
+	ranked       bool  // the phrases are read: top may rank them (again)
 
 	// searchTrace only
 	trace                   func(*searchRun) // the store's searchTrace
@@ -377,6 +401,7 @@ func (r *searchRun) run(phrases [][]string) ([]Hit, error) {
 		p.idf = fts.IDF(float64(r.nDocs), p.df)
 	}
 	r.phase("top")
+	r.ranked = true
 	return r.top()
 }
 

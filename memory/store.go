@@ -397,6 +397,29 @@ func (s *Store) Search(ctx context.Context, key pipeline.Key, q Query) ([]Hit, e
 	return s.backendFor(key.Owner()).Search(ctx, key, q)
 }
 
+// SearchWithin runs q, which names a time range (q.From, q.To), and the
+// same query over the whole conversation: within holds q's hits, all the
+// hits without the range, as two Search calls would return them. The SQLite
+// backend reads its index once for both (a question naming a time cost a
+// turn two searches); the others search twice.
+func (s *Store) SearchWithin(ctx context.Context, key pipeline.Key, q Query) (within, all []Hit, err error) {
+	b := s.backendFor(key.Owner())
+	if w, ok := b.(withinSearcher); ok {
+		return w.SearchWithin(ctx, key, q)
+	}
+	if within, err = b.Search(ctx, key, q); err != nil {
+		return nil, nil, err
+	}
+	q.From, q.To = time.Time{}, time.Time{}
+	all, err = b.Search(ctx, key, q)
+	return within, all, err
+}
+
+// withinSearcher is a Backend that answers SearchWithin from one search.
+type withinSearcher interface {
+	SearchWithin(ctx context.Context, key pipeline.Key, q Query) (within, all []Hit, err error)
+}
+
 // Around: see Backend.Around (committed messages).
 func (s *Store) Around(ctx context.Context, key pipeline.Key, ids []int64) ([]Message, error) {
 	if len(ids) == 0 {
