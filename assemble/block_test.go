@@ -48,6 +48,7 @@ func TestBlockTokensBound(t *testing.T) {
 				if r.IntN(2) == 0 {
 					m.tokens = count.Count(m.Text) // as stored with the message
 				} // else not known: the line is counted
+				m.Gap = i > 0 && r.IntN(3) == 0 // another exchange of the day
 				s.Messages = append(s.Messages, m)
 			}
 			a.countSnippet(&s)
