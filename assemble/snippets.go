@@ -35,6 +35,10 @@ type SnippetMessage struct {
 	// (another exchange of the day begins; the prompt shows "…" between).
 	Gap    bool `json:"gap,omitempty"`
 	tokens int  // stored count of Text (0: unknown)
+	// The line's count after its start, with "Name: " and alone (in a run
+	// of one speaker's messages), once counted (countSnippet).
+	named, alone int
+	counted      bool
 }
 
 // Time is when the snippet's first message was written.
@@ -223,6 +227,10 @@ func (a *Assembler) fill(blocks []Snippet, budget int) (out []Snippet, used int)
 			used += b.Tokens
 			return true
 		}
+		// Merged, b saves at most a date header (its own or the day's).
+		if used+b.Tokens-a.count.Count(dateHeader(b.Messages[0].Time))-a.count.Count(" ") > budget {
+			return false
+		}
 		m := mergeDay(out[i], b)
 		a.countSnippet(&m)
 		if used+m.Tokens-out[i].Tokens > budget {
@@ -243,28 +251,27 @@ func (a *Assembler) fill(blocks []Snippet, budget int) (out []Snippet, used int)
 }
 
 // mergeDay is day's block with the exchanges of b added, in time order
-// (by id), each message that follows one of the other block marked Gap.
+// (by id; both are in that order), each message that follows one of the
+// other block marked Gap.
 func mergeDay(day, b Snippet) Snippet {
-	type from struct {
-		m SnippetMessage
-		b bool
-	}
-	all := make([]from, 0, len(day.Messages)+len(b.Messages))
-	for _, m := range day.Messages {
-		all = append(all, from{m, false})
-	}
-	for _, m := range b.Messages {
-		all = append(all, from{m, true})
-	}
-	slices.SortStableFunc(all, func(x, y from) int { return compareID(x.m.ID, y.m.ID) })
-	out := Snippet{Score: max(day.Score, b.Score), Messages: make([]SnippetMessage, len(all))}
-	for i, f := range all {
-		if i == 0 {
-			f.m.Gap = false
-		} else if f.b != all[i-1].b {
-			f.m.Gap = true
+	out := Snippet{Score: max(day.Score, b.Score), Messages: make([]SnippetMessage, 0, len(day.Messages)+len(b.Messages))}
+	x, y := day.Messages, b.Messages
+	fromB := false
+	for len(x) > 0 || len(y) > 0 {
+		var m SnippetMessage
+		takeB := len(x) == 0 || (len(y) > 0 && y[0].ID < x[0].ID)
+		if takeB {
+			m, y = y[0], y[1:]
+		} else {
+			m, x = x[0], x[1:]
 		}
-		out.Messages[i] = f.m
+		if len(out.Messages) == 0 {
+			m.Gap = false
+		} else if takeB != fromB {
+			m.Gap = true
+		}
+		fromB = takeB
+		out.Messages = append(out.Messages, m)
 	}
 	return out
 }
@@ -487,7 +494,7 @@ const (
 func lineStart(s Snippet, i int) int {
 	m := s.Messages[i]
 	switch {
-	case i == 0 || m.Time.Format("2006-01-02") != s.Messages[i-1].Time.Format("2006-01-02"):
+	case i == 0 || !sameDate(m.Time, s.Messages[i-1].Time):
 		return startDay
 	case m.Gap:
 		return startGap
@@ -495,6 +502,14 @@ func lineStart(s Snippet, i int) int {
 		return startGoesOn
 	}
 	return startSpeaker
+}
+
+// sameDate reports whether x and y fall on one calendar date (each in its
+// own location, as its header shows it).
+func sameDate(x, y time.Time) bool {
+	y1, m1, d1 := x.Date()
+	y2, m2, d2 := y.Date()
+	return y1 == y2 && m1 == m2 && d1 == d2
 }
 
 // gapLine stands between two exchanges of one block.
@@ -540,16 +555,20 @@ func (a *Assembler) countSnippet(s *Snippet) {
 		case startGap:
 			n += a.count.Count(gapLine) + newline
 		}
-		known := m.tokens > 0 && !strings.ContainsAny(m.Text, "\r\n")
-		switch {
-		case start == startGoesOn && known:
-			n += m.tokens
-		case start == startGoesOn:
-			n += a.count.Count(flatten(m.Text))
-		case known:
-			n += a.count.Count(m.Sender+":") + space + m.tokens
-		default:
-			n += a.count.Count(m.Sender + ": " + flatten(m.Text))
+		if !m.counted {
+			if m.tokens > 0 && !strings.ContainsAny(m.Text, "\r\n") {
+				m.named, m.alone = a.count.Count(m.Sender+":")+space+m.tokens, m.tokens
+			} else {
+				text := flatten(m.Text)
+				m.named, m.alone = a.count.Count(m.Sender+": "+text), a.count.Count(text)
+			}
+			m.counted = true
+			s.Messages[i] = m
+		}
+		if start == startGoesOn {
+			n += m.alone
+		} else {
+			n += m.named
 		}
 	}
 	s.Tokens = n
