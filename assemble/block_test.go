@@ -1,6 +1,7 @@
 package assemble
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -48,6 +49,7 @@ func TestBlockTokensBound(t *testing.T) {
 				if r.IntN(2) == 0 {
 					m.tokens = count.Count(m.Text) // as stored with the message
 				} // else not known: the line is counted
+				m.Gap = i > 0 && r.IntN(3) == 0 // another exchange of the day
 				s.Messages = append(s.Messages, m)
 			}
 			a.countSnippet(&s)
@@ -100,3 +102,29 @@ func TestBlockTokensExactForWordCounters(t *testing.T) {
 type wordCounter struct{}
 
 func (wordCounter) Count(s string) int { return len(strings.Fields(s)) }
+
+// BenchmarkFill: taking ranked blocks into the snippet budget, a day's
+// exchanges merged under one header (40 exchanges of three messages over
+// 10 days, real tokenizer, 1,500 tokens): a turn's share of the work.
+func BenchmarkFill(b *testing.B) {
+	count := llm.NewCounter("gpt-4o-mini")
+	a := &Assembler{count: count}
+	t0 := time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)
+	var blocks []Snippet
+	id := int64(0)
+	for i := range 40 {
+		var s Snippet
+		for j := range 3 {
+			id++
+			text := fmt.Sprintf("message %d of exchange %d: we talked about the garden and the new fence for a while", j, i)
+			s.Messages = append(s.Messages, SnippetMessage{ID: int64(i%10)*1000 + id, Role: memory.RoleUser, Sender: []string{"Anna", "Ben"}[j%2],
+				Time: t0.AddDate(0, 0, i%10).Add(time.Duration(i) * time.Hour), Text: text, Hit: j == 1, tokens: count.Count(text)})
+		}
+		s.Score = float64(100 - i)
+		a.countSnippet(&s)
+		blocks = append(blocks, s)
+	}
+	for b.Loop() {
+		a.fill(blocks, 1500)
+	}
+}

@@ -221,7 +221,8 @@ func TestSnippetsTopicalDayFirst(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := texts(snips)
-		if len(got) != 3 || got[0][0] == "Ben: the garden shed is painted" || got[2][0] != "Ben: the garden shed is painted" {
+		// The 5th's two exchanges are one block (one day).
+		if len(got) != 2 || len(got[0]) != 2 || got[1][0] != "Ben: the garden shed is painted" {
 			t.Errorf("snippets %q: want the two of the 5th (the garden day) before the shed of the 8th", got)
 		}
 	})
@@ -351,6 +352,43 @@ func TestTimedQuestionSearchesOnce(t *testing.T) {
 		}
 		if len(got.Breakdown.Snippets) < 2 || !strings.HasPrefix(texts(got.Breakdown.Snippets)[0][0], "Anna: the dentist said my tooth is fine") {
 			t.Errorf("snippets %q; want January's exchange first, then the rest of the archive", texts(got.Breakdown.Snippets))
+		}
+	})
+}
+
+// TestSnippetsOneBlockADay: two exchanges of one day that a question finds
+// are shown as one block under one date header, a "…" line between them,
+// and a run of messages by one speaker shows the name once: so a budget
+// too small for the two exchanges with a header each holds both.
+func TestSnippetsOneBlockADay(t *testing.T) {
+	eachBackend(t, func(t *testing.T, storage memory.Storage) {
+		st := archivedGroup(t, storage, []line{
+			{"Anna", at(3, 9, 0), "the garden fence is painted"},
+			{"Anna", at(3, 9, 1), "blue, like the sky"},
+			{"Ben", at(3, 18, 0), "the garden gate is painted too"},
+			{"Anna", at(3, 18, 5), "great"},
+			{"Ben", at(9, 10, 0), "weather report"},
+		})
+		b := assemble.DefaultBudget
+		b.Snippets = 22 // words: 12 and 11 with a header each, 22 under one
+		p, err := assemble.New(st, words{}, b).Build(context.Background(), assemble.Request{Key: group, Text: "garden", Memory: true, Now: at(10, 0, 0)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		snips := p.Breakdown.Snippets
+		want := "[Tue 2026-03-03] Anna: the garden fence is painted\nblue, like the sky\n…\nBen: the garden gate is painted too\nAnna: great"
+		if len(snips) != 1 || assemble.FormatSnippet(snips[0], 0) != want {
+			t.Fatalf("snippets %q, want one block:\n%s", texts(snips), want)
+		}
+		if snips[0].Tokens != 22 {
+			t.Errorf("the block counts %d tokens, want 22", snips[0].Tokens)
+		}
+		var prompt strings.Builder
+		for _, m := range p.Messages {
+			prompt.WriteString(m.Content + "\n")
+		}
+		if !strings.Contains(prompt.String(), want) {
+			t.Errorf("the prompt does not show the block:\n%s", prompt.String())
 		}
 	})
 }

@@ -12,9 +12,10 @@ import (
 	"github.com/recallbot/recall/pipeline"
 )
 
-// Snippet is one block of the archive in the prompt: an exchange around one
-// or more search hits (the message a hit answers and the reply to it, from
-// the same conversation), shown with its date and the speakers' names.
+// Snippet is one block of the archive in the prompt: the exchanges of one
+// day around one or more search hits (each the message a hit answers and
+// the reply to it, from the same conversation), shown under the day's date
+// with the speakers' names, a "…" line between exchanges.
 type Snippet struct {
 	Messages []SnippetMessage `json:"messages"`
 	Tokens   int              `json:"tokens"` // the block's lines, as the prompt carries them
@@ -30,7 +31,14 @@ type SnippetMessage struct {
 	Time       time.Time   `json:"time"`
 	Text       string      `json:"text"`
 	Hit        bool        `json:"hit,omitempty"` // found by the search (not only a neighbour)
-	tokens     int         // stored count of Text (0: unknown)
+	// Gap: the message does not follow the one before it in the block
+	// (another exchange of the day begins; the prompt shows "…" between).
+	Gap    bool `json:"gap,omitempty"`
+	tokens int  // stored count of Text (0: unknown)
+	// The line's count after its start, with "Name: " and alone (in a run
+	// of one speaker's messages), once counted (countSnippet).
+	named, alone int
+	counted      bool
 }
 
 // Time is when the snippet's first message was written.
@@ -69,8 +77,7 @@ const (
 // recall finds the archive snippets for a turn: the search's hits, each
 // with the message before and after it in the conversation (within
 // exchangeGap, never one in exclude), merged where they overlap, ranked,
-// and taken while they fit the budget: a block that does not fit whole is
-// taken as its hits alone when they fit. A question naming a time ("last
+// and taken while they fit the budget (see fill). A question naming a time ("last
 // week", "in May", see parseWhen) searches that time first and fills the
 // rest of the budget from the whole archive. The search asks for about as
 // many hits as the budget holds; when their blocks leave more than a tenth
@@ -194,17 +201,76 @@ func (a *Assembler) recallPass(ctx context.Context, req Request, exclude []int64
 		}
 		return -compareID(x.Messages[0].ID, y.Messages[0].ID) // newer first on ties
 	})
+	out, used = a.fill(blocks, budget)
+	return out, used, more, nil
+}
+
+// fill takes blocks (ranked) while they fit the budget, a block that does
+// not fit whole as its hits alone when they fit. The exchanges of one day
+// are shown as one block under one date header, in time order with a "…"
+// line between them: the header is paid once a day, which leaves room for
+// more of the archive. A day's block ranks where its best exchange did.
+func (a *Assembler) fill(blocks []Snippet, budget int) (out []Snippet, used int) {
+	byDay := map[string]int{} // a day's block in out
+	take := func(b Snippet) bool {
+		day := b.Messages[0].Time.Format("2006-01-02")
+		i, ok := byDay[day]
+		if !ok {
+			if used+b.Tokens > budget {
+				return false
+			}
+			byDay[day] = len(out)
+			out = append(out, b)
+			used += b.Tokens
+			return true
+		}
+		// Merged, b saves at most a date header (its own or the day's).
+		if used+b.Tokens-a.count.Count(dateHeader(b.Messages[0].Time))-a.count.Count(" ") > budget {
+			return false
+		}
+		m := mergeDay(out[i], b)
+		a.countSnippet(&m)
+		if used+m.Tokens-out[i].Tokens > budget {
+			return false
+		}
+		used += m.Tokens - out[i].Tokens
+		out[i] = m
+		return true
+	}
 	for _, b := range blocks {
-		if used+b.Tokens > budget {
-			b = a.hitsOnly(b)
-			if len(b.Messages) == 0 || used+b.Tokens > budget {
-				continue
+		if !take(b) {
+			if h := a.hitsOnly(b); len(h.Messages) > 0 {
+				take(h)
 			}
 		}
-		used += b.Tokens
-		out = append(out, b)
 	}
-	return out, used, more, nil
+	return out, used
+}
+
+// mergeDay is day's block with the exchanges of b added, in time order
+// (by id; both are in that order), each message that follows one of the
+// other block marked Gap.
+func mergeDay(day, b Snippet) Snippet {
+	out := Snippet{Score: max(day.Score, b.Score), Messages: make([]SnippetMessage, 0, len(day.Messages)+len(b.Messages))}
+	x, y := day.Messages, b.Messages
+	fromB := false
+	for len(x) > 0 || len(y) > 0 {
+		var m SnippetMessage
+		takeB := len(x) == 0 || (len(y) > 0 && y[0].ID < x[0].ID)
+		if takeB {
+			m, y = y[0], y[1:]
+		} else {
+			m, x = x[0], x[1:]
+		}
+		if len(out.Messages) == 0 {
+			m.Gap = false
+		} else if takeB != fromB {
+			m.Gap = true
+		}
+		fromB = takeB
+		out.Messages = append(out.Messages, m)
+	}
+	return out
 }
 
 // withinSearcher is a Source that answers a question naming a time from
@@ -376,15 +442,20 @@ func shortenLong(s *Snippet, question string, max int) {
 	}
 }
 
-// hitsOnly is b without its neighbours (the hits kept together only where
-// they were next to each other).
+// hitsOnly is b without its neighbours (a Gap where a neighbour between
+// two hits was dropped).
 func (a *Assembler) hitsOnly(b Snippet) Snippet {
 	var out Snippet
 	out.Score = b.Score
+	dropped := false
 	for _, m := range b.Messages {
-		if m.Hit {
-			out.Messages = append(out.Messages, m)
+		if !m.Hit {
+			dropped = true
+			continue
 		}
+		m.Gap = m.Gap || (dropped && len(out.Messages) > 0)
+		dropped = false
+		out.Messages = append(out.Messages, m)
 	}
 	if len(out.Messages) == len(b.Messages) {
 		return Snippet{} // nothing to drop: it does not fit
@@ -407,20 +478,60 @@ func senderName(m memory.Message) string {
 }
 
 // snippetLines renders a snippet: one line per message, "Name: text", the
-// first of each day after its date.
+// first of each day after its date, a "…" line where another exchange
+// begins; a message that goes on from its speaker's previous one (same
+// exchange, same day) is its text alone, as a chat shows a run of messages
+// under one name.
 func snippetLines(s Snippet) []string {
 	lines := make([]string, 0, len(s.Messages))
-	var day string
-	for _, m := range s.Messages {
-		line := m.Sender + ": " + flatten(m.Text)
-		if d := m.Time.Format("2006-01-02"); d != day {
-			day = d
-			line = dateHeader(m.Time) + " " + line
+	for i, m := range s.Messages {
+		line := flatten(m.Text)
+		switch lineStart(s, i) {
+		case startDay:
+			line = dateHeader(m.Time) + " " + m.Sender + ": " + line
+		case startGap:
+			lines = append(lines, gapLine)
+			line = m.Sender + ": " + line
+		case startSpeaker:
+			line = m.Sender + ": " + line
 		}
 		lines = append(lines, line)
 	}
 	return lines
 }
+
+// How a snippet's line begins (lineStart).
+const (
+	startSpeaker = iota // "Name: "
+	startDay            // the date, then "Name: " (a new day)
+	startGap            // a "…" line before it, then "Name: " (another exchange)
+	startGoesOn         // nothing: the same speaker goes on
+)
+
+// lineStart is how message i of s begins its line.
+func lineStart(s Snippet, i int) int {
+	m := s.Messages[i]
+	switch {
+	case i == 0 || !sameDate(m.Time, s.Messages[i-1].Time):
+		return startDay
+	case m.Gap:
+		return startGap
+	case m.Sender == s.Messages[i-1].Sender:
+		return startGoesOn
+	}
+	return startSpeaker
+}
+
+// sameDate reports whether x and y fall on one calendar date (each in its
+// own location, as its header shows it).
+func sameDate(x, y time.Time) bool {
+	y1, m1, d1 := x.Date()
+	y2, m2, d2 := y.Date()
+	return y1 == y2 && m1 == m2 && d1 == d2
+}
+
+// gapLine stands between two exchanges of one block.
+const gapLine = "…"
 
 // dateHeader is "[Mon 2026-01-05]".
 func dateHeader(t time.Time) string { return "[" + t.Format("Mon 2006-01-02") + "]" }
@@ -444,25 +555,39 @@ func snippetText(s Snippet) string { return strings.Join(snippetLines(s), "\n") 
 // text. A counter splits text at the "]" and ":" ending the first pieces,
 // and a space joins the word after it at most one token dearer than alone:
 // this is at least the line's exact count and at most a token or two more
-// (TestBlockTokensBound). A message without a stored count, or whose text
-// was flattened, is counted whole.
+// (TestBlockTokensBound). A line that goes on from its speaker's previous
+// one is its text's stored count alone, and a "…" line its own count. A
+// message without a stored count, or whose text was flattened, is counted
+// whole.
 func (a *Assembler) countSnippet(s *Snippet) {
 	n := 0
-	var day string
-	space := a.count.Count(" ")
+	space, newline := a.count.Count(" "), a.count.Count("\n")
 	for i, m := range s.Messages {
 		if i > 0 {
-			n += a.count.Count("\n")
+			n += newline
 		}
-		if d := m.Time.Format("2006-01-02"); d != day {
-			day = d
+		start := lineStart(*s, i)
+		switch start {
+		case startDay:
 			n += a.count.Count(dateHeader(m.Time)) + space
+		case startGap:
+			n += a.count.Count(gapLine) + newline
 		}
-		if m.tokens <= 0 || strings.ContainsAny(m.Text, "\r\n") {
-			n += a.count.Count(m.Sender + ": " + flatten(m.Text))
-			continue
+		if !m.counted {
+			if m.tokens > 0 && !strings.ContainsAny(m.Text, "\r\n") {
+				m.named, m.alone = a.count.Count(m.Sender+":")+space+m.tokens, m.tokens
+			} else {
+				text := flatten(m.Text)
+				m.named, m.alone = a.count.Count(m.Sender+": "+text), a.count.Count(text)
+			}
+			m.counted = true
+			s.Messages[i] = m
 		}
-		n += a.count.Count(m.Sender+":") + space + m.tokens
+		if start == startGoesOn {
+			n += m.alone
+		} else {
+			n += m.named
+		}
 	}
 	s.Tokens = n
 }

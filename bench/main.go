@@ -21,6 +21,7 @@
 // archive snippets vs plain BM25 top-20:
 //
 //	go run ./bench --only=recall --data ~/REALTALK/data
+//	go run ./bench --only=recall --data ~/REALTALK/data --chats 1-5   (a half, by chat number)
 //
 // With an embeddings endpoint, the recall figure scores hybrid retrieval
 // (memory.embeddings) too:
@@ -62,6 +63,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	only := fs.String("only", "", "comma-separated figures to run: "+strings.Join(figureNames(), ","))
 	asJSON := fs.Bool("json", false, "print the table as JSON")
 	data := fs.String("data", "", "the data/ folder of REALTALK (github.com/danny911kr/REALTALK) for the recall figure")
+	chats := fs.String("chats", "", "the REALTALK chats the recall figure asks, by number: \"1-5\", \"6-10\", \"1,3\" (default all): a change should hold on each half")
 	embURL := fs.String("embeddings-url", "", "an OpenAI-compatible embeddings endpoint (ending in /v1): the recall figure scores hybrid retrieval too")
 	embModel := fs.String("embeddings-model", "", "the embeddings model for --embeddings-url (e.g. text-embedding-3-small, nomic-embed-text)")
 	embDims := fs.Int("embeddings-dims", 0, "the vector size to ask --embeddings-url for (0: the model's own)")
@@ -92,7 +94,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		emb = e
 	}
-	rep, err := measure(ctx, sc, names, runEnv{data: *data, embeddings: emb, postgres: *pg, profiles: *profiles, bin: *bot, botEnv: splitList(*botEnv)}, stderr)
+	rep, err := measure(ctx, sc, names, runEnv{data: *data, chats: *chats, embeddings: emb, postgres: *pg, profiles: *profiles, bin: *bot, botEnv: splitList(*botEnv)}, stderr)
 	if err != nil {
 		return err
 	}

@@ -77,6 +77,7 @@ type runEnv struct {
 	binDir string
 	bin    string
 	data   string // REALTALK's data/ folder ("" skips the recall figure)
+	chats  string // which of its chats (--chats, e.g. "1-5"; "" all)
 	// embeddings, when set (--embeddings-url), adds hybrid retrieval's
 	// rows to the recall figure.
 	embeddings *llm.Embedder
@@ -412,6 +413,9 @@ func measureRecall(ctx context.Context, e *runEnv) ([]row, error) {
 	}
 	chats, err := figures.LoadRecallChats(e.data)
 	if err != nil {
+		return nil, err
+	}
+	if chats, err = figures.SelectRecallChats(chats, e.chats); err != nil {
 		return nil, err
 	}
 	ropts := figures.RecallOptions{Progress: func(f string, a ...any) { fmt.Fprintf(e.log, f+"\n", a...) }}

@@ -43,6 +43,46 @@ type RecallQuestion struct {
 	Category string
 }
 
+// SelectRecallChats keeps the chats whose number (the N of Chat_N_….json)
+// is in spec: numbers and ranges separated by commas ("1-5", "6-10",
+// "1,3,7"); an empty spec keeps them all. A subset shows whether a change
+// holds on each half of the benchmark, not only on the whole.
+func SelectRecallChats(chats []RecallChat, spec string) ([]RecallChat, error) {
+	if strings.TrimSpace(spec) == "" {
+		return chats, nil
+	}
+	want := map[int]bool{}
+	for _, p := range strings.Split(spec, ",") {
+		p = strings.TrimSpace(p)
+		lo, hi, isRange := strings.Cut(p, "-")
+		from, err1 := strconv.Atoi(strings.TrimSpace(lo))
+		to, err2 := from, error(nil)
+		if isRange {
+			to, err2 = strconv.Atoi(strings.TrimSpace(hi))
+		}
+		if err1 != nil || err2 != nil || from < 1 || to < from || to-from > 1000 {
+			return nil, fmt.Errorf("chats %q: %q is not a chat number or a range like 1-5", spec, p)
+		}
+		for n := from; n <= to; n++ {
+			want[n] = true
+		}
+	}
+	var out []RecallChat
+	for _, c := range chats {
+		if m := chatNumber.FindStringSubmatch(c.Name); m != nil {
+			if n, _ := strconv.Atoi(m[1]); want[n] {
+				out = append(out, c)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("chats %q: no such chat", spec)
+	}
+	return out, nil
+}
+
+var chatNumber = regexp.MustCompile(`^Chat_(\d+)(_|$)`)
+
 // realtalkTime is REALTALK's date_time layout.
 const realtalkTime = "02.01.2006, 15:04:05"
 

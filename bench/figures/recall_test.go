@@ -30,6 +30,39 @@ func TestEvidenceIDs(t *testing.T) {
 	}
 }
 
+// TestSelectRecallChats: --chats keeps the chats by the number in their
+// file name, as numbers and ranges; a spec that is not one, or selects
+// nothing, is an error that says so.
+func TestSelectRecallChats(t *testing.T) {
+	var chats []RecallChat
+	for _, n := range []string{"Chat_1_Ana_Ben", "Chat_2_Ben_Cy", "Chat_10_Cy_Dee", "Chat_6_Dee_Eve"} {
+		chats = append(chats, RecallChat{Name: n})
+	}
+	names := func(cs []RecallChat) []string {
+		var out []string
+		for _, c := range cs {
+			out = append(out, c.Name)
+		}
+		return out
+	}
+	for spec, want := range map[string][]string{
+		"":      {"Chat_1_Ana_Ben", "Chat_2_Ben_Cy", "Chat_10_Cy_Dee", "Chat_6_Dee_Eve"},
+		"1-5":   {"Chat_1_Ana_Ben", "Chat_2_Ben_Cy"},
+		"6-10":  {"Chat_10_Cy_Dee", "Chat_6_Dee_Eve"},
+		"1, 10": {"Chat_1_Ana_Ben", "Chat_10_Cy_Dee"},
+	} {
+		got, err := SelectRecallChats(chats, spec)
+		if err != nil || !reflect.DeepEqual(names(got), want) {
+			t.Errorf("SelectRecallChats(%q) = %q, %v; want %q", spec, names(got), err, want)
+		}
+	}
+	for _, spec := range []string{"x", "5-1", "3", "1-"} {
+		if _, err := SelectRecallChats(chats, spec); err == nil {
+			t.Errorf("SelectRecallChats(%q): no error", spec)
+		}
+	}
+}
+
 // TestRecallFixture: the figure reads the top-level chats only (the
 // fixture's locomo/ subfolder holds a file that would not even parse),
 // imports them, and scores each question that has evidence in the chat.
