@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/recallbot/recall/pipeline"
 )
 
 // Copying a data directory's store (SQLite, and the per-user JSON files)
@@ -65,16 +67,48 @@ type CopyReport struct {
 // messages copied so far.
 type CopyProgress func(done, total, messages int)
 
-// CopyMismatchError says that an owner read back from PostgreSQL differs
+// CopyMismatchError says that an owner read back from the target differs
 // from the source: the database held other data for it (the source's was
 // merged into it; nothing was removed), or the copy lost something.
 type CopyMismatchError struct {
 	Owner        string
+	Into         string // the target: "PostgreSQL" or "SQLite"
 	Source, Dest CopyCounts
 }
 
 func (e *CopyMismatchError) Error() string {
-	return fmt.Sprintf("%s differs in PostgreSQL after the copy (source %+v, PostgreSQL %+v): the database already held other data for it (the source's was merged in, nothing was removed)", e.Owner, e.Source, e.Dest)
+	return fmt.Sprintf("%s differs in %s after the copy (source %+v, %s %+v): the database already held other data for it (the source's was merged in, nothing was removed)",
+		e.Owner, e.Into, e.Source, e.Into, e.Dest)
+}
+
+// copyFrom is what a copy reads: the owners, each owner's data (one
+// snapshot per owner) and the side tables.
+type copyFrom interface {
+	Owners(ctx context.Context) ([]string, error)
+	Export(ctx context.Context, owner string, key *pipeline.Key) (OwnerData, error)
+	readSide(ctx context.Context) (sideData, error)
+}
+
+// copyInto is what a copy writes to: Import merges (a part imported twice
+// adds nothing), Export reads an owner back to verify it, and the side
+// tables are merged and read back.
+type copyInto interface {
+	Export(ctx context.Context, owner string, key *pipeline.Key) (OwnerData, error)
+	Import(ctx context.Context, d OwnerData) (ImportReport, error)
+	readSide(ctx context.Context) (sideData, error)
+	mergeSide(ctx context.Context, d sideData) error
+}
+
+// copyJob is one copy: the engine both directions share (copy).
+type copyJob struct {
+	src      copyFrom
+	dst      copyInto
+	into     string // the target's name in errors: "PostgreSQL", "SQLite"
+	part     int    // messages of one conversation per transaction at most
+	progress CopyProgress
+	// copied, when set, is told of each owner whose copy verified (or was
+	// there already); it says whether it retired a JSON file.
+	copied func(owner string) (bool, error)
 }
 
 // CopyToPostgres copies every owner of src (its SQLite database and JSON
@@ -86,68 +120,92 @@ func CopyToPostgres(ctx context.Context, src *Store, dst *Postgres, progress Cop
 // copyToPostgres is CopyToPostgres with parts of at most part messages per
 // conversation (tests make them small).
 func copyToPostgres(ctx context.Context, src *Store, dst *Postgres, progress CopyProgress, part int) (CopyReport, error) {
-	var rep CopyReport
 	if err := src.Flush(ctx); err != nil {
-		return rep, fmt.Errorf("copying to PostgreSQL: writing queued messages first: %w", err)
+		return CopyReport{}, fmt.Errorf("copying to PostgreSQL: writing queued messages first: %w", err)
 	}
-	owners, err := src.Owners(ctx)
+	return copyJob{src: storeSource{src}, dst: dst, into: "PostgreSQL", part: part, progress: progress,
+		copied: func(owner string) (bool, error) {
+			if !src.json.Has(owner) {
+				return false, nil
+			}
+			// The file would go on answering for this owner on this
+			// machine, beside the database: it is kept, renamed.
+			return true, src.json.retire(owner)
+		}}.run(ctx)
+}
+
+// storeSource reads a data directory's store for a copy: owners of SQLite
+// and the JSON files, the side tables of SQLite.
+type storeSource struct{ *Store }
+
+func (s storeSource) readSide(ctx context.Context) (sideData, error) { return s.sqlite.readSide(ctx) }
+
+// run copies every owner, then the side tables, verifying each.
+func (j copyJob) run(ctx context.Context) (CopyReport, error) {
+	var rep CopyReport
+	owners, err := j.src.Owners(ctx)
 	if err != nil {
-		return rep, fmt.Errorf("copying to PostgreSQL: listing owners: %w", err)
+		return rep, fmt.Errorf("copying to %s: listing owners: %w", j.into, err)
 	}
 	for i, owner := range owners {
-		d, err := src.Export(ctx, owner, nil)
+		d, err := j.src.Export(ctx, owner, nil)
 		if err != nil {
-			return rep, fmt.Errorf("copying %s to PostgreSQL: reading it: %w", owner, err)
+			return rep, fmt.Errorf("copying %s to %s: reading it: %w", owner, j.into, err)
 		}
 		if d.Settings != nil {
 			st := *d.Settings
-			st.Storage = StorageSQLite // the database: PostgreSQL offers no per-user file
+			st.Storage = StorageSQLite // the database (PostgreSQL offers no per-user file)
 			d.Settings = &st
 		}
 		want, wantSum := copyFingerprint(d)
-		have, err := dst.Export(ctx, owner, nil)
+		have, err := j.dst.Export(ctx, owner, nil)
 		if err != nil {
-			return rep, fmt.Errorf("copying %s to PostgreSQL: reading what is there: %w", owner, err)
+			return rep, fmt.Errorf("copying %s to %s: reading what is there: %w", owner, j.into, err)
 		}
 		if gotC, gotSum := copyFingerprint(have); gotSum == wantSum && gotC == want {
 			rep.Skipped++
 		} else {
-			for _, part := range copyParts(d, part) {
-				if _, err := dst.Import(ctx, part); err != nil {
-					return rep, fmt.Errorf("copying %s to PostgreSQL: %w", owner, err)
+			for _, part := range copyParts(d, j.part) {
+				if _, err := j.dst.Import(ctx, part); err != nil {
+					return rep, fmt.Errorf("copying %s to %s: %w", owner, j.into, err)
 				}
 			}
-			back, err := dst.Export(ctx, owner, nil)
+			back, err := j.dst.Export(ctx, owner, nil)
 			if err != nil {
-				return rep, fmt.Errorf("verifying %s in PostgreSQL: %w", owner, err)
+				return rep, fmt.Errorf("verifying %s in %s: %w", owner, j.into, err)
 			}
 			if gotC, gotSum := copyFingerprint(back); gotSum != wantSum || gotC != want {
-				return rep, fmt.Errorf("verifying the copy: %w", &CopyMismatchError{Owner: owner, Source: want, Dest: gotC})
+				return rep, fmt.Errorf("verifying the copy: %w", &CopyMismatchError{Owner: owner, Into: j.into, Source: want, Dest: gotC})
 			}
 			rep.Copied++
 		}
 		rep.Source = rep.Source.add(want)
-		if src.json.Has(owner) {
-			// The file would go on answering for this owner on this
-			// machine, beside the database: it is kept, renamed.
-			if err := src.json.retire(owner); err != nil {
-				return rep, fmt.Errorf("copying %s to PostgreSQL: %w", owner, err)
+		if j.copied != nil {
+			retired, err := j.copied(owner)
+			if err != nil {
+				return rep, fmt.Errorf("copying %s to %s: %w", owner, j.into, err)
 			}
-			rep.Retired++
+			if retired {
+				rep.Retired++
+			}
 		}
-		if progress != nil {
-			progress(i+1, len(owners), rep.Source.Messages)
+		if j.progress != nil {
+			j.progress(i+1, len(owners), rep.Source.Messages)
 		}
 	}
-	side, err := src.sqlite.readSide(ctx)
+	side, err := j.src.readSide(ctx)
 	if err != nil {
-		return rep, fmt.Errorf("copying to PostgreSQL: reading access, usage and handled ids: %w", err)
+		return rep, fmt.Errorf("copying to %s: reading access, usage and handled ids: %w", j.into, err)
 	}
-	if err := dst.mergeSide(ctx, side); err != nil {
-		return rep, fmt.Errorf("copying access, usage and handled ids to PostgreSQL: %w", err)
+	if err := j.dst.mergeSide(ctx, side); err != nil {
+		return rep, fmt.Errorf("copying access, usage and handled ids to %s: %w", j.into, err)
 	}
 	rep.Source.Access, rep.Source.Pairing, rep.Source.Usage, rep.Source.Handled = len(side.access), len(side.pairing), len(side.usage), len(side.handled)
-	if err := dst.verifySide(ctx, side); err != nil {
+	back, err := j.dst.readSide(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("verifying the copy: reading access, usage and handled ids back: %w", err)
+	}
+	if err := verifySide(side, back, j.into); err != nil {
 		return rep, fmt.Errorf("verifying the copy: %w", err)
 	}
 	return rep, nil
@@ -240,20 +298,45 @@ type sideData struct {
 	handled [][]any // conv_key, platform_id, at
 }
 
-func (s *SQLite) readSide(ctx context.Context) (sideData, error) {
-	var d sideData
-	for _, t := range []struct {
-		into *[][]any
-		sql  string
-		new  func() []any
-	}{
+// tables are the side tables as both databases name them: the query
+// that reads one (the same SQL on both) and the row it scans into.
+func (d *sideData) tables() []sideTable {
+	return []sideTable{
 		{&d.access, `SELECT user_id, allowed, decided_by, updated_at FROM access`, func() []any { return []any{new(string), new(bool), new(string), new(int64)} }},
 		{&d.pairing, `SELECT user_id, code, name, chat_key, created_at, expires_at FROM pairing`, func() []any {
 			return []any{new(string), new(string), new(string), new(string), new(int64), new(int64)}
 		}},
 		{&d.usage, `SELECT user_id, day, tokens FROM usage`, func() []any { return []any{new(string), new(string), new(int64)} }},
 		{&d.handled, `SELECT conv_key, platform_id, at FROM handled`, func() []any { return []any{new(string), new(string), new(int64)} }},
-	} {
+	}
+}
+
+type sideTable struct {
+	into *[][]any
+	sql  string
+	new  func() []any
+}
+
+// add appends a scanned row (its pointers) as values, text as PostgreSQL
+// can hold it (pgText).
+func (t sideTable) add(ptrs []any) {
+	row := make([]any, len(ptrs))
+	for i, p := range ptrs {
+		switch p := p.(type) {
+		case *string:
+			row[i] = pgText(*p)
+		case *bool:
+			row[i] = *p
+		case *int64:
+			row[i] = *p
+		}
+	}
+	*t.into = append(*t.into, row)
+}
+
+func (s *SQLite) readSide(ctx context.Context) (sideData, error) {
+	var d sideData
+	for _, t := range d.tables() {
 		rows, err := s.r.QueryContext(ctx, t.sql)
 		if err != nil {
 			return d, err
@@ -264,18 +347,7 @@ func (s *SQLite) readSide(ctx context.Context) (sideData, error) {
 				rows.Close()
 				return d, err
 			}
-			row := make([]any, len(ptrs))
-			for i, p := range ptrs {
-				switch p := p.(type) {
-				case *string:
-					row[i] = pgText(*p)
-				case *bool:
-					row[i] = *p
-				case *int64:
-					row[i] = *p
-				}
-			}
-			*t.into = append(*t.into, row)
+			t.add(ptrs)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
@@ -285,8 +357,31 @@ func (s *SQLite) readSide(ctx context.Context) (sideData, error) {
 	return d, nil
 }
 
-// The side tables' merge: a row PostgreSQL holds already wins (a decision
-// taken there is newer than the file's), but a day's usage keeps the
+func (p *Postgres) readSide(ctx context.Context) (sideData, error) {
+	var d sideData
+	for _, t := range d.tables() {
+		rows, err := p.pool.Query(ctx, t.sql)
+		if err != nil {
+			return d, err
+		}
+		for rows.Next() {
+			ptrs := t.new()
+			if err := rows.Scan(ptrs...); err != nil {
+				rows.Close()
+				return d, err
+			}
+			t.add(ptrs)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return d, err
+		}
+	}
+	return d, nil
+}
+
+// The side tables' merge: a row the target holds already wins (a decision
+// taken there is newer than the source's), but a day's usage keeps the
 // larger count.
 const (
 	pgMergeAccess = `INSERT INTO access(user_id, allowed, decided_by, updated_at) VALUES ($1, $2, $3, $4) ON CONFLICT (user_id) DO NOTHING`
@@ -294,6 +389,12 @@ const (
 	pgMergeUsage  = `INSERT INTO usage(user_id, day, tokens) VALUES ($1, $2, $3)
 		ON CONFLICT (user_id, day) DO UPDATE SET tokens = greatest(usage.tokens, excluded.tokens)`
 	pgMergeHandled = `INSERT INTO handled(conv_key, platform_id, at) VALUES ($1, $2, $3) ON CONFLICT (conv_key, platform_id) DO NOTHING`
+
+	sqlMergeAccess = `INSERT INTO access(user_id, allowed, decided_by, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (user_id) DO NOTHING`
+	sqlMergePair   = `INSERT INTO pairing(user_id, code, name, chat_key, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (user_id) DO NOTHING`
+	sqlMergeUsage  = `INSERT INTO usage(user_id, day, tokens) VALUES (?, ?, ?)
+		ON CONFLICT (user_id, day) DO UPDATE SET tokens = max(usage.tokens, excluded.tokens)`
+	sqlMergeHandled = `INSERT INTO handled(conv_key, platform_id, at) VALUES (?, ?, ?) ON CONFLICT (conv_key, platform_id) DO NOTHING`
 )
 
 func (p *Postgres) mergeSide(ctx context.Context, d sideData) error {
@@ -311,35 +412,58 @@ func (p *Postgres) mergeSide(ctx context.Context, d sideData) error {
 	})
 }
 
-// verifySide checks that every side row of the source has its key in
-// PostgreSQL (and a day's usage at least the source's tokens).
-func (p *Postgres) verifySide(ctx context.Context, d sideData) error {
-	col := func(rows [][]any, i int) []any {
-		out := make([]any, len(rows))
-		for j, r := range rows {
-			out[j] = r[i]
+func (s *SQLite) mergeSide(ctx context.Context, d sideData) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		for _, t := range []struct {
+			sql  string
+			rows [][]any
+		}{{sqlMergeAccess, d.access}, {sqlMergePair, d.pairing}, {sqlMergeUsage, d.usage}, {sqlMergeHandled, d.handled}} {
+			for _, r := range t.rows {
+				if _, err := tx.ExecContext(ctx, t.sql, r...); err != nil {
+					return err
+				}
+			}
 		}
-		return out
-	}
+		return nil
+	})
+}
+
+// verifySide checks that every side row of the source has its key in the
+// target read back (and a day's usage at least the source's tokens).
+func verifySide(src, got sideData, into string) error {
 	for _, t := range []struct {
-		name string
-		sql  string
-		args []any
-		want int
+		name      string
+		src, got  [][]any
+		keyFields int
 	}{
-		{"access decisions", `SELECT count(*) FROM access WHERE user_id = ANY($1::text[])`, []any{col(d.access, 0)}, len(d.access)},
-		{"pairing requests", `SELECT count(*) FROM pairing WHERE user_id = ANY($1::text[])`, []any{col(d.pairing, 0)}, len(d.pairing)},
-		{"usage days", `SELECT count(*) FROM usage u JOIN unnest($1::text[], $2::text[], $3::bigint[]) s(user_id, day, tokens)
-			ON u.user_id = s.user_id AND u.day = s.day AND u.tokens >= s.tokens`, []any{col(d.usage, 0), col(d.usage, 1), col(d.usage, 2)}, len(d.usage)},
-		{"handled ids", `SELECT count(*) FROM handled h JOIN unnest($1::text[], $2::text[]) s(k, id) ON h.conv_key = s.k AND h.platform_id = s.id`,
-			[]any{col(d.handled, 0), col(d.handled, 1)}, len(d.handled)},
+		{"access decisions", src.access, got.access, 1},
+		{"pairing requests", src.pairing, got.pairing, 1},
+		{"usage days", src.usage, got.usage, 2},
+		{"handled ids", src.handled, got.handled, 2},
 	} {
-		var n int
-		if err := p.pool.QueryRow(ctx, t.sql, t.args...).Scan(&n); err != nil {
-			return fmt.Errorf("counting %s: %w", t.name, err)
+		key := func(r []any) string {
+			k := fmt.Sprint(r[0])
+			if t.keyFields == 2 {
+				k += "\x00" + fmt.Sprint(r[1])
+			}
+			return k
 		}
-		if n != t.want {
-			return fmt.Errorf("PostgreSQL holds %d of the %d %s copied", n, t.want, t.name)
+		have := map[string][]any{}
+		for _, r := range t.got {
+			have[key(r)] = r
+		}
+		n := 0
+		for _, r := range t.src {
+			g, ok := have[key(r)]
+			if ok && t.name == "usage days" && g[2].(int64) < r[2].(int64) {
+				ok = false
+			}
+			if ok {
+				n++
+			}
+		}
+		if n != len(t.src) {
+			return fmt.Errorf("%s holds %d of the %d %s copied", into, n, len(t.src), t.name)
 		}
 	}
 	return nil
