@@ -280,7 +280,7 @@ func pgImportConversation(ctx context.Context, tx pgx.Tx, key pipeline.Key, c Co
 		rows = append(rows, pgRow{conv, m})
 		maxChunk = max(maxChunk, m.ChunkID)
 	}
-	ins, err := pgInsertMessages(ctx, tx, rows)
+	ins, err := pgInsertMessages(ctx, tx, rows, false)
 	if err != nil {
 		return rep, err
 	}
