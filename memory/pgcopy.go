@@ -89,12 +89,12 @@ type copyFrom interface {
 	readSide(ctx context.Context) (sideData, error)
 }
 
-// copyInto is what a copy writes to: Import merges (a part imported twice
-// adds nothing), Export reads an owner back to verify it, and the side
+// copyInto is what a copy writes to: importCopy merges (a part imported
+// twice adds nothing) keeping the rows' ids where free, Export reads an owner back to verify it, and the side
 // tables are merged and read back.
 type copyInto interface {
 	Export(ctx context.Context, owner string, key *pipeline.Key) (OwnerData, error)
-	Import(ctx context.Context, d OwnerData) (ImportReport, error)
+	importCopy(ctx context.Context, d OwnerData) error
 	readSide(ctx context.Context) (sideData, error)
 	mergeSide(ctx context.Context, d sideData) error
 }
@@ -166,7 +166,7 @@ func (j copyJob) run(ctx context.Context) (CopyReport, error) {
 			rep.Skipped++
 		} else {
 			for _, part := range copyParts(d, j.part) {
-				if _, err := j.dst.Import(ctx, part); err != nil {
+				if err := j.dst.importCopy(ctx, part); err != nil {
 					return rep, fmt.Errorf("copying %s to %s: %w", owner, j.into, err)
 				}
 			}

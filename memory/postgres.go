@@ -183,9 +183,10 @@ const (
 	pgAddTermStats = `INSERT INTO term_stats(conv, term, df)
 		SELECT conv, term, count(*) FROM unnest($1::bigint[], $2::bytea[]) t(conv, term) GROUP BY conv, term ORDER BY conv, term
 		ON CONFLICT (conv, term) DO UPDATE SET df = term_stats.df + excluded.df`
-	pgMsgColumns  = `m.id, m.role, m.sender_id, m.sender_name, m.platform_id, m.reply_to, m.text, m.created_at, m.tokens, m.is_active, m.chunk_id`
-	pgSumColumns  = `id, level, text, is_active, sources, from_at, to_at, tokens, created_at`
-	pgInsertSum   = `INSERT INTO summaries(conv, level, text, is_active, sources, from_at, to_at, tokens, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`
+	pgMsgColumns = `m.id, m.role, m.sender_id, m.sender_name, m.platform_id, m.reply_to, m.text, m.created_at, m.tokens, m.is_active, m.chunk_id`
+	pgSumColumns = `id, level, text, is_active, sources, from_at, to_at, tokens, created_at`
+	pgInsertSum  = `INSERT INTO summaries(id, conv, level, text, is_active, sources, from_at, to_at, tokens, created_at)
+		VALUES (coalesce($1, nextval(pg_get_serial_sequence('summaries', 'id'))), $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id`
 	pgFactColumns = `id, conv_key, content, sources::text, tags::text, created_at, updated_at`
 )
 
@@ -379,6 +380,20 @@ func pgRowIDs(ctx context.Context, tx pgx.Tx, table string, rows []pgRow, keepID
 	}
 	res.Close()
 	return ids, res.Err()
+}
+
+// pgKeepID is the id to insert a row of table with: with keep its own id
+// when set and no row holds it (the sequence moved past it), else nil
+// (numbered anew).
+func pgKeepID(ctx context.Context, tx pgx.Tx, table string, id int64, keep bool) (*int64, error) {
+	if !keep || id <= 0 {
+		return nil, nil
+	}
+	taken, err := pgTakenIDs(ctx, tx, table, []int64{id})
+	if err != nil || taken[id] {
+		return nil, err
+	}
+	return &id, pgSequencePast(ctx, tx, table, id)
 }
 
 // pgTakenIDs says which of ids rows of table hold.
@@ -579,7 +594,7 @@ func (p *Postgres) Archive(ctx context.Context, key pipeline.Key, ids []int64, s
 		}
 		sum.Level, sum.Sources, sum.Active = 1, []int64{chunk}, true
 		sum.From, sum.To = time.UnixMilli(from).UTC(), time.UnixMilli(to).UTC()
-		if err := pgInsertSummary(ctx, tx, conv, &sum); err != nil {
+		if err := pgInsertSummary(ctx, tx, conv, &sum, false); err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, `UPDATE conversations SET turns_since_summary = greatest(0, turns_since_summary - $1), last_summary_at = $2 WHERE id = $3`,
@@ -593,7 +608,9 @@ func (p *Postgres) Archive(ctx context.Context, key pipeline.Key, ids []int64, s
 	return sum, nil
 }
 
-func pgInsertSummary(ctx context.Context, tx pgx.Tx, conv int64, sum *Summary) error {
+// pgInsertSummary stores sum in conversation conv and sets its ID: a new
+// one, or with keepID its own when no summary holds it.
+func pgInsertSummary(ctx context.Context, tx pgx.Tx, conv int64, sum *Summary, keepID bool) error {
 	if sum.Created.IsZero() {
 		sum.Created = time.Now()
 	}
@@ -603,7 +620,11 @@ func pgInsertSummary(ctx context.Context, tx pgx.Tx, conv int64, sum *Summary) e
 		sum.Tokens = estimateTokens(sum.Text)
 	}
 	src, _ := json.Marshal(sum.Sources)
-	return tx.QueryRow(ctx, pgInsertSum, conv, sum.Level, sum.Text, sum.Active, string(src),
+	id, err := pgKeepID(ctx, tx, "summaries", sum.ID, keepID)
+	if err != nil {
+		return err
+	}
+	return tx.QueryRow(ctx, pgInsertSum, id, conv, sum.Level, sum.Text, sum.Active, string(src),
 		sum.From.UnixMilli(), sum.To.UnixMilli(), sum.Tokens, sum.Created.UnixMilli()).Scan(&sum.ID)
 }
 
@@ -634,7 +655,7 @@ func (p *Postgres) Fold(ctx context.Context, key pipeline.Key, ids []int64, sum 
 		}
 		sum.Sources, sum.Active = ids, true
 		sum.From, sum.To = time.UnixMilli(from).UTC(), time.UnixMilli(to).UTC()
-		return pgInsertSummary(ctx, tx, conv, &sum)
+		return pgInsertSummary(ctx, tx, conv, &sum, false)
 	})
 	if err != nil {
 		return Summary{}, err
@@ -891,13 +912,15 @@ func (p *Postgres) AddFact(ctx context.Context, owner string, f Fact) (Fact, boo
 	var merged bool
 	err := p.tx(ctx, func(tx pgx.Tx) error {
 		var err error
-		f, merged, err = pgAddFact(ctx, tx, owner, f)
+		f, merged, err = pgAddFact(ctx, tx, owner, f, false)
 		return err
 	})
 	return f, merged, err
 }
 
-func pgAddFact(ctx context.Context, tx pgx.Tx, owner string, f Fact) (Fact, bool, error) {
+// pgAddFact stores f for owner, merged into a similar fact when there is
+// one; a new fact gets a new ID, or with keepID its own when free.
+func pgAddFact(ctx context.Context, tx pgx.Tx, owner string, f Fact, keepID bool) (Fact, bool, error) {
 	// One owner's facts are merged one at a time (two near-identical facts
 	// arriving together must merge, not both be stored).
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('recall-facts:' || $1, 0))`, owner); err != nil {
@@ -928,8 +951,13 @@ func pgAddFact(ctx context.Context, tx pgx.Tx, owner string, f Fact) (Fact, bool
 			return m, true, err
 		}
 	}
-	err = tx.QueryRow(ctx, `INSERT INTO facts(owner, conv_key, content, norm, sources, tags, created_at, updated_at) VALUES ($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, $8) RETURNING id`,
-		owner, f.Key, f.Content, NormalizeFact(f.Content), pgJSONStrings(f.Sources), pgJSONStrings(f.Tags), f.Created.UnixMilli(), f.Updated.UnixMilli()).Scan(&f.ID)
+	id, err := pgKeepID(ctx, tx, "facts", f.ID, keepID)
+	if err != nil {
+		return f, false, err
+	}
+	err = tx.QueryRow(ctx, `INSERT INTO facts(id, owner, conv_key, content, norm, sources, tags, created_at, updated_at)
+		VALUES (coalesce($9, nextval(pg_get_serial_sequence('facts', 'id'))), $1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, $8) RETURNING id`,
+		owner, f.Key, f.Content, NormalizeFact(f.Content), pgJSONStrings(f.Sources), pgJSONStrings(f.Tags), f.Created.UnixMilli(), f.Updated.UnixMilli(), id).Scan(&f.ID)
 	return f, false, err
 }
 
