@@ -94,7 +94,7 @@ type copyFrom interface {
 // tables are merged and read back.
 type copyInto interface {
 	Export(ctx context.Context, owner string, key *pipeline.Key) (OwnerData, error)
-	importCopy(ctx context.Context, d OwnerData) error
+	importCopy(ctx context.Context, d OwnerData, keepIDs bool) error
 	readSide(ctx context.Context) (sideData, error)
 	mergeSide(ctx context.Context, d sideData) error
 }
@@ -106,6 +106,10 @@ type copyJob struct {
 	into     string // the target's name in errors: "PostgreSQL", "SQLite"
 	part     int    // messages of one conversation per transaction at most
 	progress CopyProgress
+	// ownIDs, when set, says whether an owner's ids are the store's own
+	// (else, a JSON file's, numbered per file: the target numbers the rows
+	// anew); unset, every owner's are.
+	ownIDs func(owner string) bool
 	// copied, when set, is told of each owner whose copy verified (or was
 	// there already); it says whether it retired a JSON file.
 	copied func(owner string) (bool, error)
@@ -124,6 +128,7 @@ func copyToPostgres(ctx context.Context, src *Store, dst *Postgres, progress Cop
 		return CopyReport{}, fmt.Errorf("copying to PostgreSQL: writing queued messages first: %w", err)
 	}
 	return copyJob{src: storeSource{src}, dst: dst, into: "PostgreSQL", part: part, progress: progress,
+		ownIDs: func(owner string) bool { return !src.json.Has(owner) },
 		copied: func(owner string) (bool, error) {
 			if !src.json.Has(owner) {
 				return false, nil
@@ -166,7 +171,7 @@ func (j copyJob) run(ctx context.Context) (CopyReport, error) {
 			rep.Skipped++
 		} else {
 			for _, part := range copyParts(d, j.part) {
-				if err := j.dst.importCopy(ctx, part); err != nil {
+				if err := j.dst.importCopy(ctx, part, j.ownIDs == nil || j.ownIDs(owner)); err != nil {
 					return rep, fmt.Errorf("copying %s to %s: %w", owner, j.into, err)
 				}
 			}

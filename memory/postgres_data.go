@@ -214,9 +214,10 @@ func (p *Postgres) Import(ctx context.Context, d OwnerData) (ImportReport, error
 	return p.importOwner(ctx, d, false)
 }
 
-// importCopy is Import keeping the rows' ids where free (copyInto).
-func (p *Postgres) importCopy(ctx context.Context, d OwnerData) error {
-	_, err := p.importOwner(ctx, d, true)
+// importCopy is Import, keeping the rows' ids where free with keepIDs
+// (copyInto).
+func (p *Postgres) importCopy(ctx context.Context, d OwnerData, keepIDs bool) error {
+	_, err := p.importOwner(ctx, d, keepIDs)
 	return err
 }
 

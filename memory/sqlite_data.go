@@ -203,9 +203,10 @@ func (s *SQLite) Import(ctx context.Context, d OwnerData) (ImportReport, error) 
 	return s.importOwner(ctx, d, false)
 }
 
-// importCopy is Import keeping the rows' ids where free (copyInto).
-func (s *SQLite) importCopy(ctx context.Context, d OwnerData) error {
-	_, err := s.importOwner(ctx, d, true)
+// importCopy is Import, keeping the rows' ids where free with keepIDs
+// (copyInto).
+func (s *SQLite) importCopy(ctx context.Context, d OwnerData, keepIDs bool) error {
+	_, err := s.importOwner(ctx, d, keepIDs)
 	return err
 }
 

@@ -31,8 +31,9 @@ start the bot on it. The database is left as it was.`
 // an advisory lock: replicas and a migrate job may start together), else
 // data.dir's SQLite file — which applies what is pending, and says what it
 // applied. With --to it copies the data directory into PostgreSQL
-// (memory.CopyToPostgres: per owner, verified, resumable), with a progress
-// line on stderr.
+// (memory.CopyToPostgres: per owner, verified, resumable), with --from a
+// database back into an empty data directory (memory.CopyFromPostgres),
+// with a progress line on stderr.
 func runMigrate(ctx context.Context, cfg config.Config, args []string, stdout, stderr io.Writer) (err error) {
 	fl := flag.NewFlagSet("migrate", flag.ContinueOnError)
 	fl.SetOutput(io.Discard)
