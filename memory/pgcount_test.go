@@ -37,7 +37,7 @@ func TestPostgresSearchCountsPerStatement(t *testing.T) {
 	ctx := context.Background()
 	p := cfOpenPostgres(t)
 	var kinds []string
-	rows, err := p.pool.Query(ctx, `SELECT tgname, (tgtype & 1) = 1 FROM pg_trigger WHERE tgrelid = 'messages'::regclass AND NOT tgisinternal ORDER BY tgname`)
+	rows, err := p.pool.Query(ctx, `SELECT tgname, (tgtype & 1) = 1 FROM pg_trigger WHERE tgrelid = 'messages'::regclass AND tgname LIKE 'messages_search_count%' ORDER BY tgname`)
 	must(t, err)
 	for rows.Next() {
 		var name string
@@ -50,7 +50,7 @@ func TestPostgresSearchCountsPerStatement(t *testing.T) {
 	}
 	rows.Close()
 	if len(kinds) != 2 {
-		t.Errorf("triggers on messages: %v, want the insert and the delete statement triggers", kinds)
+		t.Errorf("search count triggers on messages: %v, want the insert and the delete statement triggers", kinds)
 	}
 
 	a, b := pipeline.Key{Channel: "telegram", Chat: "11"}, pipeline.Key{Channel: "telegram", Chat: "12"}
