@@ -44,11 +44,17 @@ type CopyCounts struct {
 	Pairing       int `json:"pairing_requests"`
 	Usage         int `json:"usage_days"`
 	Handled       int `json:"handled_ids"`
+	// Embeddings counts the vectors of messages (memory.embeddings)
+	// copied with their messages; EmbeddingsLeft those whose message
+	// could not be matched (embedded again by the target's worker).
+	Embeddings     int `json:"embeddings"`
+	EmbeddingsLeft int `json:"embeddings_left"`
 }
 
 func (c CopyCounts) add(o CopyCounts) CopyCounts {
 	return CopyCounts{c.Owners + o.Owners, c.Conversations + o.Conversations, c.Messages + o.Messages, c.Summaries + o.Summaries,
-		c.Notes + o.Notes, c.Facts + o.Facts, c.Settings + o.Settings, c.Access + o.Access, c.Pairing + o.Pairing, c.Usage + o.Usage, c.Handled + o.Handled}
+		c.Notes + o.Notes, c.Facts + o.Facts, c.Settings + o.Settings, c.Access + o.Access, c.Pairing + o.Pairing, c.Usage + o.Usage, c.Handled + o.Handled,
+		c.Embeddings + o.Embeddings, c.EmbeddingsLeft + o.EmbeddingsLeft}
 }
 
 // CopyReport is what a copy did: the source's counts, which were verified
@@ -87,6 +93,9 @@ type copyFrom interface {
 	Owners(ctx context.Context) ([]string, error)
 	Export(ctx context.Context, owner string, key *pipeline.Key) (OwnerData, error)
 	readSide(ctx context.Context) (sideData, error)
+	// ownerVectors are the embeddings of the owner's messages, by the
+	// source's message ids.
+	ownerVectors(ctx context.Context, owner string) ([]MessageVector, error)
 }
 
 // copyInto is what a copy writes to: importCopy merges (a part imported
@@ -97,6 +106,8 @@ type copyInto interface {
 	importCopy(ctx context.Context, d OwnerData, keepIDs bool) error
 	readSide(ctx context.Context) (sideData, error)
 	mergeSide(ctx context.Context, d sideData) error
+	PutEmbeddings(ctx context.Context, vs []MessageVector) error
+	ownerVectors(ctx context.Context, owner string) ([]MessageVector, error)
 }
 
 // copyJob is one copy: the engine both directions share (copy).
@@ -145,6 +156,22 @@ type storeSource struct{ *Store }
 
 func (s storeSource) readSide(ctx context.Context) (sideData, error) { return s.sqlite.readSide(ctx) }
 
+// ownerVectors reads a JSON owner's vectors from beside their file.
+func (s storeSource) ownerVectors(ctx context.Context, owner string) ([]MessageVector, error) {
+	if !s.json.Has(owner) {
+		return s.sqlite.ownerVectors(ctx, owner)
+	}
+	jv, err := s.json.Vectors(ctx, owner)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]MessageVector, len(jv))
+	for i, v := range jv {
+		out[i] = MessageVector{MessageID: v.ID, Model: v.Model, Hash: v.Hash, Vec: v.Vec}
+	}
+	return out, nil
+}
+
 // run copies every owner, then the side tables, verifying each.
 func (j copyJob) run(ctx context.Context) (CopyReport, error) {
 	var rep CopyReport
@@ -163,19 +190,21 @@ func (j copyJob) run(ctx context.Context) (CopyReport, error) {
 			d.Settings = &st
 		}
 		want, wantSum := copyFingerprint(d)
+		var back OwnerData // the owner as the target holds it, once verified
 		have, err := j.dst.Export(ctx, owner, nil)
 		if err != nil {
 			return rep, fmt.Errorf("copying %s to %s: reading what is there: %w", owner, j.into, err)
 		}
 		if gotC, gotSum := copyFingerprint(have); gotSum == wantSum && gotC == want {
 			rep.Skipped++
+			back = have
 		} else {
 			for _, part := range copyParts(d, j.part) {
 				if err := j.dst.importCopy(ctx, part, j.ownIDs == nil || j.ownIDs(owner)); err != nil {
 					return rep, fmt.Errorf("copying %s to %s: %w", owner, j.into, err)
 				}
 			}
-			back, err := j.dst.Export(ctx, owner, nil)
+			back, err = j.dst.Export(ctx, owner, nil)
 			if err != nil {
 				return rep, fmt.Errorf("verifying %s in %s: %w", owner, j.into, err)
 			}
@@ -183,6 +212,9 @@ func (j copyJob) run(ctx context.Context) (CopyReport, error) {
 				return rep, fmt.Errorf("verifying the copy: %w", &CopyMismatchError{Owner: owner, Into: j.into, Source: want, Dest: gotC})
 			}
 			rep.Copied++
+		}
+		if want.Embeddings, want.EmbeddingsLeft, err = j.copyVectors(ctx, d, back); err != nil {
+			return rep, fmt.Errorf("copying the embeddings of %s to %s: %w", owner, j.into, err)
 		}
 		rep.Source = rep.Source.add(want)
 		if j.copied != nil {
@@ -294,6 +326,105 @@ func copyFingerprint(d OwnerData) (CopyCounts, string) {
 		h.Write([]byte{'\n'})
 	}
 	return c, hex.EncodeToString(h.Sum(nil))
+}
+
+// copyVectors copies the embeddings of an owner's messages (verified
+// already: src as the source exported it, dst as the target holds it):
+// each message of a conversation is the one at the same place in the
+// target, where its content matches. It returns the vectors copied and
+// those left (their message not matched: embedded again there).
+func (j copyJob) copyVectors(ctx context.Context, src, dst OwnerData) (copied, left int, err error) {
+	vs, err := j.src.ownerVectors(ctx, src.Owner)
+	if err != nil || len(vs) == 0 {
+		return 0, 0, err
+	}
+	same := func(a, b Message) bool {
+		return a.Role == b.Role && pgText(a.Text) == pgText(b.Text) && a.Time.UnixMilli() == b.Time.UnixMilli() && pgText(a.PlatformID) == pgText(b.PlatformID)
+	}
+	target := map[string][]Message{}
+	for _, c := range dst.Conversations {
+		target[c.Key] = c.Messages
+	}
+	ids := map[int64]int64{} // source message id → target's
+	for _, c := range src.Conversations {
+		t := target[c.Key]
+		if len(t) != len(c.Messages) {
+			continue
+		}
+		for i, m := range c.Messages {
+			if same(m, t[i]) {
+				ids[m.ID] = t[i].ID
+			}
+		}
+	}
+	put := make([]MessageVector, 0, len(vs))
+	for _, v := range vs {
+		if id, ok := ids[v.MessageID]; ok {
+			v.MessageID = id
+			put = append(put, v)
+		}
+	}
+	if err := j.dst.PutEmbeddings(ctx, put); err != nil {
+		return 0, 0, err
+	}
+	there, err := j.dst.ownerVectors(ctx, src.Owner)
+	if err != nil {
+		return 0, 0, fmt.Errorf("reading them back: %w", err)
+	}
+	have := map[string]bool{}
+	for _, v := range there {
+		have[fmt.Sprint(v.MessageID, "\x00", v.Model)] = true
+	}
+	for _, v := range put {
+		if !have[fmt.Sprint(v.MessageID, "\x00", v.Model)] {
+			return 0, 0, fmt.Errorf("%s holds %d embeddings of %s, %d were copied", j.into, len(there), src.Owner, len(put))
+		}
+	}
+	return len(put), len(vs) - len(put), nil
+}
+
+// ownerVectorsSQL reads the embeddings of an owner's messages (both
+// databases read $1).
+const ownerVectorsSQL = `SELECT e.message_id, e.model, e.hash, v.vec FROM message_embeddings e
+JOIN embedding_vectors v ON v.model = e.model AND v.hash = e.hash
+JOIN messages m ON m.id = e.message_id JOIN conversations c ON c.id = m.conv WHERE c.owner = $1`
+
+func (s *SQLite) ownerVectors(ctx context.Context, owner string) ([]MessageVector, error) {
+	rows, err := s.r.QueryContext(ctx, ownerVectorsSQL, owner)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []MessageVector
+	for rows.Next() {
+		var v MessageVector
+		var raw []byte
+		if err := rows.Scan(&v.MessageID, &v.Model, &v.Hash, &raw); err != nil {
+			return nil, err
+		}
+		v.Vec = DecodeVector(raw)
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+func (p *Postgres) ownerVectors(ctx context.Context, owner string) ([]MessageVector, error) {
+	rows, err := p.pool.Query(ctx, ownerVectorsSQL, owner)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []MessageVector
+	for rows.Next() {
+		var v MessageVector
+		var raw []byte
+		if err := rows.Scan(&v.MessageID, &v.Model, &v.Hash, &raw); err != nil {
+			return nil, err
+		}
+		v.Vec = DecodeVector(raw)
+		out = append(out, v)
+	}
+	return out, rows.Err()
 }
 
 // sideData is the Store's own tables (access.go, usage.go, handled.go).

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,6 +47,28 @@ func TestCopyRoundTrip(t *testing.T) {
 	// The JSON user's file is renamed by the copy: export first.
 	before, err := src.ExportAll(ctx)
 	must(t, err)
+	// Embeddings (memory.embeddings) of 20 messages in the database, and
+	// of 5 in the JSON user's file (by the file's ids).
+	vecs := map[string][]float32{} // by text: what each message's vector must be after the trip
+	var put []MessageVector
+	for _, d := range before.Owners {
+		for _, c := range d.Conversations {
+			for i, m := range c.Messages[:20] {
+				v := []float32{float32(i), float32(len(m.Text)), 1}
+				vecs[d.Owner+"\x00"+m.Text] = v
+				if d.Settings != nil && d.Settings.Storage == StorageJSON {
+					if i < 5 {
+						must(t, src.json.PutVectors(ctx, d.Owner, []JSONVector{{Conv: c.Key, ID: m.ID, Model: "m", Hash: textHash(m.Text), Vec: v}}, ""))
+					} else {
+						delete(vecs, d.Owner+"\x00"+m.Text)
+					}
+					continue
+				}
+				put = append(put, MessageVector{MessageID: m.ID, Model: "m", Hash: textHash(m.Text), Vec: v})
+			}
+		}
+	}
+	must(t, src.sqlite.PutEmbeddings(ctx, put))
 	url := pgTestURL(t)
 	pg, err := OpenPostgres(ctx, url)
 	must(t, err)
@@ -57,7 +80,7 @@ func TestCopyRoundTrip(t *testing.T) {
 	var calls int
 	rep, err := CopyFromPostgres(ctx, pg, dir, func(done, total, msgs int) { calls++ })
 	must(t, err)
-	wantCounts := CopyCounts{Owners: 3, Conversations: 3, Messages: 180, Summaries: 9, Notes: 3, Facts: 3, Settings: 2, Access: 1, Usage: 1, Handled: 1}
+	wantCounts := CopyCounts{Owners: 3, Conversations: 3, Messages: 180, Summaries: 9, Notes: 3, Facts: 3, Settings: 2, Access: 1, Usage: 1, Handled: 1, Embeddings: 45}
 	if rep.Source != wantCounts || rep.Copied != 3 || rep.Skipped != 0 || calls != 3 {
 		t.Errorf("report %+v (progress told %d times), want %+v, 3 copied", rep, calls, wantCounts)
 	}
@@ -86,6 +109,27 @@ func TestCopyRoundTrip(t *testing.T) {
 		if !bytes.Equal(w, g) {
 			t.Errorf("%s: the round trip exports other bytes:\n%s", d.Owner, firstDiff(w, g))
 		}
+	}
+	// Every embedding came back, on its message.
+	got := 0
+	for _, d := range after.Owners {
+		vs, err := back.sqlite.ownerVectors(ctx, d.Owner)
+		must(t, err)
+		text := map[int64]string{}
+		for _, c := range d.Conversations {
+			for _, m := range c.Messages {
+				text[m.ID] = m.Text
+			}
+		}
+		for _, v := range vs {
+			if w := vecs[d.Owner+"\x00"+text[v.MessageID]]; fmt.Sprint(w) != fmt.Sprint(v.Vec) || !bytes.Equal(v.Hash, textHash(text[v.MessageID])) {
+				t.Errorf("%s: message %d %q has vector %v, want %v", d.Owner, v.MessageID, text[v.MessageID], v.Vec, w)
+			}
+			got++
+		}
+	}
+	if got != len(vecs) {
+		t.Errorf("%d embeddings after the round trip, want %d", got, len(vecs))
 	}
 	k := pipeline.Key{Channel: "whatsapp", Chat: "4915@s.whatsapp.net"}
 	if hits, err := back.Search(ctx, k, Query{Text: "lighthouse", ArchivedOnly: true}); err != nil || len(hits) == 0 {

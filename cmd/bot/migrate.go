@@ -126,13 +126,21 @@ func copyToPostgres(ctx context.Context, cfg config.Config, target string, stdou
 		return fmt.Errorf("%w\n(what was copied stays, each owner whole; run the same command again to resume)", err)
 	}
 	c := rep.Source
-	fmt.Fprintf(stdout, "copied %d owners (%d were there already): %d conversations, %d messages, %d summaries, %d notes, %d facts, %d settings; %d access decisions, %d pairing requests, %d usage days, %d handled ids — verified in PostgreSQL (counts and fingerprints)\n",
-		rep.Copied, rep.Skipped, c.Conversations, c.Messages, c.Summaries, c.Notes, c.Facts, c.Settings, c.Access, c.Pairing, c.Usage, c.Handled)
+	fmt.Fprintf(stdout, "copied %d owners (%d were there already): %d conversations, %d messages, %d summaries, %d notes, %d facts, %d settings; %d access decisions, %d pairing requests, %d usage days, %d handled ids, %d embeddings — verified in PostgreSQL (counts and fingerprints)\n",
+		rep.Copied, rep.Skipped, c.Conversations, c.Messages, c.Summaries, c.Notes, c.Facts, c.Settings, c.Access, c.Pairing, c.Usage, c.Handled, c.Embeddings)
+	printEmbeddingsLeft(stdout, c)
 	if rep.Retired > 0 {
 		fmt.Fprintf(stdout, "%d per-user JSON files were renamed to *.json%s (kept; on this machine they would have gone on answering beside the database)\n", rep.Retired, memory.JSONRetiredSuffix)
 	}
 	fmt.Fprintln(stdout, "Next: set database.url (RECALL_DATABASE_URL) to this database and start the bot; recall.db is left as it was.")
 	return nil
+}
+
+// printEmbeddingsLeft says how many vectors did not follow their message.
+func printEmbeddingsLeft(w io.Writer, c memory.CopyCounts) {
+	if c.EmbeddingsLeft > 0 {
+		fmt.Fprintf(w, "%d embeddings were not copied (their message was not found in the copy): with memory.embeddings on, the bot embeds those messages again (or run bot reindex)\n", c.EmbeddingsLeft)
+	}
 }
 
 // checkPostgresURL refuses what is not a postgres:// URL with a host.
@@ -171,8 +179,9 @@ func copyFromPostgres(ctx context.Context, cfg config.Config, source string, std
 		return fmt.Errorf("%w\n(what was copied stays, each owner whole; run the same command again to resume)", err)
 	}
 	c := rep.Source
-	fmt.Fprintf(stdout, "copied %d owners (%d were there already): %d conversations, %d messages, %d summaries, %d notes, %d facts, %d settings; %d access decisions, %d pairing requests, %d usage days, %d handled ids — verified in %s (counts and fingerprints)\n",
-		rep.Copied, rep.Skipped, c.Conversations, c.Messages, c.Summaries, c.Notes, c.Facts, c.Settings, c.Access, c.Pairing, c.Usage, c.Handled, filepath.Join(cfg.Data.Dir, memory.DatabaseFile))
+	fmt.Fprintf(stdout, "copied %d owners (%d were there already): %d conversations, %d messages, %d summaries, %d notes, %d facts, %d settings; %d access decisions, %d pairing requests, %d usage days, %d handled ids, %d embeddings — verified in %s (counts and fingerprints)\n",
+		rep.Copied, rep.Skipped, c.Conversations, c.Messages, c.Summaries, c.Notes, c.Facts, c.Settings, c.Access, c.Pairing, c.Usage, c.Handled, c.Embeddings, filepath.Join(cfg.Data.Dir, memory.DatabaseFile))
+	printEmbeddingsLeft(stdout, c)
 	fmt.Fprintln(stdout, "Next: unset database.url (RECALL_DATABASE_URL) and start the bot on this data directory; the database is left as it was.")
 	return nil
 }
