@@ -162,9 +162,6 @@ func TestCopyRoundTrip(t *testing.T) {
 	}
 }
 
-func must2(c CopyCounts, _ string) CopyCounts { return c }
-func second(_ CopyCounts, f string) string    { return f }
-
 // firstDiff shows where two documents part.
 func firstDiff(a, b []byte) string {
 	i := 0
