@@ -16,20 +16,24 @@ import (
 )
 
 // Copying a data directory's store (SQLite, and the per-user JSON files)
-// into PostgreSQL: `bot migrate --to postgres://…`. Each owner is copied in
-// one transaction through Postgres.Import (idempotent: what is there already
-// is not added twice) and then verified: the owner read back from PostgreSQL
-// must have the same counts and the same fingerprint as the source. So the
-// copy is resumable by owner: after an interruption, a second run skips the
-// owners whose copy verifies and copies the rest. An owner is copied in one
+// into PostgreSQL: `bot migrate --to postgres://…`; and back
+// (pgcopy_back.go). One engine, copyJob, does both. Each owner is copied in
+// one transaction through the target's import (idempotent: what is there
+// already is not added twice; rows keep their ids where the target has them
+// free) and then verified: the owner read back from the target must have
+// the same counts and the same fingerprint as the source. So the copy is
+// resumable by owner: after an interruption, a second run skips the owners
+// whose copy verifies and copies the rest. An owner is copied in one
 // transaction unless a conversation of it holds more than copyPartMessages
 // messages (see there): then in several, and an interruption may leave it
-// in part, which the next run's verification finds and completes. The access decisions, pairing requests, token usage and handled
-// message ids follow in one last transaction, merged (a row PostgreSQL holds
-// already is kept; usage keeps the larger count of a day). A per-user JSON
-// file whose copy verified is renamed (JSONRetiredSuffix), not deleted: left
-// as it was, it would go on serving its owner on this machine beside the
-// database.
+// in part, which the next run's verification finds and completes. The
+// owner's message embeddings follow, matched to the copied messages and
+// read back. The access decisions, pairing requests, token usage and
+// handled message ids follow in one last transaction, merged (a row the
+// target holds already is kept; usage keeps the larger count of a day). A
+// per-user JSON file whose copy into PostgreSQL verified is renamed
+// (JSONRetiredSuffix), not deleted: left as it was, it would go on serving
+// its owner on this machine beside the database.
 
 // CopyCounts counts what one side of a copy holds.
 type CopyCounts struct {
