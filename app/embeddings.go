@@ -40,10 +40,13 @@ func (a *App) buildEmbeddings(store *memory.Store, waitForLoad bool) error {
 	if waitForLoad {
 		loadWait = time.Hour
 	}
-	// The worker is the one writer of vectors while the bot runs (bot
-	// reindex takes the data directory's lock): it tells the searcher.
-	a.Vectors = embed.NewSearcher(store.SQLite(), emb, embed.SearcherOptions{Timeout: e.Timeout, LoadWait: loadWait, JSON: store.JSON(), Notified: true, Log: a.Log})
-	a.Embedding = embed.NewWorker(store.SQLite(), emb, embed.WorkerOptions{Batch: e.Batch, JSON: store.JSON(), Stored: a.Vectors.Stored, Log: a.Log})
+	// On SQLite the worker is the one writer of vectors while the bot
+	// runs (bot reindex takes the data directory's lock): it tells the
+	// searcher. On PostgreSQL every replica's worker writes: a search
+	// looks for new vectors itself.
+	notified := store.Postgres() == nil
+	a.Vectors = embed.NewSearcher(store.Embeddings(), emb, embed.SearcherOptions{Timeout: e.Timeout, LoadWait: loadWait, JSON: store.JSON(), Notified: notified, Log: a.Log})
+	a.Embedding = embed.NewWorker(store.Embeddings(), emb, embed.WorkerOptions{Batch: e.Batch, JSON: store.JSON(), Stored: a.Vectors.Stored, Log: a.Log})
 	return nil
 }
 

@@ -94,11 +94,6 @@ func (c Config) Validate() error {
 	v.bounded("memory.embeddings.dimensions", e.Dimensions, 0, 8192)
 	v.positiveDuration("memory.embeddings.timeout", e.Timeout)
 	v.between("memory.embeddings.batch", e.Batch, 1, 2048)
-	if e.Enabled() {
-		if c.Database.URL != "" {
-			v.addf("memory.embeddings.model", "is not available with database.url (PostgreSQL) yet: leave it empty there")
-		}
-	}
 
 	v.bounded("pipeline.max_concurrent", c.Pipeline.MaxConcurrent, 1, maxWorkers)
 

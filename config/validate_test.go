@@ -164,7 +164,6 @@ func TestEmbeddingsValidation(t *testing.T) {
 		{"bad base url", func(c *Config) { c.Memory.Embeddings.Model = "m"; c.Memory.Embeddings.BaseURL = "ftp://x" }, "memory.embeddings.base_url"},
 		{"zero timeout", func(c *Config) { c.Memory.Embeddings.Timeout = 0 }, "memory.embeddings.timeout"},
 		{"batch too big", func(c *Config) { c.Memory.Embeddings.Batch = 5000 }, "memory.embeddings.batch"},
-		{"with postgres", func(c *Config) { c.Memory.Embeddings.Model = "m"; c.Database.URL = "postgres://x/y" }, "memory.embeddings.model"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Default()
@@ -178,6 +177,12 @@ func TestEmbeddingsValidation(t *testing.T) {
 	c := Default()
 	c.LLM.BaseURL, c.LLM.APIKey = "http://127.0.0.1:1/v1", "k"
 	c.Memory.Embeddings.Model = "nomic-embed-text"
+	// PostgreSQL keeps the vectors too (memory's migration 0009).
+	pg := c
+	pg.Database.URL = "postgres://recall@db/recall"
+	if err := pg.Validate(); err != nil && strings.Contains(err.Error(), "memory.embeddings") {
+		t.Errorf("embeddings with database.url: %v, want them accepted", err)
+	}
 	if base, key := c.EmbeddingsEndpoint(); base != c.LLM.BaseURL || key != "k" {
 		t.Errorf("EmbeddingsEndpoint() = %q, %q; want the LLM's", base, key)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/recallbot/recall/llm"
 	"github.com/recallbot/recall/llm/llmtest"
 	"github.com/recallbot/recall/memory"
+	"github.com/recallbot/recall/memory/pgtest"
 	"github.com/recallbot/recall/pipeline"
 )
 
@@ -47,8 +48,30 @@ func archive(t *testing.T, n int, extra map[int]string) *memory.Store {
 // archiveIn is archive with the owner on storage.
 func archiveIn(t *testing.T, storage memory.Storage, n int, extra map[int]string) *memory.Store {
 	t.Helper()
+	return archiveOn(t, "", storage, n, extra)
+}
+
+// onDatabases runs fn on SQLite (url "") and on PostgreSQL (its url; the
+// subtest skips unless RECALL_TEST_POSTGRES_URL is set): the embeddings
+// behave the same on both.
+func onDatabases(t *testing.T, fn func(t *testing.T, url string)) {
+	t.Run("sqlite", func(t *testing.T) { fn(t, "") })
+	t.Run("postgres", func(t *testing.T) { fn(t, pgtest.URL(t)) })
+}
+
+// queryRow runs a query on the store's database.
+func queryRow(ctx context.Context, st *memory.Store, q string) interface{ Scan(...any) error } {
+	if p := st.Postgres(); p != nil {
+		return p.Pool().QueryRow(ctx, q)
+	}
+	return st.SQLite().DB().QueryRowContext(ctx, q)
+}
+
+// archiveOn is archiveIn in the PostgreSQL database at url ("": SQLite).
+func archiveOn(t *testing.T, url string, storage memory.Storage, n int, extra map[int]string) *memory.Store {
+	t.Helper()
 	ctx := context.Background()
-	st, err := memory.Open(ctx, memory.Options{Dir: t.TempDir()})
+	st, err := memory.Open(ctx, memory.Options{Dir: t.TempDir(), DatabaseURL: url})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,44 +122,46 @@ const purchase = "We finally got the automobile yesterday, a red one"
 // A question in other words than the archive's finds the message only
 // with embeddings on: "purchase" and "car" are in no stored message.
 func TestParaphraseFoundOnlyWithEmbeddings(t *testing.T) {
-	ctx := context.Background()
-	st := archive(t, 200, map[int]string{57: purchase, 120: "the car wash was closed"})
-	srv := llmtest.NewServer(t, llmtest.Echo(""))
-	e := embedder(t, srv, "fake-embed")
-	if _, err := embed.Reindex(ctx, st.SQLite(), nil, e, 32, nil); err != nil {
-		t.Fatal(err)
-	}
-	req := assemble.Request{Key: group, Text: "when did we buy the automobile vehicle thing?", Memory: true, Now: time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)}
-	req.Text = "when did they purchase their new car?"
-	budget := assemble.Budget{Total: 4000, Snippets: 300, Recent: 500, Summaries: 500, Memories: 200, System: 200}
+	onDatabases(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		st := archiveOn(t, url, memory.StorageSQLite, 200, map[int]string{57: purchase, 120: "the car wash was closed"})
+		srv := llmtest.NewServer(t, llmtest.Echo(""))
+		e := embedder(t, srv, "fake-embed")
+		if _, err := embed.Reindex(ctx, st.Embeddings(), nil, e, 32, nil); err != nil {
+			t.Fatal(err)
+		}
+		req := assemble.Request{Key: group, Text: "when did we buy the automobile vehicle thing?", Memory: true, Now: time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)}
+		req.Text = "when did they purchase their new car?"
+		budget := assemble.Budget{Total: 4000, Snippets: 300, Recent: 500, Summaries: 500, Memories: 200, System: 200}
 
-	off, err := assemble.New(st, words{}, budget).Build(ctx, req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := snippetTexts(off.Breakdown.Snippets); strings.Contains(got, purchase) {
-		t.Fatalf("full text alone found the paraphrased message:\n%s", got)
-	}
-	s := embed.NewSearcher(st.SQLite(), e, embed.SearcherOptions{LoadWait: time.Minute})
-	on, err := assemble.New(st, words{}, budget, assemble.WithVectors(s)).Build(ctx, req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := snippetTexts(on.Breakdown.Snippets); !strings.Contains(got, purchase) {
-		t.Fatalf("with embeddings the paraphrased message is not among the snippets:\n%s", got)
-	}
-	if got := strings.Join(on.Breakdown.Notes, "\n"); !strings.Contains(got, "fused with embeddings") {
-		t.Errorf("notes = %q, want the fusion named", got)
-	}
-	// The only call in the turn is the question's, with its words.
-	calls := srv.EmbeddingCalls()
-	if last := calls[len(calls)-1]; len(last.Input) != 1 || last.Input[0] != req.Text {
-		t.Errorf("last call = %+v, want the question alone", last)
-	}
-	// The full-text hit on "car" is still there: fused, not replaced.
-	if got := snippetTexts(on.Breakdown.Snippets); !strings.Contains(got, "car wash") {
-		t.Errorf("the full-text hit was lost:\n%s", got)
-	}
+		off, err := assemble.New(st, words{}, budget).Build(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := snippetTexts(off.Breakdown.Snippets); strings.Contains(got, purchase) {
+			t.Fatalf("full text alone found the paraphrased message:\n%s", got)
+		}
+		s := embed.NewSearcher(st.Embeddings(), e, embed.SearcherOptions{LoadWait: time.Minute})
+		on, err := assemble.New(st, words{}, budget, assemble.WithVectors(s)).Build(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := snippetTexts(on.Breakdown.Snippets); !strings.Contains(got, purchase) {
+			t.Fatalf("with embeddings the paraphrased message is not among the snippets:\n%s", got)
+		}
+		if got := strings.Join(on.Breakdown.Notes, "\n"); !strings.Contains(got, "fused with embeddings") {
+			t.Errorf("notes = %q, want the fusion named", got)
+		}
+		// The only call in the turn is the question's, with its words.
+		calls := srv.EmbeddingCalls()
+		if last := calls[len(calls)-1]; len(last.Input) != 1 || last.Input[0] != req.Text {
+			t.Errorf("last call = %+v, want the question alone", last)
+		}
+		// The full-text hit on "car" is still there: fused, not replaced.
+		if got := snippetTexts(on.Breakdown.Snippets); !strings.Contains(got, "car wash") {
+			t.Errorf("the full-text hit was lost:\n%s", got)
+		}
+	})
 }
 
 // A slow or failing endpoint costs the turn at most the timeout: the
@@ -187,158 +212,165 @@ func TestSlowEndpointFallsBackToFullText(t *testing.T) {
 // Identical texts are embedded once; /summary_status's coverage counts
 // every message.
 func TestIdenticalTextsEmbeddedOnce(t *testing.T) {
-	ctx := context.Background()
-	extra := map[int]string{}
-	for i := 10; i < 40; i++ {
-		extra[i] = "ok thanks"
-	}
-	st := archive(t, 50, extra)
-	srv := llmtest.NewServer(t, llmtest.Echo(""))
-	e := embedder(t, srv, "fake-embed")
-	n, err := embed.Reindex(ctx, st.SQLite(), nil, e, 8, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// 50 messages: 8 filler texts (first round), 30 "ok thanks", 12 unique.
-	if want := 8 + 1 + 12; n != want || srv.EmbeddedTexts() != want {
-		t.Errorf("embedded %d texts (server saw %d), want %d", n, srv.EmbeddedTexts(), want)
-	}
-	s := embed.NewSearcher(st.SQLite(), e, embed.SearcherOptions{LoadWait: time.Minute})
-	done, total, err := s.Coverage(ctx, group)
-	if err != nil || done != 50 || total != 50 {
-		t.Errorf("coverage = %d of %d (%v), want 50 of 50", done, total, err)
-	}
-	// Run again: nothing left to embed.
-	if n, err := embed.Reindex(ctx, st.SQLite(), nil, e, 8, nil); err != nil || n != 0 {
-		t.Errorf("second run embedded %d (%v), want 0", n, err)
-	}
+	onDatabases(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		extra := map[int]string{}
+		for i := 10; i < 40; i++ {
+			extra[i] = "ok thanks"
+		}
+		st := archiveOn(t, url, memory.StorageSQLite, 50, extra)
+		srv := llmtest.NewServer(t, llmtest.Echo(""))
+		e := embedder(t, srv, "fake-embed")
+		n, err := embed.Reindex(ctx, st.Embeddings(), nil, e, 8, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 50 messages: 8 filler texts (first round), 30 "ok thanks", 12 unique.
+		if want := 8 + 1 + 12; n != want || srv.EmbeddedTexts() != want {
+			t.Errorf("embedded %d texts (server saw %d), want %d", n, srv.EmbeddedTexts(), want)
+		}
+		s := embed.NewSearcher(st.Embeddings(), e, embed.SearcherOptions{LoadWait: time.Minute})
+		done, total, err := s.Coverage(ctx, group)
+		if err != nil || done != 50 || total != 50 {
+			t.Errorf("coverage = %d of %d (%v), want 50 of 50", done, total, err)
+		}
+		// Run again: nothing left to embed.
+		if n, err := embed.Reindex(ctx, st.Embeddings(), nil, e, 8, nil); err != nil || n != 0 {
+			t.Errorf("second run embedded %d (%v), want 0", n, err)
+		}
+	})
 }
 
 // bot reindex killed midway goes on where it stopped: no message is
 // embedded twice, and the progress reaches the total.
 func TestReindexResumesAfterCancel(t *testing.T) {
-	st := archive(t, 300, nil)
-	srv := llmtest.NewServer(t, llmtest.Echo(""))
-	e := embedder(t, srv, "fake-embed")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var calls atomic.Int64
-	srv.OnEmbeddings(func(llmtest.EmbeddingRequest) llmtest.EmbeddingScript {
-		if calls.Add(1) == 5 {
-			cancel() // the user presses Ctrl-C during the fifth request
-			return llmtest.EmbeddingScript{Hang: true}
+	onDatabases(t, func(t *testing.T, url string) {
+		st := archiveOn(t, url, memory.StorageSQLite, 300, nil)
+		srv := llmtest.NewServer(t, llmtest.Echo(""))
+		e := embedder(t, srv, "fake-embed")
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var calls atomic.Int64
+		srv.OnEmbeddings(func(llmtest.EmbeddingRequest) llmtest.EmbeddingScript {
+			if calls.Add(1) == 5 {
+				cancel() // the user presses Ctrl-C during the fifth request
+				return llmtest.EmbeddingScript{Hang: true}
+			}
+			return llmtest.EmbeddingScript{}
+		})
+		_, err := embed.Reindex(ctx, st.Embeddings(), nil, e, 16, nil)
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("first run: %v, want cancelled", err)
 		}
-		return llmtest.EmbeddingScript{}
+		cut := srv.EmbeddingCalls()[4]
+		first := srv.EmbeddedTexts()
+		var last, total int64
+		if _, err := embed.Reindex(context.Background(), st.Embeddings(), nil, e, 16, func(d, t int64) { last, total = d, t }); err != nil {
+			t.Fatal(err)
+		}
+		// 300 unique texts: the 4 stored batches are not sent again; the cut
+		// one is.
+		if again := srv.EmbeddedTexts() - first; first-len(cut.Input)+again != 300 || total != 300-4*16 || last != total {
+			t.Errorf("first run sent %d (cut %d), second %d; progress %d of %d", first, len(cut.Input), again, last, total)
+		}
 	})
-	_, err := embed.Reindex(ctx, st.SQLite(), nil, e, 16, nil)
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("first run: %v, want cancelled", err)
-	}
-	cut := srv.EmbeddingCalls()[4]
-	first := srv.EmbeddedTexts()
-	var last, total int64
-	if _, err := embed.Reindex(context.Background(), st.SQLite(), nil, e, 16, func(d, t int64) { last, total = d, t }); err != nil {
-		t.Fatal(err)
-	}
-	// 300 unique texts: the 4 stored batches are not sent again; the cut
-	// one is.
-	if again := srv.EmbeddedTexts() - first; first-len(cut.Input)+again != 300 || total != 300-4*16 || last != total {
-		t.Errorf("first run sent %d (cut %d), second %d; progress %d of %d", first, len(cut.Input), again, last, total)
-	}
 }
 
 // After a change of model the old vectors serve (the question is embedded
 // by the old model) until the new model covers the conversation; then the
 // old vectors are dropped.
 func TestModelChangeOldVectorsServe(t *testing.T) {
-	ctx := context.Background()
-	st := archive(t, 80, map[int]string{33: purchase})
-	srv := llmtest.NewServer(t, llmtest.Echo(""))
-	if _, err := embed.Reindex(ctx, st.SQLite(), nil, embedder(t, srv, "old-model"), 16, nil); err != nil {
-		t.Fatal(err)
-	}
-	newModel := embedder(t, srv, "new-model")
-	s := embed.NewSearcher(st.SQLite(), newModel, embed.SearcherOptions{LoadWait: time.Minute})
-	find := func() string {
-		t.Helper()
-		hits, err := s.Similar(ctx, group, "when did they purchase their new car?", 3, nil)
-		if err != nil {
+	onDatabases(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		st := archiveOn(t, url, memory.StorageSQLite, 80, map[int]string{33: purchase})
+		srv := llmtest.NewServer(t, llmtest.Echo(""))
+		if _, err := embed.Reindex(ctx, st.Embeddings(), nil, embedder(t, srv, "old-model"), 16, nil); err != nil {
 			t.Fatal(err)
 		}
-		calls := srv.EmbeddingCalls()
-		if len(hits) == 0 || hits[0].Message.Text != purchase {
-			t.Fatalf("hits = %+v, want the purchase first", hits)
+		newModel := embedder(t, srv, "new-model")
+		s := embed.NewSearcher(st.Embeddings(), newModel, embed.SearcherOptions{LoadWait: time.Minute})
+		find := func() string {
+			t.Helper()
+			hits, err := s.Similar(ctx, group, "when did they purchase their new car?", 3, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			calls := srv.EmbeddingCalls()
+			if len(hits) == 0 || hits[0].Message.Text != purchase {
+				t.Fatalf("hits = %+v, want the purchase first", hits)
+			}
+			return calls[len(calls)-1].Model
 		}
-		return calls[len(calls)-1].Model
-	}
-	if m := find(); m != "old-model" {
-		t.Errorf("question embedded by %s before the new model's vectors exist, want old-model", m)
-	}
-	// Half embedded by the new model: the old one still covers more.
-	stopAt := 40
-	var stored atomic.Int64
-	cctx, cancel := context.WithCancel(ctx)
-	srv.OnEmbeddings(func(r llmtest.EmbeddingRequest) llmtest.EmbeddingScript {
-		if r.Model == "new-model" && len(r.Input) > 1 && stored.Add(int64(len(r.Input))) > int64(stopAt) {
-			cancel()
-			return llmtest.EmbeddingScript{Hang: true}
+		if m := find(); m != "old-model" {
+			t.Errorf("question embedded by %s before the new model's vectors exist, want old-model", m)
 		}
-		return llmtest.EmbeddingScript{}
+		// Half embedded by the new model: the old one still covers more.
+		stopAt := 40
+		var stored atomic.Int64
+		cctx, cancel := context.WithCancel(ctx)
+		srv.OnEmbeddings(func(r llmtest.EmbeddingRequest) llmtest.EmbeddingScript {
+			if r.Model == "new-model" && len(r.Input) > 1 && stored.Add(int64(len(r.Input))) > int64(stopAt) {
+				cancel()
+				return llmtest.EmbeddingScript{Hang: true}
+			}
+			return llmtest.EmbeddingScript{}
+		})
+		_, _ = embed.Reindex(cctx, st.Embeddings(), nil, newModel, 20, nil)
+		srv.OnEmbeddings(nil)
+		if m := find(); m != "old-model" {
+			t.Errorf("half re-embedded: question embedded by %s, want old-model", m)
+		}
+		if _, err := embed.Reindex(ctx, st.Embeddings(), nil, newModel, 20, nil); err != nil {
+			t.Fatal(err)
+		}
+		if m := find(); m != "new-model" {
+			t.Errorf("re-embedded: question embedded by %s, want new-model", m)
+		}
+		var old int
+		if err := queryRow(ctx, st, `SELECT count(*) FROM embedding_vectors WHERE model = 'old-model'`).Scan(&old); err != nil || old != 0 {
+			t.Errorf("%d vectors of the old model left (%v)", old, err)
+		}
 	})
-	_, _ = embed.Reindex(cctx, st.SQLite(), nil, newModel, 20, nil)
-	srv.OnEmbeddings(nil)
-	if m := find(); m != "old-model" {
-		t.Errorf("half re-embedded: question embedded by %s, want old-model", m)
-	}
-	if _, err := embed.Reindex(ctx, st.SQLite(), nil, newModel, 20, nil); err != nil {
-		t.Fatal(err)
-	}
-	if m := find(); m != "new-model" {
-		t.Errorf("re-embedded: question embedded by %s, want new-model", m)
-	}
-	var old int
-	if err := st.SQLite().DB().QueryRowContext(ctx, `SELECT count(*) FROM embedding_vectors WHERE model = 'old-model'`).Scan(&old); err != nil || old != 0 {
-		t.Errorf("%d vectors of the old model left (%v)", old, err)
-	}
 }
 
 // The worker embeds new messages in the background, and a purge takes
 // their vectors with them.
 func TestWorkerEmbedsNewMessagesAndPurgeDropsVectors(t *testing.T) {
-	ctx := context.Background()
-	st := archive(t, 20, nil)
-	srv := llmtest.NewServer(t, llmtest.Echo(""))
-	batches := make(chan int, 100)
-	w := embed.NewWorker(st.SQLite(), embedder(t, srv, "fake-embed"), embed.WorkerOptions{Batch: 8, Poll: time.Hour, Stored: func(n int) { batches <- n }})
-	w.Start()
-	defer w.Close(ctx)
-	for got := 0; got < 20; got += <-batches {
-	}
-	if err := st.Append(ctx, memory.Message{Key: group, Role: memory.RoleUser, SenderName: "Anna", PlatformID: "new-1", Text: purchase, Time: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
-	w.Kick()
-	if n := <-batches; n != 1 {
-		t.Fatalf("stored a batch of %d, want the new message", n)
-	}
-	if err := w.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	s := embed.NewSearcher(st.SQLite(), embedder(t, srv, "fake-embed"), embed.SearcherOptions{LoadWait: time.Minute})
-	if done, total, err := s.Coverage(ctx, group); err != nil || done != 21 || total != 21 {
-		t.Fatalf("coverage %d of %d (%v)", done, total, err)
-	}
-	if _, err := st.Purge(ctx, memory.PurgeScope{Owner: group.Owner(), Key: group}); err != nil {
-		t.Fatal(err)
-	}
-	var vecs, rows int
-	db := st.SQLite().DB()
-	if err := db.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM embedding_vectors), (SELECT count(*) FROM message_embeddings)`).Scan(&vecs, &rows); err != nil {
-		t.Fatal(err)
-	}
-	if vecs != 0 || rows != 0 {
-		t.Errorf("after /purge: %d vectors, %d message embeddings left", vecs, rows)
-	}
+	onDatabases(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		st := archiveOn(t, url, memory.StorageSQLite, 20, nil)
+		srv := llmtest.NewServer(t, llmtest.Echo(""))
+		batches := make(chan int, 100)
+		w := embed.NewWorker(st.Embeddings(), embedder(t, srv, "fake-embed"), embed.WorkerOptions{Batch: 8, Poll: time.Hour, Stored: func(n int) { batches <- n }})
+		w.Start()
+		defer w.Close(ctx)
+		for got := 0; got < 20; got += <-batches {
+		}
+		if err := st.Append(ctx, memory.Message{Key: group, Role: memory.RoleUser, SenderName: "Anna", PlatformID: "new-1", Text: purchase, Time: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		w.Kick()
+		if n := <-batches; n != 1 {
+			t.Fatalf("stored a batch of %d, want the new message", n)
+		}
+		if err := w.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		s := embed.NewSearcher(st.Embeddings(), embedder(t, srv, "fake-embed"), embed.SearcherOptions{LoadWait: time.Minute})
+		if done, total, err := s.Coverage(ctx, group); err != nil || done != 21 || total != 21 {
+			t.Fatalf("coverage %d of %d (%v)", done, total, err)
+		}
+		if _, err := st.Purge(ctx, memory.PurgeScope{Owner: group.Owner(), Key: group}); err != nil {
+			t.Fatal(err)
+		}
+		var vecs, rows int
+		if err := queryRow(ctx, st, `SELECT (SELECT count(*) FROM embedding_vectors), (SELECT count(*) FROM message_embeddings)`).Scan(&vecs, &rows); err != nil {
+			t.Fatal(err)
+		}
+		if vecs != 0 || rows != 0 {
+			t.Errorf("after /purge: %d vectors, %d message embeddings left", vecs, rows)
+		}
+	})
 }
 
 // gatedStore holds the first load of a conversation's vectors until gate

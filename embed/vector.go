@@ -9,7 +9,8 @@ import (
 	"github.com/recallbot/recall/pipeline"
 )
 
-// Store is what embed reads and writes: *memory.SQLite.
+// Store is what embed reads and writes: the database's embeddings
+// (memory.Store.Embeddings: *memory.SQLite, or *memory.Postgres).
 type Store interface {
 	PendingEmbeddings(ctx context.Context, model string, after int64, limit int) ([]memory.EmbedText, error)
 	CountPendingEmbeddings(ctx context.Context, model string) (int64, error)
@@ -24,7 +25,10 @@ type Store interface {
 	DropOtherEmbeddings(ctx context.Context, model string) (int64, error)
 }
 
-var _ Store = (*memory.SQLite)(nil)
+var (
+	_ Store = (*memory.SQLite)(nil)
+	_ Store = (*memory.Postgres)(nil)
+)
 
 // Model is the embeddings endpoint (*llm.Embedder).
 type Model interface {

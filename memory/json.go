@@ -442,12 +442,7 @@ func (j *JSON) removeFile(owner string) (committed bool, err error) {
 }
 
 func (j *JSON) syncDir() error {
-	d, err := os.Open(j.dir)
-	if err != nil {
-		return fmt.Errorf("syncing %s: %w", j.dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
+	if err := syncDir(j.dir); err != nil {
 		return fmt.Errorf("syncing %s: %w", j.dir, err)
 	}
 	return nil

@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"fmt"
 	"os"
@@ -11,23 +12,28 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/recallbot/recall/pipeline"
 )
 
 // Copying a data directory's store (SQLite, and the per-user JSON files)
-// into PostgreSQL: `bot migrate --to postgres://…`. Each owner is copied in
-// one transaction through Postgres.Import (idempotent: what is there already
-// is not added twice) and then verified: the owner read back from PostgreSQL
-// must have the same counts and the same fingerprint as the source. So the
-// copy is resumable by owner: after an interruption, a second run skips the
-// owners whose copy verifies and copies the rest. An owner is copied in one
+// into PostgreSQL: `bot migrate --to postgres://…`; and back
+// (pgcopy_back.go). One engine, copyJob, does both. Each owner is copied in
+// one transaction through the target's import (idempotent: what is there
+// already is not added twice; rows keep their ids where the target has them
+// free) and then verified: the owner read back from the target must have
+// the same counts and the same fingerprint as the source. So the copy is
+// resumable by owner: after an interruption, a second run skips the owners
+// whose copy verifies and copies the rest. An owner is copied in one
 // transaction unless a conversation of it holds more than copyPartMessages
 // messages (see there): then in several, and an interruption may leave it
-// in part, which the next run's verification finds and completes. The access decisions, pairing requests, token usage and handled
-// message ids follow in one last transaction, merged (a row PostgreSQL holds
-// already is kept; usage keeps the larger count of a day). A per-user JSON
-// file whose copy verified is renamed (JSONRetiredSuffix), not deleted: left
-// as it was, it would go on serving its owner on this machine beside the
-// database.
+// in part, which the next run's verification finds and completes. The
+// owner's message embeddings follow, matched to the copied messages and
+// read back. The access decisions, pairing requests, token usage and
+// handled message ids follow in one last transaction, merged (a row the
+// target holds already is kept; usage keeps the larger count of a day). A
+// per-user JSON file whose copy into PostgreSQL verified is renamed
+// (JSONRetiredSuffix), not deleted: left as it was, it would go on serving
+// its owner on this machine beside the database.
 
 // CopyCounts counts what one side of a copy holds.
 type CopyCounts struct {
@@ -42,11 +48,17 @@ type CopyCounts struct {
 	Pairing       int `json:"pairing_requests"`
 	Usage         int `json:"usage_days"`
 	Handled       int `json:"handled_ids"`
+	// Embeddings counts the vectors of messages (memory.embeddings)
+	// copied with their messages; EmbeddingsLeft those whose message
+	// could not be matched (embedded again by the target's worker).
+	Embeddings     int `json:"embeddings"`
+	EmbeddingsLeft int `json:"embeddings_left"`
 }
 
 func (c CopyCounts) add(o CopyCounts) CopyCounts {
 	return CopyCounts{c.Owners + o.Owners, c.Conversations + o.Conversations, c.Messages + o.Messages, c.Summaries + o.Summaries,
-		c.Notes + o.Notes, c.Facts + o.Facts, c.Settings + o.Settings, c.Access + o.Access, c.Pairing + o.Pairing, c.Usage + o.Usage, c.Handled + o.Handled}
+		c.Notes + o.Notes, c.Facts + o.Facts, c.Settings + o.Settings, c.Access + o.Access, c.Pairing + o.Pairing, c.Usage + o.Usage, c.Handled + o.Handled,
+		c.Embeddings + o.Embeddings, c.EmbeddingsLeft + o.EmbeddingsLeft}
 }
 
 // CopyReport is what a copy did: the source's counts, which were verified
@@ -65,16 +77,57 @@ type CopyReport struct {
 // messages copied so far.
 type CopyProgress func(done, total, messages int)
 
-// CopyMismatchError says that an owner read back from PostgreSQL differs
+// CopyMismatchError says that an owner read back from the target differs
 // from the source: the database held other data for it (the source's was
 // merged into it; nothing was removed), or the copy lost something.
 type CopyMismatchError struct {
 	Owner        string
+	Into         string // the target: "PostgreSQL" or "SQLite"
 	Source, Dest CopyCounts
 }
 
 func (e *CopyMismatchError) Error() string {
-	return fmt.Sprintf("%s differs in PostgreSQL after the copy (source %+v, PostgreSQL %+v): the database already held other data for it (the source's was merged in, nothing was removed)", e.Owner, e.Source, e.Dest)
+	return fmt.Sprintf("%s differs in %s after the copy (source %+v, %s %+v): the database already held other data for it (the source's was merged in, nothing was removed)",
+		e.Owner, e.Into, e.Source, e.Into, e.Dest)
+}
+
+// copyFrom is what a copy reads: the owners, each owner's data (one
+// snapshot per owner) and the side tables.
+type copyFrom interface {
+	Owners(ctx context.Context) ([]string, error)
+	Export(ctx context.Context, owner string, key *pipeline.Key) (OwnerData, error)
+	readSide(ctx context.Context) (sideData, error)
+	// ownerVectors are the embeddings of the owner's messages, by the
+	// source's message ids.
+	ownerVectors(ctx context.Context, owner string) ([]MessageVector, error)
+}
+
+// copyInto is what a copy writes to: importCopy merges (a part imported
+// twice adds nothing) keeping the rows' ids where free, Export reads an owner back to verify it, and the side
+// tables are merged and read back.
+type copyInto interface {
+	Export(ctx context.Context, owner string, key *pipeline.Key) (OwnerData, error)
+	importCopy(ctx context.Context, d OwnerData, keepIDs bool) error
+	readSide(ctx context.Context) (sideData, error)
+	mergeSide(ctx context.Context, d sideData) error
+	PutEmbeddings(ctx context.Context, vs []MessageVector) error
+	ownerVectors(ctx context.Context, owner string) ([]MessageVector, error)
+}
+
+// copyJob is one copy: the engine both directions share (copy).
+type copyJob struct {
+	src      copyFrom
+	dst      copyInto
+	into     string // the target's name in errors: "PostgreSQL", "SQLite"
+	part     int    // messages of one conversation per transaction at most
+	progress CopyProgress
+	// ownIDs, when set, says whether an owner's ids are the store's own
+	// (else, a JSON file's, numbered per file: the target numbers the rows
+	// anew); unset, every owner's are.
+	ownIDs func(owner string) bool
+	// copied, when set, is told of each owner whose copy verified (or was
+	// there already); it says whether it retired a JSON file.
+	copied func(owner string) (bool, error)
 }
 
 // CopyToPostgres copies every owner of src (its SQLite database and JSON
@@ -86,79 +139,126 @@ func CopyToPostgres(ctx context.Context, src *Store, dst *Postgres, progress Cop
 // copyToPostgres is CopyToPostgres with parts of at most part messages per
 // conversation (tests make them small).
 func copyToPostgres(ctx context.Context, src *Store, dst *Postgres, progress CopyProgress, part int) (CopyReport, error) {
-	var rep CopyReport
 	if err := src.Flush(ctx); err != nil {
-		return rep, fmt.Errorf("copying to PostgreSQL: writing queued messages first: %w", err)
+		return CopyReport{}, fmt.Errorf("copying to PostgreSQL: writing queued messages first: %w", err)
 	}
-	owners, err := src.Owners(ctx)
+	return copyJob{src: storeSource{src}, dst: dst, into: "PostgreSQL", part: part, progress: progress,
+		ownIDs: func(owner string) bool { return !src.json.Has(owner) },
+		copied: func(owner string) (bool, error) {
+			if !src.json.Has(owner) {
+				return false, nil
+			}
+			// The file would go on answering for this owner on this
+			// machine, beside the database: it is kept, renamed.
+			return true, src.json.retire(owner)
+		}}.run(ctx)
+}
+
+// storeSource reads a data directory's store for a copy: owners of SQLite
+// and the JSON files, the side tables of SQLite.
+type storeSource struct{ *Store }
+
+func (s storeSource) readSide(ctx context.Context) (sideData, error) { return s.sqlite.readSide(ctx) }
+
+// ownerVectors reads a JSON owner's vectors from beside their file.
+func (s storeSource) ownerVectors(ctx context.Context, owner string) ([]MessageVector, error) {
+	if !s.json.Has(owner) {
+		return s.sqlite.ownerVectors(ctx, owner)
+	}
+	jv, err := s.json.Vectors(ctx, owner)
 	if err != nil {
-		return rep, fmt.Errorf("copying to PostgreSQL: listing owners: %w", err)
+		return nil, err
+	}
+	out := make([]MessageVector, len(jv))
+	for i, v := range jv {
+		out[i] = MessageVector{MessageID: v.ID, Model: v.Model, Hash: v.Hash, Vec: v.Vec}
+	}
+	return out, nil
+}
+
+// run copies every owner, then the side tables, verifying each.
+func (j copyJob) run(ctx context.Context) (CopyReport, error) {
+	var rep CopyReport
+	owners, err := j.src.Owners(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("copying to %s: listing owners: %w", j.into, err)
 	}
 	for i, owner := range owners {
-		d, err := src.Export(ctx, owner, nil)
+		d, err := j.src.Export(ctx, owner, nil)
 		if err != nil {
-			return rep, fmt.Errorf("copying %s to PostgreSQL: reading it: %w", owner, err)
+			return rep, fmt.Errorf("copying %s to %s: reading it: %w", owner, j.into, err)
 		}
 		if d.Settings != nil {
 			st := *d.Settings
-			st.Storage = StorageSQLite // the database: PostgreSQL offers no per-user file
+			st.Storage = StorageSQLite // the database (PostgreSQL offers no per-user file)
 			d.Settings = &st
 		}
 		want, wantSum := copyFingerprint(d)
-		have, err := dst.Export(ctx, owner, nil)
+		var back OwnerData // the owner as the target holds it, once verified
+		have, err := j.dst.Export(ctx, owner, nil)
 		if err != nil {
-			return rep, fmt.Errorf("copying %s to PostgreSQL: reading what is there: %w", owner, err)
+			return rep, fmt.Errorf("copying %s to %s: reading what is there: %w", owner, j.into, err)
 		}
 		if gotC, gotSum := copyFingerprint(have); gotSum == wantSum && gotC == want {
 			rep.Skipped++
+			back = have
 		} else {
-			for _, part := range copyParts(d, part) {
-				if _, err := dst.Import(ctx, part); err != nil {
-					return rep, fmt.Errorf("copying %s to PostgreSQL: %w", owner, err)
+			for _, part := range copyParts(d, j.part) {
+				if err := j.dst.importCopy(ctx, part, j.ownIDs == nil || j.ownIDs(owner)); err != nil {
+					return rep, fmt.Errorf("copying %s to %s: %w", owner, j.into, err)
 				}
 			}
-			back, err := dst.Export(ctx, owner, nil)
+			back, err = j.dst.Export(ctx, owner, nil)
 			if err != nil {
-				return rep, fmt.Errorf("verifying %s in PostgreSQL: %w", owner, err)
+				return rep, fmt.Errorf("verifying %s in %s: %w", owner, j.into, err)
 			}
 			if gotC, gotSum := copyFingerprint(back); gotSum != wantSum || gotC != want {
-				return rep, fmt.Errorf("verifying the copy: %w", &CopyMismatchError{Owner: owner, Source: want, Dest: gotC})
+				return rep, fmt.Errorf("verifying the copy: %w", &CopyMismatchError{Owner: owner, Into: j.into, Source: want, Dest: gotC})
 			}
 			rep.Copied++
 		}
+		if want.Embeddings, want.EmbeddingsLeft, err = j.copyVectors(ctx, d, back); err != nil {
+			return rep, fmt.Errorf("copying the embeddings of %s to %s: %w", owner, j.into, err)
+		}
 		rep.Source = rep.Source.add(want)
-		if src.json.Has(owner) {
-			// The file would go on answering for this owner on this
-			// machine, beside the database: it is kept, renamed.
-			if err := src.json.retire(owner); err != nil {
-				return rep, fmt.Errorf("copying %s to PostgreSQL: %w", owner, err)
+		if j.copied != nil {
+			retired, err := j.copied(owner)
+			if err != nil {
+				return rep, fmt.Errorf("copying %s to %s: %w", owner, j.into, err)
 			}
-			rep.Retired++
+			if retired {
+				rep.Retired++
+			}
 		}
-		if progress != nil {
-			progress(i+1, len(owners), rep.Source.Messages)
+		if j.progress != nil {
+			j.progress(i+1, len(owners), rep.Source.Messages)
 		}
 	}
-	side, err := src.sqlite.readSide(ctx)
+	side, err := j.src.readSide(ctx)
 	if err != nil {
-		return rep, fmt.Errorf("copying to PostgreSQL: reading access, usage and handled ids: %w", err)
+		return rep, fmt.Errorf("copying to %s: reading access, usage and handled ids: %w", j.into, err)
 	}
-	if err := dst.mergeSide(ctx, side); err != nil {
-		return rep, fmt.Errorf("copying access, usage and handled ids to PostgreSQL: %w", err)
+	if err := j.dst.mergeSide(ctx, side); err != nil {
+		return rep, fmt.Errorf("copying access, usage and handled ids to %s: %w", j.into, err)
 	}
 	rep.Source.Access, rep.Source.Pairing, rep.Source.Usage, rep.Source.Handled = len(side.access), len(side.pairing), len(side.usage), len(side.handled)
-	if err := dst.verifySide(ctx, side); err != nil {
+	back, err := j.dst.readSide(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("verifying the copy: reading access, usage and handled ids back: %w", err)
+	}
+	if err := verifySide(side, back, j.into); err != nil {
 		return rep, fmt.Errorf("verifying the copy: %w", err)
 	}
 	return rep, nil
 }
 
 // copyPartMessages bounds the messages of one conversation in one
-// transaction of a copy. Every message inserted updates its conversation's
-// search totals (a row trigger), and PostgreSQL cannot prune the versions
-// of that row a transaction made itself: each update walks all the earlier
-// ones, so one transaction of n messages costs n² (a 100,000-message
-// conversation took over a quarter of an hour; in parts, seconds).
+// transaction of a copy, so an interruption loses little and a part's
+// statements stay small. (It was a workaround too: a row trigger updated the
+// conversation's search totals once per message, and each update walked the
+// earlier versions of that row the transaction had made, n² in all; since
+// PostgreSQL migration 0008 a statement trigger updates them once per
+// statement, and a part is one INSERT.)
 const copyPartMessages = 2000
 
 // copyParts splits an owner's data into imports of at most max messages
@@ -232,6 +332,105 @@ func copyFingerprint(d OwnerData) (CopyCounts, string) {
 	return c, hex.EncodeToString(h.Sum(nil))
 }
 
+// copyVectors copies the embeddings of an owner's messages (verified
+// already: src as the source exported it, dst as the target holds it):
+// each message of a conversation is the one at the same place in the
+// target, where its content matches. It returns the vectors copied and
+// those left (their message not matched: embedded again there).
+func (j copyJob) copyVectors(ctx context.Context, src, dst OwnerData) (copied, left int, err error) {
+	vs, err := j.src.ownerVectors(ctx, src.Owner)
+	if err != nil || len(vs) == 0 {
+		return 0, 0, err
+	}
+	same := func(a, b Message) bool {
+		return a.Role == b.Role && pgText(a.Text) == pgText(b.Text) && a.Time.UnixMilli() == b.Time.UnixMilli() && pgText(a.PlatformID) == pgText(b.PlatformID)
+	}
+	target := map[string][]Message{}
+	for _, c := range dst.Conversations {
+		target[c.Key] = c.Messages
+	}
+	ids := map[int64]int64{} // source message id → target's
+	for _, c := range src.Conversations {
+		t := target[c.Key]
+		if len(t) != len(c.Messages) {
+			continue
+		}
+		for i, m := range c.Messages {
+			if same(m, t[i]) {
+				ids[m.ID] = t[i].ID
+			}
+		}
+	}
+	put := make([]MessageVector, 0, len(vs))
+	for _, v := range vs {
+		if id, ok := ids[v.MessageID]; ok {
+			v.MessageID = id
+			put = append(put, v)
+		}
+	}
+	if err := j.dst.PutEmbeddings(ctx, put); err != nil {
+		return 0, 0, err
+	}
+	there, err := j.dst.ownerVectors(ctx, src.Owner)
+	if err != nil {
+		return 0, 0, fmt.Errorf("reading them back: %w", err)
+	}
+	have := map[string]bool{}
+	for _, v := range there {
+		have[fmt.Sprint(v.MessageID, "\x00", v.Model)] = true
+	}
+	for _, v := range put {
+		if !have[fmt.Sprint(v.MessageID, "\x00", v.Model)] {
+			return 0, 0, fmt.Errorf("%s holds %d embeddings of %s, %d were copied", j.into, len(there), src.Owner, len(put))
+		}
+	}
+	return len(put), len(vs) - len(put), nil
+}
+
+// ownerVectorsSQL reads the embeddings of an owner's messages (both
+// databases read $1).
+const ownerVectorsSQL = `SELECT e.message_id, e.model, e.hash, v.vec FROM message_embeddings e
+JOIN embedding_vectors v ON v.model = e.model AND v.hash = e.hash
+JOIN messages m ON m.id = e.message_id JOIN conversations c ON c.id = m.conv WHERE c.owner = $1`
+
+func (s *SQLite) ownerVectors(ctx context.Context, owner string) ([]MessageVector, error) {
+	rows, err := s.r.QueryContext(ctx, ownerVectorsSQL, owner)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []MessageVector
+	for rows.Next() {
+		var v MessageVector
+		var raw []byte
+		if err := rows.Scan(&v.MessageID, &v.Model, &v.Hash, &raw); err != nil {
+			return nil, err
+		}
+		v.Vec = DecodeVector(raw)
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+func (p *Postgres) ownerVectors(ctx context.Context, owner string) ([]MessageVector, error) {
+	rows, err := p.pool.Query(ctx, ownerVectorsSQL, owner)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []MessageVector
+	for rows.Next() {
+		var v MessageVector
+		var raw []byte
+		if err := rows.Scan(&v.MessageID, &v.Model, &v.Hash, &raw); err != nil {
+			return nil, err
+		}
+		v.Vec = DecodeVector(raw)
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
 // sideData is the Store's own tables (access.go, usage.go, handled.go).
 type sideData struct {
 	access  [][]any // user_id, allowed, decided_by, updated_at
@@ -240,20 +439,45 @@ type sideData struct {
 	handled [][]any // conv_key, platform_id, at
 }
 
-func (s *SQLite) readSide(ctx context.Context) (sideData, error) {
-	var d sideData
-	for _, t := range []struct {
-		into *[][]any
-		sql  string
-		new  func() []any
-	}{
+// tables are the side tables as both databases name them: the query
+// that reads one (the same SQL on both) and the row it scans into.
+func (d *sideData) tables() []sideTable {
+	return []sideTable{
 		{&d.access, `SELECT user_id, allowed, decided_by, updated_at FROM access`, func() []any { return []any{new(string), new(bool), new(string), new(int64)} }},
 		{&d.pairing, `SELECT user_id, code, name, chat_key, created_at, expires_at FROM pairing`, func() []any {
 			return []any{new(string), new(string), new(string), new(string), new(int64), new(int64)}
 		}},
 		{&d.usage, `SELECT user_id, day, tokens FROM usage`, func() []any { return []any{new(string), new(string), new(int64)} }},
 		{&d.handled, `SELECT conv_key, platform_id, at FROM handled`, func() []any { return []any{new(string), new(string), new(int64)} }},
-	} {
+	}
+}
+
+type sideTable struct {
+	into *[][]any
+	sql  string
+	new  func() []any
+}
+
+// add appends a scanned row (its pointers) as values, text as PostgreSQL
+// can hold it (pgText).
+func (t sideTable) add(ptrs []any) {
+	row := make([]any, len(ptrs))
+	for i, p := range ptrs {
+		switch p := p.(type) {
+		case *string:
+			row[i] = pgText(*p)
+		case *bool:
+			row[i] = *p
+		case *int64:
+			row[i] = *p
+		}
+	}
+	*t.into = append(*t.into, row)
+}
+
+func (s *SQLite) readSide(ctx context.Context) (sideData, error) {
+	var d sideData
+	for _, t := range d.tables() {
 		rows, err := s.r.QueryContext(ctx, t.sql)
 		if err != nil {
 			return d, err
@@ -264,18 +488,7 @@ func (s *SQLite) readSide(ctx context.Context) (sideData, error) {
 				rows.Close()
 				return d, err
 			}
-			row := make([]any, len(ptrs))
-			for i, p := range ptrs {
-				switch p := p.(type) {
-				case *string:
-					row[i] = pgText(*p)
-				case *bool:
-					row[i] = *p
-				case *int64:
-					row[i] = *p
-				}
-			}
-			*t.into = append(*t.into, row)
+			t.add(ptrs)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
@@ -285,8 +498,31 @@ func (s *SQLite) readSide(ctx context.Context) (sideData, error) {
 	return d, nil
 }
 
-// The side tables' merge: a row PostgreSQL holds already wins (a decision
-// taken there is newer than the file's), but a day's usage keeps the
+func (p *Postgres) readSide(ctx context.Context) (sideData, error) {
+	var d sideData
+	for _, t := range d.tables() {
+		rows, err := p.pool.Query(ctx, t.sql)
+		if err != nil {
+			return d, err
+		}
+		for rows.Next() {
+			ptrs := t.new()
+			if err := rows.Scan(ptrs...); err != nil {
+				rows.Close()
+				return d, err
+			}
+			t.add(ptrs)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return d, err
+		}
+	}
+	return d, nil
+}
+
+// The side tables' merge: a row the target holds already wins (a decision
+// taken there is newer than the source's), but a day's usage keeps the
 // larger count.
 const (
 	pgMergeAccess = `INSERT INTO access(user_id, allowed, decided_by, updated_at) VALUES ($1, $2, $3, $4) ON CONFLICT (user_id) DO NOTHING`
@@ -294,6 +530,12 @@ const (
 	pgMergeUsage  = `INSERT INTO usage(user_id, day, tokens) VALUES ($1, $2, $3)
 		ON CONFLICT (user_id, day) DO UPDATE SET tokens = greatest(usage.tokens, excluded.tokens)`
 	pgMergeHandled = `INSERT INTO handled(conv_key, platform_id, at) VALUES ($1, $2, $3) ON CONFLICT (conv_key, platform_id) DO NOTHING`
+
+	sqlMergeAccess = `INSERT INTO access(user_id, allowed, decided_by, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (user_id) DO NOTHING`
+	sqlMergePair   = `INSERT INTO pairing(user_id, code, name, chat_key, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (user_id) DO NOTHING`
+	sqlMergeUsage  = `INSERT INTO usage(user_id, day, tokens) VALUES (?, ?, ?)
+		ON CONFLICT (user_id, day) DO UPDATE SET tokens = max(usage.tokens, excluded.tokens)`
+	sqlMergeHandled = `INSERT INTO handled(conv_key, platform_id, at) VALUES (?, ?, ?) ON CONFLICT (conv_key, platform_id) DO NOTHING`
 )
 
 func (p *Postgres) mergeSide(ctx context.Context, d sideData) error {
@@ -311,35 +553,58 @@ func (p *Postgres) mergeSide(ctx context.Context, d sideData) error {
 	})
 }
 
-// verifySide checks that every side row of the source has its key in
-// PostgreSQL (and a day's usage at least the source's tokens).
-func (p *Postgres) verifySide(ctx context.Context, d sideData) error {
-	col := func(rows [][]any, i int) []any {
-		out := make([]any, len(rows))
-		for j, r := range rows {
-			out[j] = r[i]
+func (s *SQLite) mergeSide(ctx context.Context, d sideData) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		for _, t := range []struct {
+			sql  string
+			rows [][]any
+		}{{sqlMergeAccess, d.access}, {sqlMergePair, d.pairing}, {sqlMergeUsage, d.usage}, {sqlMergeHandled, d.handled}} {
+			for _, r := range t.rows {
+				if _, err := tx.ExecContext(ctx, t.sql, r...); err != nil {
+					return err
+				}
+			}
 		}
-		return out
-	}
+		return nil
+	})
+}
+
+// verifySide checks that every side row of the source has its key in the
+// target read back (and a day's usage at least the source's tokens).
+func verifySide(src, got sideData, into string) error {
 	for _, t := range []struct {
-		name string
-		sql  string
-		args []any
-		want int
+		name      string
+		src, got  [][]any
+		keyFields int
 	}{
-		{"access decisions", `SELECT count(*) FROM access WHERE user_id = ANY($1::text[])`, []any{col(d.access, 0)}, len(d.access)},
-		{"pairing requests", `SELECT count(*) FROM pairing WHERE user_id = ANY($1::text[])`, []any{col(d.pairing, 0)}, len(d.pairing)},
-		{"usage days", `SELECT count(*) FROM usage u JOIN unnest($1::text[], $2::text[], $3::bigint[]) s(user_id, day, tokens)
-			ON u.user_id = s.user_id AND u.day = s.day AND u.tokens >= s.tokens`, []any{col(d.usage, 0), col(d.usage, 1), col(d.usage, 2)}, len(d.usage)},
-		{"handled ids", `SELECT count(*) FROM handled h JOIN unnest($1::text[], $2::text[]) s(k, id) ON h.conv_key = s.k AND h.platform_id = s.id`,
-			[]any{col(d.handled, 0), col(d.handled, 1)}, len(d.handled)},
+		{"access decisions", src.access, got.access, 1},
+		{"pairing requests", src.pairing, got.pairing, 1},
+		{"usage days", src.usage, got.usage, 2},
+		{"handled ids", src.handled, got.handled, 2},
 	} {
-		var n int
-		if err := p.pool.QueryRow(ctx, t.sql, t.args...).Scan(&n); err != nil {
-			return fmt.Errorf("counting %s: %w", t.name, err)
+		key := func(r []any) string {
+			k := fmt.Sprint(r[0])
+			if t.keyFields == 2 {
+				k += "\x00" + fmt.Sprint(r[1])
+			}
+			return k
 		}
-		if n != t.want {
-			return fmt.Errorf("PostgreSQL holds %d of the %d %s copied", n, t.want, t.name)
+		have := map[string][]any{}
+		for _, r := range t.got {
+			have[key(r)] = r
+		}
+		n := 0
+		for _, r := range t.src {
+			g, ok := have[key(r)]
+			if ok && t.name == "usage days" && g[2].(int64) < r[2].(int64) {
+				ok = false
+			}
+			if ok {
+				n++
+			}
+		}
+		if n != len(t.src) {
+			return fmt.Errorf("%s holds %d of the %d %s copied", into, n, len(t.src), t.name)
 		}
 	}
 	return nil

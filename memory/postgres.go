@@ -177,16 +177,18 @@ const (
 	pgConvID     = `SELECT id FROM conversations WHERE key = $1`
 	pgEnsureConv = `INSERT INTO conversations(key, owner, created_at) VALUES ($1, $2, $3)
 		ON CONFLICT(key) DO UPDATE SET key = excluded.key RETURNING id`
-	pgInsertMessage = `INSERT INTO messages(conv, role, sender_id, sender_name, platform_id, reply_to, text, created_at, tokens, is_active, chunk_id, search_len)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT DO NOTHING RETURNING id`
+	pgInsertMessageRows = `INSERT INTO messages(id, conv, role, sender_id, sender_name, platform_id, reply_to, text, created_at, tokens, is_active, chunk_id, search_len)
+		SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bigint[], $10::int[], $11::bool[], $12::bigint[], $13::int[])
+		ON CONFLICT DO NOTHING RETURNING id`
 	pgInsertTerms = `INSERT INTO message_terms(conv, term, msg, tf_text, tf_sender, doc_len)
 		SELECT * FROM unnest($1::bigint[], $2::bytea[], $3::bigint[], $4::int[], $5::int[], $6::int[])`
 	pgAddTermStats = `INSERT INTO term_stats(conv, term, df)
 		SELECT conv, term, count(*) FROM unnest($1::bigint[], $2::bytea[]) t(conv, term) GROUP BY conv, term ORDER BY conv, term
 		ON CONFLICT (conv, term) DO UPDATE SET df = term_stats.df + excluded.df`
-	pgMsgColumns  = `m.id, m.role, m.sender_id, m.sender_name, m.platform_id, m.reply_to, m.text, m.created_at, m.tokens, m.is_active, m.chunk_id`
-	pgSumColumns  = `id, level, text, is_active, sources, from_at, to_at, tokens, created_at`
-	pgInsertSum   = `INSERT INTO summaries(conv, level, text, is_active, sources, from_at, to_at, tokens, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`
+	pgMsgColumns = `m.id, m.role, m.sender_id, m.sender_name, m.platform_id, m.reply_to, m.text, m.created_at, m.tokens, m.is_active, m.chunk_id`
+	pgSumColumns = `id, level, text, is_active, sources, from_at, to_at, tokens, created_at`
+	pgInsertSum  = `INSERT INTO summaries(id, conv, level, text, is_active, sources, from_at, to_at, tokens, created_at)
+		VALUES (coalesce($1, nextval(pg_get_serial_sequence('summaries', 'id'))), $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id`
 	pgFactColumns = `id, conv_key, content, sources::text, tags::text, created_at, updated_at`
 )
 
@@ -227,41 +229,60 @@ type pgRow struct {
 }
 
 // pgInsertMessages inserts messages (skipping a platform id already stored
-// in the conversation) with their search terms, and returns the inserted
-// ones with their ids.
-func pgInsertMessages(ctx context.Context, tx pgx.Tx, rows []pgRow) ([]pgRow, error) {
+// in the conversation) with their search terms, in one statement (the
+// search totals' trigger then updates each conversation once), and returns
+// the inserted ones with their ids. With keepIDs a message keeps its ID when
+// no row holds it (a copy between stores: the target exports the same ids).
+func pgInsertMessages(ctx context.Context, tx pgx.Tx, rows []pgRow, keepIDs bool) ([]pgRow, error) {
 	if len(rows) == 0 {
 		return nil, nil
 	}
+	ids, err := pgRowIDs(ctx, tx, "messages", rows, keepIDs)
+	if err != nil {
+		return nil, err
+	}
 	type doc struct{ text, sender []string }
 	docs := make([]doc, len(rows))
-	b := &pgx.Batch{}
+	n := len(rows)
+	var (
+		convIDs, created, chunks                             = make([]int64, n), make([]int64, n), make([]int64, n)
+		roles, senderIDs, senderNames, platformIDs, replyTos = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		texts                                                = make([]string, n)
+		tokens, searchLens                                   = make([]int32, n), make([]int32, n)
+		active                                               = make([]bool, n)
+	)
 	for i, r := range rows {
 		m := r.m
 		docs[i] = doc{fts.Tokens(m.Text), fts.Tokens(m.SenderName)}
-		b.Queue(pgInsertMessage, r.conv, string(m.Role), m.SenderID, m.SenderName, m.PlatformID, m.ReplyTo,
-			m.Text, m.Time.UnixMilli(), m.Tokens, m.Active, m.ChunkID, len(docs[i].text)+len(docs[i].sender))
+		convIDs[i], roles[i], senderIDs[i], senderNames[i], platformIDs[i], replyTos[i] = r.conv, string(m.Role), m.SenderID, m.SenderName, m.PlatformID, m.ReplyTo
+		texts[i], created[i], tokens[i], active[i], chunks[i] = m.Text, m.Time.UnixMilli(), int32(m.Tokens), m.Active, m.ChunkID
+		searchLens[i] = int32(len(docs[i].text) + len(docs[i].sender))
 	}
-	br := tx.SendBatch(ctx, b)
+	res, err := tx.Query(ctx, pgInsertMessageRows, ids, convIDs, roles, senderIDs, senderNames, platformIDs, replyTos, texts, created, tokens, active, chunks, searchLens)
+	if err != nil {
+		return nil, fmt.Errorf("storing messages: %w", err)
+	}
+	inserted := map[int64]bool{}
+	for res.Next() {
+		var id int64
+		if err := res.Scan(&id); err != nil {
+			res.Close()
+			return nil, fmt.Errorf("storing messages: %w", err)
+		}
+		inserted[id] = true
+	}
+	res.Close()
+	if err := res.Err(); err != nil {
+		return nil, fmt.Errorf("storing messages: %w", err)
+	}
 	var added []pgRow
 	var addedDocs []doc
-	for i := range rows {
-		var id int64
-		err := br.QueryRow().Scan(&id)
-		if errors.Is(err, pgx.ErrNoRows) {
-			continue
+	for i, r := range rows {
+		if inserted[ids[i]] {
+			r.m.ID = ids[i]
+			added = append(added, r)
+			addedDocs = append(addedDocs, docs[i])
 		}
-		if err != nil {
-			_ = br.Close() // the error that ended the batch is the one to report
-			return nil, fmt.Errorf("storing a message: %w", err)
-		}
-		r := rows[i]
-		r.m.ID = id
-		added = append(added, r)
-		addedDocs = append(addedDocs, docs[i])
-	}
-	if err := br.Close(); err != nil {
-		return nil, fmt.Errorf("storing messages: %w", err)
 	}
 	var convs, msgs []int64
 	var terms [][]byte
@@ -308,6 +329,108 @@ func pgInsertMessages(ctx context.Context, tx pgx.Tx, rows []pgRow) ([]pgRow, er
 	return added, nil
 }
 
+// pgRowIDs gives each row an id for a table with a BIGSERIAL id: with
+// keepIDs its message's ID when that is set and no row holds it (then the
+// sequence is moved past it, so it never hands it out), else a new one.
+func pgRowIDs(ctx context.Context, tx pgx.Tx, table string, rows []pgRow, keepIDs bool) ([]int64, error) {
+	ids := make([]int64, len(rows))
+	if keepIDs {
+		var want []int64
+		for _, r := range rows {
+			if r.m.ID > 0 {
+				want = append(want, r.m.ID)
+			}
+		}
+		taken, err := pgTakenIDs(ctx, tx, table, want)
+		if err != nil {
+			return nil, err
+		}
+		var top int64
+		for i, r := range rows {
+			if id := r.m.ID; id > 0 && !taken[id] {
+				ids[i], taken[id], top = id, true, max(top, id)
+			}
+		}
+		if err := pgSequencePast(ctx, tx, table, top); err != nil {
+			return nil, err
+		}
+	}
+	var need int
+	for _, id := range ids {
+		if id == 0 {
+			need++
+		}
+	}
+	if need == 0 {
+		return ids, nil
+	}
+	res, err := tx.Query(ctx, `SELECT nextval(pg_get_serial_sequence($1, 'id')) FROM generate_series(1, $2)`, table, need)
+	if err != nil {
+		return nil, fmt.Errorf("numbering %d rows of %s: %w", need, table, err)
+	}
+	defer res.Close()
+	for i := range ids {
+		if ids[i] != 0 {
+			continue
+		}
+		if !res.Next() {
+			return nil, fmt.Errorf("numbering rows of %s: %w", table, res.Err())
+		}
+		if err := res.Scan(&ids[i]); err != nil {
+			return nil, fmt.Errorf("numbering rows of %s: %w", table, err)
+		}
+	}
+	res.Close()
+	return ids, res.Err()
+}
+
+// pgKeepID is the id to insert a row of table with: with keep its own id
+// when set and no row holds it (the sequence moved past it), else nil
+// (numbered anew).
+func pgKeepID(ctx context.Context, tx pgx.Tx, table string, id int64, keep bool) (*int64, error) {
+	if !keep || id <= 0 {
+		return nil, nil
+	}
+	taken, err := pgTakenIDs(ctx, tx, table, []int64{id})
+	if err != nil || taken[id] {
+		return nil, err
+	}
+	return &id, pgSequencePast(ctx, tx, table, id)
+}
+
+// pgTakenIDs says which of ids rows of table hold.
+func pgTakenIDs(ctx context.Context, q pgQuerier, table string, ids []int64) (map[int64]bool, error) {
+	taken := map[int64]bool{}
+	if len(ids) == 0 {
+		return taken, nil
+	}
+	res, err := q.Query(ctx, `SELECT id FROM `+table+` WHERE id = ANY($1)`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("reading ids of %s: %w", table, err)
+	}
+	defer res.Close()
+	for res.Next() {
+		var id int64
+		if err := res.Scan(&id); err != nil {
+			return nil, err
+		}
+		taken[id] = true
+	}
+	return taken, res.Err()
+}
+
+// pgSequencePast moves table's id sequence to top at least (0: nothing).
+func pgSequencePast(ctx context.Context, q pgQuerier, table string, top int64) error {
+	if top <= 0 {
+		return nil
+	}
+	_, err := q.Exec(ctx, `SELECT setval(s, greatest($2, nextval(s))) FROM (SELECT pg_get_serial_sequence($1, 'id')::regclass AS s) q`, table, top)
+	if err != nil {
+		return fmt.Errorf("moving the id sequence of %s: %w", table, err)
+	}
+	return nil
+}
+
 // pgCleanMessage makes a message's strings storable (see pgText).
 func pgCleanMessage(m Message) Message {
 	m.SenderID, m.SenderName, m.PlatformID = pgText(m.SenderID), pgText(m.SenderName), pgText(m.PlatformID)
@@ -342,7 +465,7 @@ func (p *Postgres) Append(ctx context.Context, msgs []Message) (int, error) {
 			m.Active = m.Active || m.ChunkID == 0
 			rows = append(rows, pgRow{conv, m})
 		}
-		ins, err := pgInsertMessages(ctx, tx, rows)
+		ins, err := pgInsertMessages(ctx, tx, rows, false)
 		if err != nil {
 			return fmt.Errorf("storing %d messages: %w", len(msgs), err)
 		}
@@ -473,7 +596,7 @@ func (p *Postgres) Archive(ctx context.Context, key pipeline.Key, ids []int64, s
 		}
 		sum.Level, sum.Sources, sum.Active = 1, []int64{chunk}, true
 		sum.From, sum.To = time.UnixMilli(from).UTC(), time.UnixMilli(to).UTC()
-		if err := pgInsertSummary(ctx, tx, conv, &sum); err != nil {
+		if err := pgInsertSummary(ctx, tx, conv, &sum, false); err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, `UPDATE conversations SET turns_since_summary = greatest(0, turns_since_summary - $1), last_summary_at = $2 WHERE id = $3`,
@@ -487,7 +610,9 @@ func (p *Postgres) Archive(ctx context.Context, key pipeline.Key, ids []int64, s
 	return sum, nil
 }
 
-func pgInsertSummary(ctx context.Context, tx pgx.Tx, conv int64, sum *Summary) error {
+// pgInsertSummary stores sum in conversation conv and sets its ID: a new
+// one, or with keepID its own when no summary holds it.
+func pgInsertSummary(ctx context.Context, tx pgx.Tx, conv int64, sum *Summary, keepID bool) error {
 	if sum.Created.IsZero() {
 		sum.Created = time.Now()
 	}
@@ -497,7 +622,11 @@ func pgInsertSummary(ctx context.Context, tx pgx.Tx, conv int64, sum *Summary) e
 		sum.Tokens = estimateTokens(sum.Text)
 	}
 	src, _ := json.Marshal(sum.Sources)
-	return tx.QueryRow(ctx, pgInsertSum, conv, sum.Level, sum.Text, sum.Active, string(src),
+	id, err := pgKeepID(ctx, tx, "summaries", sum.ID, keepID)
+	if err != nil {
+		return err
+	}
+	return tx.QueryRow(ctx, pgInsertSum, id, conv, sum.Level, sum.Text, sum.Active, string(src),
 		sum.From.UnixMilli(), sum.To.UnixMilli(), sum.Tokens, sum.Created.UnixMilli()).Scan(&sum.ID)
 }
 
@@ -528,7 +657,7 @@ func (p *Postgres) Fold(ctx context.Context, key pipeline.Key, ids []int64, sum 
 		}
 		sum.Sources, sum.Active = ids, true
 		sum.From, sum.To = time.UnixMilli(from).UTC(), time.UnixMilli(to).UTC()
-		return pgInsertSummary(ctx, tx, conv, &sum)
+		return pgInsertSummary(ctx, tx, conv, &sum, false)
 	})
 	if err != nil {
 		return Summary{}, err
@@ -785,13 +914,15 @@ func (p *Postgres) AddFact(ctx context.Context, owner string, f Fact) (Fact, boo
 	var merged bool
 	err := p.tx(ctx, func(tx pgx.Tx) error {
 		var err error
-		f, merged, err = pgAddFact(ctx, tx, owner, f)
+		f, merged, err = pgAddFact(ctx, tx, owner, f, false)
 		return err
 	})
 	return f, merged, err
 }
 
-func pgAddFact(ctx context.Context, tx pgx.Tx, owner string, f Fact) (Fact, bool, error) {
+// pgAddFact stores f for owner, merged into a similar fact when there is
+// one; a new fact gets a new ID, or with keepID its own when free.
+func pgAddFact(ctx context.Context, tx pgx.Tx, owner string, f Fact, keepID bool) (Fact, bool, error) {
 	// One owner's facts are merged one at a time (two near-identical facts
 	// arriving together must merge, not both be stored).
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('recall-facts:' || $1, 0))`, owner); err != nil {
@@ -822,8 +953,13 @@ func pgAddFact(ctx context.Context, tx pgx.Tx, owner string, f Fact) (Fact, bool
 			return m, true, err
 		}
 	}
-	err = tx.QueryRow(ctx, `INSERT INTO facts(owner, conv_key, content, norm, sources, tags, created_at, updated_at) VALUES ($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, $8) RETURNING id`,
-		owner, f.Key, f.Content, NormalizeFact(f.Content), pgJSONStrings(f.Sources), pgJSONStrings(f.Tags), f.Created.UnixMilli(), f.Updated.UnixMilli()).Scan(&f.ID)
+	id, err := pgKeepID(ctx, tx, "facts", f.ID, keepID)
+	if err != nil {
+		return f, false, err
+	}
+	err = tx.QueryRow(ctx, `INSERT INTO facts(id, owner, conv_key, content, norm, sources, tags, created_at, updated_at)
+		VALUES (coalesce($9, nextval(pg_get_serial_sequence('facts', 'id'))), $1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, $8) RETURNING id`,
+		owner, f.Key, f.Content, NormalizeFact(f.Content), pgJSONStrings(f.Sources), pgJSONStrings(f.Tags), f.Created.UnixMilli(), f.Updated.UnixMilli(), id).Scan(&f.ID)
 	return f, false, err
 }
 

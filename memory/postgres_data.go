@@ -211,6 +211,17 @@ func (p *Postgres) Export(ctx context.Context, owner string, key *pipeline.Key) 
 
 // Import implements Backend.
 func (p *Postgres) Import(ctx context.Context, d OwnerData) (ImportReport, error) {
+	return p.importOwner(ctx, d, false)
+}
+
+// importCopy is Import, keeping the rows' ids where free with keepIDs
+// (copyInto).
+func (p *Postgres) importCopy(ctx context.Context, d OwnerData, keepIDs bool) error {
+	_, err := p.importOwner(ctx, d, keepIDs)
+	return err
+}
+
+func (p *Postgres) importOwner(ctx context.Context, d OwnerData, keepIDs bool) (ImportReport, error) {
 	if err := d.Validate(); err != nil {
 		return ImportReport{}, err
 	}
@@ -234,7 +245,7 @@ func (p *Postgres) Import(ctx context.Context, d OwnerData) (ImportReport, error
 			}
 		}
 		for _, f := range d.Facts {
-			if _, merged, err := pgAddFact(ctx, tx, d.Owner, f); err != nil {
+			if _, merged, err := pgAddFact(ctx, tx, d.Owner, f, keepIDs); err != nil {
 				return err
 			} else if !merged {
 				rep.Facts++
@@ -243,7 +254,7 @@ func (p *Postgres) Import(ctx context.Context, d OwnerData) (ImportReport, error
 		convs := map[pipeline.Key]int64{}
 		for _, c := range d.Conversations {
 			key, _ := pipeline.ParseKey(c.Key)
-			n, err := pgImportConversation(ctx, tx, key, c, convs)
+			n, err := pgImportConversation(ctx, tx, key, c, convs, keepIDs)
 			if err != nil {
 				return fmt.Errorf("importing %s: %w", key, err)
 			}
@@ -254,7 +265,7 @@ func (p *Postgres) Import(ctx context.Context, d OwnerData) (ImportReport, error
 	return rep, err
 }
 
-func pgImportConversation(ctx context.Context, tx pgx.Tx, key pipeline.Key, c ConversationData, convs map[pipeline.Key]int64) (ImportReport, error) {
+func pgImportConversation(ctx context.Context, tx pgx.Tx, key pipeline.Key, c ConversationData, convs map[pipeline.Key]int64, keepIDs bool) (ImportReport, error) {
 	var rep ImportReport
 	conv, err := pgEnsure(ctx, tx, key, convs)
 	if err != nil {
@@ -280,7 +291,7 @@ func pgImportConversation(ctx context.Context, tx pgx.Tx, key pipeline.Key, c Co
 		rows = append(rows, pgRow{conv, m})
 		maxChunk = max(maxChunk, m.ChunkID)
 	}
-	ins, err := pgInsertMessages(ctx, tx, rows)
+	ins, err := pgInsertMessages(ctx, tx, rows, keepIDs)
 	if err != nil {
 		return rep, err
 	}
@@ -299,7 +310,7 @@ func pgImportConversation(ctx context.Context, tx pgx.Tx, key pipeline.Key, c Co
 		if ns.Level > 1 {
 			ns.Sources = mapIDs(sm.Sources, idMap)
 		}
-		if err := pgInsertSummary(ctx, tx, conv, &ns); err != nil {
+		if err := pgInsertSummary(ctx, tx, conv, &ns, keepIDs); err != nil {
 			return rep, err
 		}
 		idMap[sm.ID] = ns.ID

@@ -276,7 +276,7 @@ const (
 	sqlRangeOfIDs = `SELECT min(created_at), max(created_at) FROM messages WHERE +conv = ? AND id IN (SELECT value FROM json_each(?))`
 	sqlResetTurns = `UPDATE conversations SET turns_since_summary = max(0, turns_since_summary - ?), last_summary_at = ? WHERE id = ?`
 	sumColumns    = `id, level, text, is_active, sources, from_at, to_at, tokens, created_at`
-	sqlInsertSum  = `INSERT INTO summaries(conv, level, text, is_active, sources, from_at, to_at, tokens, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
+	sqlInsertSum  = `INSERT INTO summaries(id, conv, level, text, is_active, sources, from_at, to_at, tokens, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
 	sqlFoldSums   = `UPDATE summaries SET is_active = 0 WHERE conv = ? AND is_active = 1 AND level = ? AND id IN (SELECT value FROM json_each(?))`
 	sqlSumRange   = `SELECT min(from_at), max(to_at) FROM summaries WHERE +conv = ? AND id IN (SELECT value FROM json_each(?))`
 )
@@ -568,7 +568,7 @@ func (s *SQLite) Archive(ctx context.Context, key pipeline.Key, ids []int64, sum
 		}
 		sum.Level, sum.Sources, sum.Active = 1, []int64{chunk}, true
 		sum.From, sum.To = time.UnixMilli(from).UTC(), time.UnixMilli(to).UTC()
-		if err := insertSummary(ctx, tx, conv, &sum); err != nil {
+		if err := insertSummary(ctx, tx, conv, &sum, false); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, sqlResetTurns, turnsSeen, sum.Created.UnixMilli(), conv)
@@ -593,7 +593,18 @@ func uniqueIDs(ids []int64) []int64 {
 	return out
 }
 
-func insertSummary(ctx context.Context, tx *sql.Tx, conv int64, sum *Summary) error {
+// keptID is the id to insert a row with in SQLite: with keep its own id
+// (when set), else NULL, which numbers it anew.
+func keptID(id int64, keep bool) any {
+	if keep && id > 0 {
+		return id
+	}
+	return nil
+}
+
+// insertSummary stores sum in conversation conv and sets its ID: a new
+// one, or with keepID its own (a copy between stores).
+func insertSummary(ctx context.Context, tx *sql.Tx, conv int64, sum *Summary, keepID bool) error {
 	if sum.Created.IsZero() {
 		sum.Created = time.Now()
 	}
@@ -602,7 +613,7 @@ func insertSummary(ctx context.Context, tx *sql.Tx, conv int64, sum *Summary) er
 		sum.Tokens = estimateTokens(sum.Text)
 	}
 	src, _ := json.Marshal(sum.Sources)
-	return tx.QueryRowContext(ctx, sqlInsertSum, conv, sum.Level, sum.Text, boolInt(sum.Active), string(src),
+	return tx.QueryRowContext(ctx, sqlInsertSum, keptID(sum.ID, keepID), conv, sum.Level, sum.Text, boolInt(sum.Active), string(src),
 		sum.From.UnixMilli(), sum.To.UnixMilli(), sum.Tokens, sum.Created.UnixMilli()).Scan(&sum.ID)
 }
 
@@ -633,7 +644,7 @@ func (s *SQLite) Fold(ctx context.Context, key pipeline.Key, ids []int64, sum Su
 		}
 		sum.Sources, sum.Active = ids, true
 		sum.From, sum.To = time.UnixMilli(from).UTC(), time.UnixMilli(to).UTC()
-		return insertSummary(ctx, tx, conv, &sum)
+		return insertSummary(ctx, tx, conv, &sum, false)
 	})
 	if err != nil {
 		return Summary{}, err
@@ -970,13 +981,15 @@ func (s *SQLite) AddFact(ctx context.Context, owner string, f Fact) (Fact, bool,
 	var merged bool
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		var err error
-		f, merged, err = addFactTx(ctx, tx, owner, f)
+		f, merged, err = addFactTx(ctx, tx, owner, f, false)
 		return err
 	})
 	return f, merged, err
 }
 
-func addFactTx(ctx context.Context, tx *sql.Tx, owner string, f Fact) (Fact, bool, error) {
+// addFactTx stores f for owner, merged into a similar fact when there is
+// one; a new fact gets a new ID, or with keepID its own.
+func addFactTx(ctx context.Context, tx *sql.Tx, owner string, f Fact, keepID bool) (Fact, bool, error) {
 	now := time.Now()
 	if f.Created.IsZero() {
 		f.Created = now
@@ -1005,8 +1018,8 @@ func addFactTx(ctx context.Context, tx *sql.Tx, owner string, f Fact) (Fact, boo
 	}
 	src, _ := json.Marshal(f.Sources)
 	tags, _ := json.Marshal(f.Tags)
-	err = tx.QueryRowContext(ctx, `INSERT INTO facts(owner, conv_key, content, norm, sources, tags, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-		owner, f.Key, f.Content, NormalizeFact(f.Content), string(src), string(tags), f.Created.UnixMilli(), f.Updated.UnixMilli()).Scan(&f.ID)
+	err = tx.QueryRowContext(ctx, `INSERT INTO facts(id, owner, conv_key, content, norm, sources, tags, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		keptID(f.ID, keepID), owner, f.Key, f.Content, NormalizeFact(f.Content), string(src), string(tags), f.Created.UnixMilli(), f.Updated.UnixMilli()).Scan(&f.ID)
 	return f, false, err
 }
 

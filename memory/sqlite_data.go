@@ -200,6 +200,17 @@ func (s *SQLite) Export(ctx context.Context, owner string, key *pipeline.Key) (O
 
 // Import implements Backend.
 func (s *SQLite) Import(ctx context.Context, d OwnerData) (ImportReport, error) {
+	return s.importOwner(ctx, d, false)
+}
+
+// importCopy is Import, keeping the rows' ids where free with keepIDs
+// (copyInto).
+func (s *SQLite) importCopy(ctx context.Context, d OwnerData, keepIDs bool) error {
+	_, err := s.importOwner(ctx, d, keepIDs)
+	return err
+}
+
+func (s *SQLite) importOwner(ctx context.Context, d OwnerData, keepIDs bool) (ImportReport, error) {
 	if err := d.Validate(); err != nil {
 		return ImportReport{}, err
 	}
@@ -223,7 +234,7 @@ func (s *SQLite) Import(ctx context.Context, d OwnerData) (ImportReport, error) 
 			}
 		}
 		for _, f := range d.Facts {
-			if _, merged, err := addFactTx(ctx, tx, d.Owner, f); err != nil {
+			if _, merged, err := addFactTx(ctx, tx, d.Owner, f, keepIDs); err != nil {
 				return err
 			} else if !merged {
 				rep.Facts++
@@ -232,7 +243,7 @@ func (s *SQLite) Import(ctx context.Context, d OwnerData) (ImportReport, error) 
 		convs := map[pipeline.Key]int64{}
 		for _, c := range d.Conversations {
 			key, _ := pipeline.ParseKey(c.Key)
-			n, err := importConversationTx(ctx, tx, key, c, convs)
+			n, err := importConversationTx(ctx, tx, key, c, convs, keepIDs)
 			if err != nil {
 				return fmt.Errorf("importing %s: %w", key, err)
 			}
@@ -243,7 +254,7 @@ func (s *SQLite) Import(ctx context.Context, d OwnerData) (ImportReport, error) 
 	return rep, err
 }
 
-func importConversationTx(ctx context.Context, tx *sql.Tx, key pipeline.Key, c ConversationData, convs map[pipeline.Key]int64) (ImportReport, error) {
+func importConversationTx(ctx context.Context, tx *sql.Tx, key pipeline.Key, c ConversationData, convs map[pipeline.Key]int64, keepIDs bool) (ImportReport, error) {
 	var rep ImportReport
 	conv, err := ensureConv(ctx, tx, key, convs)
 	if err != nil {
@@ -263,7 +274,7 @@ func importConversationTx(ctx context.Context, tx *sql.Tx, key pipeline.Key, c C
 		if exists {
 			continue
 		}
-		res, err := tx.ExecContext(ctx, sqlInsertMessage, conv, string(m.Role), m.SenderID, m.SenderName, m.PlatformID, m.ReplyTo,
+		res, err := tx.ExecContext(ctx, sqlImportMessage, keptID(m.ID, keepIDs), conv, string(m.Role), m.SenderID, m.SenderName, m.PlatformID, m.ReplyTo,
 			m.Text, m.Time.UnixMilli(), max(m.Tokens, 1), boolInt(m.Active), m.ChunkID)
 		if err != nil {
 			return rep, err
@@ -289,7 +300,7 @@ func importConversationTx(ctx context.Context, tx *sql.Tx, key pipeline.Key, c C
 		if ns.Level > 1 {
 			ns.Sources = mapIDs(sm.Sources, idMap)
 		}
-		if err := insertSummary(ctx, tx, conv, &ns); err != nil {
+		if err := insertSummary(ctx, tx, conv, &ns, keepIDs); err != nil {
 			return rep, err
 		}
 		idMap[sm.ID] = ns.ID
@@ -305,6 +316,11 @@ func importConversationTx(ctx context.Context, tx *sql.Tx, key pipeline.Key, c C
 		last_summary_at = max(last_summary_at, ?) WHERE id = ?`, maxChunk+1, c.TurnsSinceSummary, millisOrZero(c.LastSummary), conv)
 	return rep, err
 }
+
+// sqlImportMessage inserts an imported message: with its own id in a copy
+// (keptID), else NULL: numbered anew.
+const sqlImportMessage = `INSERT INTO messages(id, conv, role, sender_id, sender_name, platform_id, reply_to, text, created_at, tokens, is_active, chunk_id)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
 
 func millisOrZero(t time.Time) int64 {
 	if t.IsZero() {

@@ -3,10 +3,12 @@ package memory
 import (
 	"context"
 	"crypto/sha256"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/recallbot/recall/memory/pgtest"
 	"github.com/recallbot/recall/pipeline"
 )
 
@@ -15,16 +17,54 @@ func textHash(s string) []byte {
 	return h[:16]
 }
 
-// The embeddings tables: identical texts share one vector; a message
-// purged before its vector is stored gets none (and leaves none); an
-// edited text is pending again; a purge leaves no vector behind.
-func TestEmbeddingStorage(t *testing.T) {
+// vectorDB is a database with the embeddings store, for the tests that
+// run on both, and its SQL: statements and counts ($1 parameters, which
+// SQLite reads too).
+type vectorDB struct {
+	db interface {
+		Backend
+		EmbeddingStore
+	}
+	exec  func(q string, args ...any) error
+	count func(q string) (int, error)
+}
+
+// vectorDBs is a fresh SQLite database, and a PostgreSQL one when
+// RECALL_TEST_POSTGRES_URL is set.
+func vectorDBs(t *testing.T) map[string]vectorDB {
 	ctx := context.Background()
 	s, err := OpenSQLite(ctx, filepath.Join(t.TempDir(), "recall.db"))
-	if err != nil {
-		t.Fatal(err)
+	must(t, err)
+	t.Cleanup(func() { s.Close() })
+	out := map[string]vectorDB{"sqlite": {s,
+		func(q string, args ...any) error { _, err := s.w.ExecContext(ctx, q, args...); return err },
+		func(q string) (n int, err error) { return n, s.w.QueryRowContext(ctx, q).Scan(&n) }}}
+	if os.Getenv(pgtest.EnvURL) != "" {
+		p := cfOpenPostgres(t)
+		out["postgres"] = vectorDB{p,
+			func(q string, args ...any) error { _, err := p.pool.Exec(ctx, q, args...); return err },
+			func(q string) (n int, err error) { return n, p.pool.QueryRow(ctx, q).Scan(&n) }}
 	}
-	defer s.Close()
+	return out
+}
+
+// The embeddings tables, on SQLite and PostgreSQL: identical texts share
+// one vector; a message purged before its vector is stored gets none (and
+// leaves none); an edited text is pending again; a purge leaves no vector
+// behind.
+func TestEmbeddingStorage(t *testing.T) {
+	for name, v := range vectorDBs(t) {
+		t.Run(name, func(t *testing.T) { testEmbeddingStorage(t, v) })
+	}
+}
+
+func testEmbeddingStorage(t *testing.T, v vectorDB) {
+	ctx := context.Background()
+	s := v.db
+	exec := func(q string, args ...any) {
+		t.Helper()
+		must(t, v.exec(q, args...))
+	}
 	key := pipeline.Key{Channel: "telegram", Chat: "7"}
 	now := time.Now()
 	var msgs []Message
@@ -39,9 +79,7 @@ func TestEmbeddingStorage(t *testing.T) {
 		t.Fatalf("pending = %v, %v; want 4", todo, err)
 	}
 	// The last message goes before its vector is stored.
-	if _, err := s.w.ExecContext(ctx, `DELETE FROM messages WHERE id = ?`, todo[3].ID); err != nil {
-		t.Fatal(err)
-	}
+	exec(`DELETE FROM messages WHERE id = $1`, todo[3].ID)
 	var vs []MessageVector
 	for i, m := range todo {
 		vs = append(vs, MessageVector{MessageID: m.ID, Model: "m", Hash: textHash(m.Text), Vec: []float32{float32(i), 1}})
@@ -51,10 +89,8 @@ func TestEmbeddingStorage(t *testing.T) {
 	}
 	count := func(q string) int {
 		t.Helper()
-		var n int
-		if err := s.w.QueryRowContext(ctx, q).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
+		n, err := v.count(q)
+		must(t, err)
 		return n
 	}
 	if v, m := count(`SELECT count(*) FROM embedding_vectors`), count(`SELECT count(*) FROM message_embeddings`); v != 2 || m != 3 {
@@ -72,9 +108,7 @@ func TestEmbeddingStorage(t *testing.T) {
 		t.Errorf("coverage %d of %d (%v)", done, total, err)
 	}
 	// An edited text is embedded again.
-	if _, err := s.w.ExecContext(ctx, `UPDATE messages SET text = 'we bought a red car' WHERE id = ?`, todo[1].ID); err != nil {
-		t.Fatal(err)
-	}
+	exec(`UPDATE messages SET text = 'we bought a red car' WHERE id = $1`, todo[1].ID)
 	if todo, err := s.PendingEmbeddings(ctx, "m", 0, 10); err != nil || len(todo) != 1 || todo[0].Text != "we bought a red car" {
 		t.Errorf("pending after an edit = %v, %v", todo, err)
 	}

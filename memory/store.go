@@ -83,6 +83,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			return nil, err
 		}
 	}
+	if _, err := os.Stat(filepath.Join(opts.Dir, CopyBackMarker)); err == nil {
+		return nil, fmt.Errorf("%w into %s: run the same bot migrate --from again to finish it", ErrUnfinishedCopy, opts.Dir)
+	}
 	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating data directory %s: %w", opts.Dir, err)
 	}

@@ -27,6 +27,15 @@ func openStore(ctx context.Context, cfg config.Config, existing bool) (*memory.S
 	})
 }
 
+// storeExists refuses a data directory without a store, unless the data
+// is in PostgreSQL (database.url): then any data directory will do.
+func storeExists(cfg config.Config) error {
+	if cfg.Database.URL != "" {
+		return nil
+	}
+	return memory.StoreExists(cfg.Data.Dir)
+}
+
 func closeStore(s *memory.Store, err *error) {
 	if cerr := s.Close(context.Background()); cerr != nil && *err == nil {
 		*err = cerr
@@ -139,7 +148,7 @@ func runSearch(ctx context.Context, cfg config.Config, args []string, stdout io.
 	if err != nil {
 		return err
 	}
-	if err := memory.StoreExists(cfg.Data.Dir); err != nil {
+	if err := storeExists(cfg); err != nil {
 		return err
 	}
 	a, err := newApp(ctx, cfg, io.Discard)
@@ -179,7 +188,7 @@ func runContext(ctx context.Context, cfg config.Config, args []string, stdout io
 	if err != nil {
 		return err
 	}
-	if err := memory.StoreExists(cfg.Data.Dir); err != nil {
+	if err := storeExists(cfg); err != nil {
 		return err
 	}
 	a, err := newApp(ctx, cfg, io.Discard)

@@ -27,7 +27,8 @@ Usage:
   bot backup FILE                          copy the database to a new FILE while the bot runs
   bot allow CODE|ID                        let a user in (a pairing code from the log, or telegram:123…); works beside the running bot
   bot deny CODE|ID                         shut a user out, or turn a pairing request down (no argument: list who waits)
-  bot migrate [--to postgres://…]         apply the database's migrations and exit; --to: copy the data directory into PostgreSQL (verified, resumable)
+  bot migrate [--to|--from postgres://…]   apply the database's migrations and exit; --to: copy the data directory into PostgreSQL,
+                                           --from: back into an empty data directory's SQLite (both verified, resumable)
   bot whatsapp login [--phone +49…]        link the bot to a WhatsApp account (QR code, or a pairing code with --phone)
   bot whatsapp logout                      unlink it and delete the session
   bot healthcheck                          exit 0 when the running bot's /healthz (http.listen) answers 200

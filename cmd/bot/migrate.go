@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -15,28 +16,42 @@ import (
 	"github.com/recallbot/recall/memory"
 )
 
-const migrateUsage = `usage: bot migrate                       apply the configured database's migrations and exit
-       bot migrate --to postgres://…       copy the data directory (SQLite and JSON files) into PostgreSQL`
+const migrateUsage = `usage: bot migrate                        apply the configured database's migrations and exit
+       bot migrate --to postgres://…       copy the data directory (SQLite and JSON files) into PostgreSQL
+       bot migrate --from postgres://…     copy a PostgreSQL database back into the data directory's SQLite file
+
+Both copies go owner by owner, read each back and compare counts and a
+fingerprint of the content, and are resumable: after an interruption run the
+same command again. Stop the bot (every replica) first. --from fills an empty
+data directory (data.dir, RECALL_DATA_DIR) only; then unset database.url and
+start the bot on it. The database is left as it was.`
 
 // runMigrate is `bot migrate`: without --to it opens the configured
 // database — PostgreSQL when database.url is set (its migrations run under
 // an advisory lock: replicas and a migrate job may start together), else
 // data.dir's SQLite file — which applies what is pending, and says what it
 // applied. With --to it copies the data directory into PostgreSQL
-// (memory.CopyToPostgres: per owner, verified, resumable), with a progress
-// line on stderr.
+// (memory.CopyToPostgres: per owner, verified, resumable), with --from a
+// database back into an empty data directory (memory.CopyFromPostgres),
+// with a progress line on stderr.
 func runMigrate(ctx context.Context, cfg config.Config, args []string, stdout, stderr io.Writer) (err error) {
 	fl := flag.NewFlagSet("migrate", flag.ContinueOnError)
 	fl.SetOutput(io.Discard)
 	to := fl.String("to", "", "a postgres:// URL to copy the data directory into")
+	from := fl.String("from", "", "a postgres:// URL to copy into the data directory")
 	if err := fl.Parse(args); err != nil {
 		return usageError(flagProblem(err) + migrateUsage)
 	}
 	if fl.NArg() > 0 {
 		return usageError(fmt.Sprintf("unexpected argument %q\n%s", fl.Arg(0), migrateUsage))
 	}
-	if *to != "" {
+	switch {
+	case *to != "" && *from != "":
+		return usageError("--to and --from: one direction at a time\n" + migrateUsage)
+	case *to != "":
 		return copyToPostgres(ctx, cfg, *to, stdout, stderr)
+	case *from != "":
+		return copyFromPostgres(ctx, cfg, *from, stdout, stderr)
 	}
 	if cfg.Database.URL != "" {
 		p, err := memory.OpenPostgres(ctx, cfg.Database.URL)
@@ -83,8 +98,8 @@ func printApplied(w io.Writer, what string, applied []string, version int) {
 // data directory's lock (a bot writing there meanwhile would be copied only
 // in part) and refuses a target that is not a postgres:// URL.
 func copyToPostgres(ctx context.Context, cfg config.Config, target string, stdout, stderr io.Writer) (err error) {
-	if u, perr := url.Parse(target); perr != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
-		return usageError("--to: want a postgres://user:password@host:port/database URL\n" + migrateUsage)
+	if err := checkPostgresURL("--to", target); err != nil {
+		return err
 	}
 	if err := memory.StoreExists(cfg.Data.Dir); err != nil {
 		return fmt.Errorf("nothing to copy: %w", err)
@@ -111,12 +126,63 @@ func copyToPostgres(ctx context.Context, cfg config.Config, target string, stdou
 		return fmt.Errorf("%w\n(what was copied stays, each owner whole; run the same command again to resume)", err)
 	}
 	c := rep.Source
-	fmt.Fprintf(stdout, "copied %d owners (%d were there already): %d conversations, %d messages, %d summaries, %d notes, %d facts, %d settings; %d access decisions, %d pairing requests, %d usage days, %d handled ids — verified in PostgreSQL (counts and fingerprints)\n",
-		rep.Copied, rep.Skipped, c.Conversations, c.Messages, c.Summaries, c.Notes, c.Facts, c.Settings, c.Access, c.Pairing, c.Usage, c.Handled)
+	fmt.Fprintf(stdout, "copied %d owners (%d were there already): %d conversations, %d messages, %d summaries, %d notes, %d facts, %d settings; %d access decisions, %d pairing requests, %d usage days, %d handled ids, %d embeddings — verified in PostgreSQL (counts and fingerprints)\n",
+		rep.Copied, rep.Skipped, c.Conversations, c.Messages, c.Summaries, c.Notes, c.Facts, c.Settings, c.Access, c.Pairing, c.Usage, c.Handled, c.Embeddings)
+	printEmbeddingsLeft(stdout, c)
 	if rep.Retired > 0 {
 		fmt.Fprintf(stdout, "%d per-user JSON files were renamed to *.json%s (kept; on this machine they would have gone on answering beside the database)\n", rep.Retired, memory.JSONRetiredSuffix)
 	}
 	fmt.Fprintln(stdout, "Next: set database.url (RECALL_DATABASE_URL) to this database and start the bot; recall.db is left as it was.")
+	return nil
+}
+
+// printEmbeddingsLeft says how many vectors did not follow their message.
+func printEmbeddingsLeft(w io.Writer, c memory.CopyCounts) {
+	if c.EmbeddingsLeft > 0 {
+		fmt.Fprintf(w, "%d embeddings were not copied (their message was not found in the copy): with memory.embeddings on, the bot embeds those messages again (or run bot reindex)\n", c.EmbeddingsLeft)
+	}
+}
+
+// checkPostgresURL refuses what is not a postgres:// URL with a host.
+func checkPostgresURL(flagName, s string) error {
+	if u, err := url.Parse(s); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
+		return usageError(flagName + ": want a postgres://user:password@host:port/database URL\n" + migrateUsage)
+	}
+	return nil
+}
+
+// copyFromPostgres copies the database at source into data.dir's SQLite
+// file (memory.CopyFromPostgres: per owner, verified, resumable), holding
+// the data directory's lock; an empty data directory only, or one holding
+// an unfinished copy from the same database.
+func copyFromPostgres(ctx context.Context, cfg config.Config, source string, stdout, stderr io.Writer) error {
+	if err := checkPostgresURL("--from", source); err != nil {
+		return err
+	}
+	lock, err := datadir.Acquire(cfg.Data.Dir)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = lock.Release() }()
+	src, err := memory.OpenPostgres(ctx, source)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = src.Close() }() // a pool: nothing to report
+	bar := newProgressBar(stderr)
+	rep, err := memory.CopyFromPostgres(ctx, src, cfg.Data.Dir, bar.update)
+	bar.done()
+	switch {
+	case errors.Is(err, memory.ErrTargetNotEmpty) || errors.Is(err, memory.ErrUnfinishedCopy):
+		return err
+	case err != nil:
+		return fmt.Errorf("%w\n(what was copied stays, each owner whole; run the same command again to resume)", err)
+	}
+	c := rep.Source
+	fmt.Fprintf(stdout, "copied %d owners (%d were there already): %d conversations, %d messages, %d summaries, %d notes, %d facts, %d settings; %d access decisions, %d pairing requests, %d usage days, %d handled ids, %d embeddings — verified in %s (counts and fingerprints)\n",
+		rep.Copied, rep.Skipped, c.Conversations, c.Messages, c.Summaries, c.Notes, c.Facts, c.Settings, c.Access, c.Pairing, c.Usage, c.Handled, c.Embeddings, filepath.Join(cfg.Data.Dir, memory.DatabaseFile))
+	printEmbeddingsLeft(stdout, c)
+	fmt.Fprintln(stdout, "Next: unset database.url (RECALL_DATABASE_URL) and start the bot on this data directory; the database is left as it was.")
 	return nil
 }
 

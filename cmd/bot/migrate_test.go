@@ -119,3 +119,68 @@ func equalSigs(a, b []msgSig) bool {
 	}
 	return true
 }
+
+// withoutStamp drops the export's exported_at line: the rest of two
+// exports of the same data is byte for byte the same.
+func withoutStamp(s string) string {
+	var keep []string
+	for _, l := range strings.Split(s, "\n") {
+		if !strings.Contains(l, `"exported_at":`) {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n")
+}
+
+// `bot migrate --from postgres://…` copies a database back into an empty
+// data directory: SQLite → PostgreSQL → SQLite exports the same bytes (ids,
+// archive, summaries, notes, facts, settings), with a progress line; run
+// again it refuses the now full directory, and bad input is a usage error.
+func TestMigrateFromPostgres(t *testing.T) {
+	url := pgtest.URL(t)
+	t0 := time.Date(2025, 5, 2, 8, 0, 0, 0, time.UTC)
+	e := otherConversation()
+	e.Owners = append(e.Owners, memory.OwnerData{
+		Owner:    "telegram:-1009",
+		Settings: &memory.Settings{Owner: "telegram:-1009", Storage: memory.StorageSQLite, Threshold: 12, MemoryEnabled: true, Created: t0, Updated: t0},
+		Memories: []memory.UserMemory{{Key: "team", Content: "the night shift", Created: t0, Updated: t0}},
+		Facts:    []memory.Fact{{Content: "the team meets on Mondays", Key: "telegram:-1009:", Created: t0, Updated: t0}},
+		Conversations: []memory.ConversationData{{Key: "telegram:-1009:", TurnsSinceSummary: 1, LastSummary: t0.Add(time.Hour), Messages: []memory.Message{
+			{Role: memory.RoleUser, SenderID: "5", SenderName: "Ines", PlatformID: "g1", Text: "the boiler broke again", Time: t0, Tokens: 5, ChunkID: 1},
+			{Role: memory.RoleAssistant, ReplyTo: "g1", Text: "noted, the boiler", Time: t0.Add(time.Second), Tokens: 4, ChunkID: 1},
+			{Role: memory.RoleUser, SenderID: "6", SenderName: "Rui", PlatformID: "g2", Text: "fixed it", Time: t0.Add(time.Hour), Tokens: 2, Active: true},
+		}, Summaries: []memory.Summary{{ID: 1, Level: 1, Text: "Ines reported the broken boiler", Active: true, Sources: []int64{1}, From: t0, To: t0.Add(time.Second), Tokens: 6, Created: t0.Add(time.Hour)}}}},
+	})
+	src := newEnv(t, "")
+	src.mustRun(t, "", "import", writeJSONFile(t, "export.json", e))
+	before := src.mustRun(t, "", "export").Stdout
+	src.mustRun(t, "", "migrate", "--to", url)
+
+	back := newEnv(t, "")
+	r := back.mustRun(t, "", "migrate", "--from", url)
+	if !strings.Contains(r.Stdout, "copied 2 owners (0 were there already)") || !strings.Contains(r.Stdout, "6 messages, 1 summaries, 1 notes, 1 facts") {
+		t.Errorf("migrate --from: want 2 owners, 6 messages, the summary, note and fact copied:\n%s", r)
+	}
+	if !strings.Contains(r.Stderr, "copied 2/2 owners") {
+		t.Errorf("migrate --from: want its progress on stderr:\n%s", r)
+	}
+	if after := back.mustRun(t, "", "export").Stdout; withoutStamp(after) != withoutStamp(before) {
+		t.Errorf("SQLite → PostgreSQL → SQLite exports other bytes:\n--- before ---\n%s\n--- after ---\n%s", before, after)
+	}
+
+	if r := back.run(t, "", "migrate", "--from", url); r.Code != 1 || !strings.Contains(r.Stderr, "not empty") || !strings.Contains(r.Stderr, "2 owners' data in recall.db") {
+		t.Errorf("migrate --from into a data directory with data: want exit 1 saying what is there:\n%s", r)
+	}
+	for _, args := range [][]string{
+		{"migrate", "--from", "sqlite:///tmp/x.db"},
+		{"migrate", "--from", "postgres:///nohost"},
+		{"migrate", "--to", url, "--from", url},
+	} {
+		if r := newEnv(t, "").run(t, "", args...); r.Code != 2 || !strings.Contains(r.Stderr, "usage: bot migrate") {
+			t.Errorf("bot %v: want exit 2 with the usage:\n%s", args, r)
+		}
+	}
+	if r := newEnv(t, "").run(t, "", "migrate", "--help"); !strings.Contains(r.Stderr, "--from postgres://") || !strings.Contains(r.Stderr, "empty") {
+		t.Errorf("bot migrate --help: want the way back explained:\n%s", r)
+	}
+}

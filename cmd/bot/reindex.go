@@ -33,7 +33,7 @@ func runReindex(ctx context.Context, cfg config.Config, args []string, w io.Writ
 	}
 	defer closeStore(s, &err)
 	bar := reindexBar{w: w, model: emb.Model()}
-	n, err := embed.Reindex(ctx, s.SQLite(), s.JSON(), emb, cfg.Memory.Embeddings.Batch, bar.show)
+	n, err := embed.Reindex(ctx, s.Embeddings(), s.JSON(), emb, cfg.Memory.Embeddings.Batch, bar.show)
 	bar.end()
 	if err != nil {
 		if ctx.Err() != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/recallbot/recall/llm/llmtest"
 	"github.com/recallbot/recall/memory"
+	"github.com/recallbot/recall/memory/pgtest"
 )
 
 // bot reindex killed (SIGKILL) during its fourth request embeds the rest on
@@ -87,5 +88,42 @@ func TestReindexKilledMidwayResumes(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("bot search did not find the paraphrase with embeddings on: %+v", out)
+	}
+}
+
+// With database.url the embeddings are kept in PostgreSQL: bot reindex
+// embeds a bot's archive there, and bot search on another machine (another
+// data directory, the same database) finds a paraphrase through them.
+func TestReindexOnPostgres(t *testing.T) {
+	srv := newFakeLLM(t)
+	url := pgtest.URL(t)
+	extra := []string{"RECALL_MEMORY_EMBEDDINGS_MODEL=fake-embed", "RECALL_DATABASE_URL=" + url}
+	env := newEnv(t, srv.URL, extra...)
+	t0 := time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)
+	var msgs []memory.Message
+	for i := range 60 {
+		text := fmt.Sprintf("the garden needs watering, note %d", i)
+		if i == 31 {
+			text = "we finally got the automobile, a red one"
+		}
+		msgs = append(msgs, memory.Message{Role: memory.RoleUser, SenderID: "4242", SenderName: "Zoe", PlatformID: fmt.Sprint("p", i),
+			Text: text, Time: t0.Add(time.Duration(i) * 5 * time.Hour), Tokens: 6})
+	}
+	env.mustRun(t, "", "import", writeJSONFile(t, "chat.json", memory.NewExport(memory.OwnerData{Owner: "telegram:4242",
+		Conversations: []memory.ConversationData{{Key: "telegram:4242:", Messages: msgs}}})))
+	r := env.mustRun(t, "", "reindex")
+	if !strings.Contains(r.Stderr, "60 of 60 messages") {
+		t.Errorf("bot reindex on PostgreSQL: want progress to 60 of 60:\n%s", r)
+	}
+	other := newEnv(t, srv.URL, extra...)
+	out := other.search(t, "telegram:4242:", "when", "did", "she", "purchase", "the", "car")
+	found := false
+	for _, s := range out.Snippets {
+		for _, m := range s.Messages {
+			found = found || strings.Contains(m.Text, "automobile")
+		}
+	}
+	if !found {
+		t.Errorf("bot search on another data directory did not find the paraphrase through PostgreSQL's vectors: %+v", out)
 	}
 }
