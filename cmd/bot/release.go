@@ -12,11 +12,14 @@ import (
 
 // When the bot gives memory back: once start-up is over and no turn ran for
 // quietAtStart (a user writing at once gets a bot that is not collecting
-// its start-up garbage, nor faulting its code back in), then after each
-// busy spell once quiet for quietAfterBusy (a conversation's next message
-// usually comes sooner and finds the pages of the last turn).
+// its start-up garbage, nor faulting its code back in; and the search
+// index's first merge, a second after the last write, is over: its SQLite
+// code would come back resident), then after each busy spell once quiet
+// for quietAfterBusy (a conversation's next message usually comes sooner
+// and finds the pages of the last turn; the turn after a trim pays a few
+// milliseconds of page faults).
 const (
-	quietAtStart   = 500 * time.Millisecond
+	quietAtStart   = 1250 * time.Millisecond
 	quietAfterBusy = 30 * time.Second
 	quietPoll      = 250 * time.Millisecond
 )
