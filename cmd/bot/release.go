@@ -10,19 +10,36 @@ import (
 	"github.com/recallbot/recall/procmem"
 )
 
-// releaseWhenReady waits until start-up is over — after <-started, the
-// health report says every one of channels is ok — then collects start-up's
-// garbage, returns the free heap to the kernel and gives back the
-// executable's pages that start-up alone used
-// (procmem.ReleaseExecutable). It gives up when ctx ends or after a minute
-// without the channels healthy (the pages then stay: nothing else changes).
-func releaseWhenReady(ctx context.Context, started <-chan struct{}, health *ops.Health, channels []string, log *slog.Logger) {
+// When the bot gives memory back: once start-up is over and no turn ran for
+// quietAtStart (a user writing at once gets a bot that is not collecting
+// its start-up garbage, nor faulting its code back in; and the search
+// index's first merge, a second after the last write, is over: its SQLite
+// code would come back resident), then after each busy spell once quiet
+// for quietAfterBusy (a conversation's next message usually comes sooner
+// and finds the pages of the last turn; the turn after a trim pays a few
+// milliseconds of page faults).
+const (
+	quietAtStart   = 1250 * time.Millisecond
+	quietAfterBusy = 30 * time.Second
+	quietPoll      = 250 * time.Millisecond
+)
+
+// trimWhenQuiet owns giving memory back to the kernel while the bot is
+// quiet: it collects the garbage, returns the free heap
+// (debug.FreeOSMemory) and gives back the executable's pages
+// (procmem.ReleaseExecutable; those the next turn needs come back from the
+// page cache, a minor fault each). It starts once start-up is over —
+// after <-started, the health report says every one of channels is ok —
+// and runs until ctx ends; activity is a count that moves with every turn
+// (the store's written messages). It gives up on the pages after a minute
+// without the channels healthy.
+func trimWhenQuiet(ctx context.Context, started <-chan struct{}, health *ops.Health, channels []string, activity func() int64, log *slog.Logger) {
 	select {
 	case <-started:
 	case <-ctx.Done():
 		return
 	}
-	tick := time.NewTicker(50 * time.Millisecond)
+	tick := time.NewTicker(quietPoll)
 	defer tick.Stop()
 	deadline := time.After(time.Minute)
 	for !ready(ctx, health, channels) {
@@ -34,16 +51,58 @@ func releaseWhenReady(ctx context.Context, started <-chan struct{}, health *ops.
 			return
 		}
 	}
-	// Start-up's garbage first, and the heap pages it leaves free back to
-	// the kernel: the collection maps the type data and function tables it
-	// reads now, not at the next cycle after the release.
+	q := newQuiet(time.Now(), activity())
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			if q.due(now, activity()) {
+				trim(log)
+			}
+		}
+	}
+}
+
+// trim collects the garbage, returns the free heap to the kernel, then
+// gives back the executable's pages: the collection maps the type data and
+// function tables it reads now, not at the next cycle after the release.
+func trim(log *slog.Logger) {
 	debug.FreeOSMemory()
 	released, err := procmem.ReleaseExecutable()
 	if err != nil {
-		log.Debug("could not give back the executable's pages start-up used", "err", err)
+		log.Debug("could not give back the executable's pages", "err", err)
 		return
 	}
-	log.Debug("gave back the executable's pages start-up used", "bytes", released)
+	log.Debug("gave back the free heap and the executable's pages", "bytes", released)
+}
+
+// quiet decides when memory is given back: after start-up once nothing
+// happened for quietAtStart, then once after every busy spell, when
+// nothing happened for quietAfterBusy.
+type quiet struct {
+	last    int64     // the activity count seen last
+	changed time.Time // when it last moved (or start-up ended)
+	wait    time.Duration
+	pending bool // something happened since the last trim
+}
+
+func newQuiet(now time.Time, activity int64) *quiet {
+	return &quiet{last: activity, changed: now, wait: quietAtStart, pending: true}
+}
+
+// due reports, given the activity count at now, whether to give memory
+// back now.
+func (q *quiet) due(now time.Time, activity int64) bool {
+	if activity != q.last {
+		q.last, q.changed, q.pending = activity, now, true
+		return false
+	}
+	if !q.pending || now.Sub(q.changed) < q.wait {
+		return false
+	}
+	q.pending, q.wait = false, quietAfterBusy
+	return true
 }
 
 // ready reports whether the health report says every one of channels is

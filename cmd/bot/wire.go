@@ -60,14 +60,19 @@ func runBot(ctx context.Context, cfg config.Config, stdin io.Reader, stdout, std
 	}
 	stopDebug := startDebug(stderr) // -tags pprof only
 	defer stopDebug()
+	// The tokenizer's tables (~10 ms of CPU) are built beside the rest of
+	// start-up, from its very beginning (the bot's counter shares them),
+	// and what else a first turn would pay for is done once the bot is
+	// built: not on the first user's turn.
+	tables := make(chan struct{})
+	go func() { defer close(tables); llm.Preload(llm.NewCounter(cfg.LLM.Model)) }()
+	defer func() { <-tables }()
 	a, err := app.New(ctx, cfg, parts)
 	if err != nil {
 		return err
 	}
-	// The tokenizer's tables are built beside the rest of start-up, not on
-	// the first user's turn.
 	preloaded := make(chan struct{})
-	go func() { defer close(preloaded); llm.Preload(a.Counter) }()
+	go func() { defer close(preloaded); <-tables; warmUp(ctx, a) }()
 	defer func() { <-preloaded }()
 	if c, ok := a.Model.(*llm.Client); ok {
 		// Logged with the fix; the bot runs on (commands work). The
@@ -81,11 +86,15 @@ func runBot(ctx context.Context, cfg config.Config, stdin io.Reader, stdout, std
 		return errors.Join(err, a.Close())
 	}
 	stopRetention := a.StartRetention(ctx)
-	// Start-up over, the executable's pages only it used leave the
-	// resident set.
+	// Start-up over, and after each busy spell, the free heap and the
+	// executable's pages leave the resident set while the bot is quiet.
 	rctx, stopRelease := context.WithCancel(ctx)
 	released := make(chan struct{})
-	go func() { defer close(released); releaseWhenReady(rctx, preloaded, a.Health, botChannels(cfg), a.Log) }()
+	written := func() int64 { return a.Store.WriteStats().Written }
+	go func() {
+		defer close(released)
+		trimWhenQuiet(rctx, preloaded, a.Health, botChannels(cfg), written, a.Log)
+	}()
 	followed := make(chan struct{})
 	go func() { defer close(followed); followLiveHeap(rctx, os.Getenv) }()
 	var runErr error
