@@ -3,11 +3,8 @@ package metrics
 import (
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/recallbot/recall/llm"
 	"github.com/recallbot/recall/memory"
@@ -36,16 +33,16 @@ type Options struct {
 	Replica string
 }
 
-// Metrics holds Recall's collectors and their registry. Its methods are
+// Metrics holds Recall's counters and the latency histogram. Its methods are
 // safe for concurrent use.
 type Metrics struct {
-	reg        *prometheus.Registry
-	turns      *prometheus.CounterVec
-	latency    prometheus.Histogram
-	tokens     *prometheus.CounterVec
-	summaries  *prometheus.CounterVec
-	reconnects *prometheus.CounterVec
-	toolCalls  *prometheus.CounterVec
+	opts       Options
+	turns      *counterVec
+	latency    *histogram
+	tokens     *counterVec
+	summaries  *counterVec
+	reconnects *counterVec
+	toolCalls  *counterVec
 }
 
 // Outcomes of a turn that called the language model and got an answer; only
@@ -55,57 +52,33 @@ const (
 	outcomeSendError = "send_error"
 )
 
-// New returns the metrics, registered on a new registry together with the
-// Go runtime and process collectors.
+// New returns the metrics; the Go runtime's and the process's own are read
+// at each scrape.
 func New(opts Options) *Metrics {
 	m := &Metrics{
-		reg: prometheus.NewRegistry(),
-		turns: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "recall_turns_total",
-			Help: "Chat turns answered, by channel and outcome (ok, llm_error, storage, send_error, not_configured).",
-		}, []string{"channel", "outcome"}),
-		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "recall_llm_latency_seconds",
-			Help:    "Time from a message's arrival at the responder to the language model's answer being ready to send, for turns the model answered.",
-			Buckets: []float64{0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120},
-		}),
-		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "recall_llm_tokens_total",
-			Help: "Tokens used by chat replies as reported by the LLM server, by model and kind (prompt, completion).",
-		}, []string{"model", "kind"}),
-		summaries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "recall_summaries_created_total",
-			Help: "Summaries created, by level (1 = from messages, higher = folded summaries).",
-		}, []string{"level"}),
-		reconnects: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "recall_channel_reconnects_total",
-			Help: "Times a chat channel reconnected after losing its connection.",
-		}, []string{"channel"}),
-		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "recall_tool_calls_total",
-			Help: "Memory tool calls the model made, by tool and outcome (ok, error: refused or failed and told to the model, unknown: no such tool).",
-		}, []string{"tool", "outcome"}),
-	}
-	build := prometheus.NewGauge(prometheus.GaugeOpts{
-		Name:        "recall_build_info",
-		Help:        "Always 1; the version label is the running build.",
-		ConstLabels: prometheus.Labels{"version": opts.Version},
-	})
-	build.Set(1)
-	var reg prometheus.Registerer = m.reg
-	if opts.Replica != "" {
-		reg = prometheus.WrapRegistererWith(prometheus.Labels{"replica": opts.Replica}, m.reg)
-	}
-	reg.MustRegister(m.turns, m.latency, m.tokens, m.summaries, m.reconnects, m.toolCalls, build,
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-	)
-	if opts.WriteQueue != nil {
-		reg.MustRegister(writeQueueCollector{opts.WriteQueue})
+		opts: opts,
+		turns: newCounterVec("recall_turns_total",
+			"Chat turns answered, by channel and outcome (ok, llm_error, storage, send_error, not_configured).",
+			"channel", "outcome"),
+		latency: newHistogram("recall_llm_latency_seconds",
+			"Time from a message's arrival at the responder to the language model's answer being ready to send, for turns the model answered.",
+			[]float64{0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120}),
+		tokens: newCounterVec("recall_llm_tokens_total",
+			"Tokens used by chat replies as reported by the LLM server, by model and kind (prompt, completion).",
+			"model", "kind"),
+		summaries: newCounterVec("recall_summaries_created_total",
+			"Summaries created, by level (1 = from messages, higher = folded summaries).",
+			"level"),
+		reconnects: newCounterVec("recall_channel_reconnects_total",
+			"Times a chat channel reconnected after losing its connection.",
+			"channel"),
+		toolCalls: newCounterVec("recall_tool_calls_total",
+			"Memory tool calls the model made, by tool and outcome (ok, error: refused or failed and told to the model, unknown: no such tool).",
+			"tool", "outcome"),
 	}
 	for _, ch := range opts.Channels {
-		m.reconnects.WithLabelValues(ch)
-		m.turns.WithLabelValues(ch, outcomeOK)
+		m.reconnects.add(0, ch)
+		m.turns.add(0, ch, outcomeOK)
 	}
 	return m
 }
@@ -113,75 +86,152 @@ func New(opts Options) *Metrics {
 // Turn records a finished turn (chat.Observer): its outcome, and for turns
 // the model answered the latency and the tokens it reported.
 func (m *Metrics) Turn(channel, outcome string, latency time.Duration, reply llm.Reply) {
-	m.turns.WithLabelValues(channel, outcome).Inc()
+	m.turns.add(1, channel, outcome)
 	if outcome != outcomeOK && outcome != outcomeSendError {
 		return
 	}
-	m.latency.Observe(latency.Seconds())
+	m.latency.observe(latency.Seconds())
 	model := reply.Model
 	if model == "" {
 		model = "unknown"
 	}
 	if reply.PromptTokens > 0 {
-		m.tokens.WithLabelValues(model, "prompt").Add(float64(reply.PromptTokens))
+		m.tokens.add(float64(reply.PromptTokens), model, "prompt")
 	}
 	if reply.CompletionTokens > 0 {
-		m.tokens.WithLabelValues(model, "completion").Add(float64(reply.CompletionTokens))
+		m.tokens.add(float64(reply.CompletionTokens), model, "completion")
 	}
 }
 
 // SummaryCreated counts one summary of the given level.
 func (m *Metrics) SummaryCreated(level int) {
-	m.summaries.WithLabelValues(strconv.Itoa(level)).Inc()
+	m.summaries.add(1, strconv.Itoa(level))
 }
 
 // ToolCall counts one memory tool call (memtools.Observer).
 func (m *Metrics) ToolCall(tool, outcome string) {
-	m.toolCalls.WithLabelValues(tool, outcome).Inc()
+	m.toolCalls.add(1, tool, outcome)
 }
 
 // ChannelReconnected counts one reconnect of a chat channel ("telegram",
 // "whatsapp").
 func (m *Metrics) ChannelReconnected(channel string) {
-	m.reconnects.WithLabelValues(channel).Inc()
+	m.reconnects.add(1, channel)
 }
 
-// Handler serves the metrics in the Prometheus text format.
+// Handler serves the metrics in the Prometheus text format (version 0.0.4).
 func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
-		Registry:      m.reg, // counts its own errors as promhttp_metric_handler_errors_total
-		ErrorHandling: promhttp.ContinueOnError,
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		_, _ = w.Write(m.exposition())
 	})
 }
 
-// Gatherer exposes the registry (tests, custom exporters).
-func (m *Metrics) Gatherer() prometheus.Gatherer { return m.reg }
-
-// writeQueueCollector reads the write queue's state at scrape time.
-type writeQueueCollector struct{ q WriteQueue }
-
-var (
-	queueDepthDesc = prometheus.NewDesc("recall_write_queue_depth",
-		"Messages waiting in the write-behind queue.", nil, nil)
-	queueFailingDesc = prometheus.NewDesc("recall_write_queue_failing",
-		"1 while writes to storage are failing (the queue keeps them and retries), else 0.", nil, nil)
-	writeFailuresDesc = prometheus.NewDesc("recall_write_failures_total",
-		"Failed write attempts of the write-behind queue since start.", nil, nil)
-)
-
-func (c writeQueueCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- queueDepthDesc
-	ch <- queueFailingDesc
-	ch <- writeFailuresDesc
+// exposition writes every family, sorted by name as Prometheus' own client
+// does.
+func (m *Metrics) exposition() []byte {
+	e := &expo{replica: m.opts.Replica}
+	m.turns.write(e)
+	m.latency.write(e)
+	m.tokens.write(e)
+	m.summaries.write(e)
+	m.reconnects.write(e)
+	m.toolCalls.write(e)
+	e.family("recall_build_info", "Always 1; the version label is the running build.", "gauge")
+	e.sample("recall_build_info", []string{"version"}, []string{m.opts.Version}, 1)
+	if q := m.opts.WriteQueue; q != nil {
+		st := q.WriteStats()
+		failing := 0.0
+		if st.Failing != nil {
+			failing = 1
+		}
+		e.single("recall_write_queue_depth", "Messages waiting in the write-behind queue.", "gauge", float64(st.Queued))
+		e.single("recall_write_queue_failing", "1 while writes to storage are failing (the queue keeps them and retries), else 0.", "gauge", failing)
+		e.single("recall_write_failures_total", "Failed write attempts of the write-behind queue since start.", "counter", float64(st.Failures))
+	}
+	writeGo(e)
+	writeProcess(e)
+	return e.bytes()
 }
 
-func (c writeQueueCollector) Collect(ch chan<- prometheus.Metric) {
-	st := c.q.WriteStats()
-	failing := 0.0
-	if st.Failing != nil {
-		failing = 1
+// counterVec is a counter per combination of label values.
+type counterVec struct {
+	name, help string
+	labels     []string
+	mu         sync.Mutex
+	values     map[string]*series
+}
+
+// series is one labelled value.
+type series struct {
+	values []string
+	v      float64
+}
+
+func newCounterVec(name, help string, labels ...string) *counterVec {
+	return &counterVec{name: name, help: help, labels: labels, values: map[string]*series{}}
+}
+
+// add adds d to the series of the label values (in the order of the
+// labels given to newCounterVec).
+func (c *counterVec) add(d float64, values ...string) {
+	k := seriesKey(values)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.values[k]
+	if s == nil {
+		s = &series{values: values}
+		c.values[k] = s
 	}
-	ch <- prometheus.MustNewConstMetric(queueDepthDesc, prometheus.GaugeValue, float64(st.Queued))
-	ch <- prometheus.MustNewConstMetric(queueFailingDesc, prometheus.GaugeValue, failing)
-	ch <- prometheus.MustNewConstMetric(writeFailuresDesc, prometheus.CounterValue, float64(st.Failures))
+	s.v += d
+}
+
+func (c *counterVec) write(e *expo) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e.family(c.name, c.help, "counter")
+	for _, k := range sortedKeys(c.values) {
+		s := c.values[k]
+		e.sample(c.name, c.labels, s.values, s.v)
+	}
+}
+
+// histogram counts observations into cumulative buckets.
+type histogram struct {
+	name, help string
+	bounds     []float64
+	mu         sync.Mutex
+	counts     []uint64 // per bucket, not cumulative; the last is +Inf
+	sum        float64
+}
+
+func newHistogram(name, help string, bounds []float64) *histogram {
+	return &histogram{name: name, help: help, bounds: bounds, counts: make([]uint64, len(bounds)+1)}
+}
+
+func (h *histogram) observe(v float64) {
+	i := 0
+	for i < len(h.bounds) && v > h.bounds[i] {
+		i++
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.counts[i]++
+	h.sum += v
+}
+
+func (h *histogram) write(e *expo) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	e.family(h.name, h.help, "histogram")
+	var cum uint64
+	le := []string{"le"}
+	for i, b := range h.bounds {
+		cum += h.counts[i]
+		e.sample(h.name+"_bucket", le, []string{formatFloat(b)}, float64(cum))
+	}
+	cum += h.counts[len(h.bounds)]
+	e.sample(h.name+"_bucket", le, []string{"+Inf"}, float64(cum))
+	e.sample(h.name+"_sum", nil, nil, h.sum)
+	e.sample(h.name+"_count", nil, nil, float64(cum))
 }

@@ -167,3 +167,14 @@ func TestReplicaLabel(t *testing.T) {
 		t.Errorf("a single process labels its series with a replica")
 	}
 }
+
+// A model name is the LLM server's text: a quote or backslash in it stays
+// inside its label value, and the scrape stays parseable.
+func TestLabelValuesEscaped(t *testing.T) {
+	m := New(Options{})
+	m.Turn("telegram", "ok", time.Second, llm.Reply{Model: `my "best"\model` + "\nx", PromptTokens: 4})
+	want := `recall_llm_tokens_total{kind="prompt",model="my \"best\"\\model\nx"} 4`
+	if body := scrape(t, m); !strings.Contains(body, want) {
+		t.Errorf("/metrics has no %s:\n%s", want, body)
+	}
+}
