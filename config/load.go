@@ -1,7 +1,6 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -12,7 +11,7 @@ import (
 	"unicode"
 
 	"github.com/go-viper/mapstructure/v2"
-	"github.com/spf13/viper"
+	"go.yaml.in/yaml/v3"
 )
 
 // Load builds the configuration from Default, then the YAML file at path (if
@@ -41,16 +40,7 @@ func load(path string) (Config, error) {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
 	var warnings []string
-	v := viper.New()
-	v.SetConfigType("yaml")
-	defaults := reflect.ValueOf(Default())
-	for _, l := range leaves() {
-		v.SetDefault(l.key, defaults.FieldByIndex(l.index).Interface())
-		if err := v.BindEnv(append([]string{l.key, envName(l.key)}, shorthandEnv(l.key)...)...); err != nil {
-			return Config{}, fmt.Errorf("config: binding %s: %w", l.key, err)
-		}
-	}
-
+	var file map[string]any // leaf key → value, from the file
 	if path != "" {
 		data, err := os.ReadFile(path)
 		if err != nil {
@@ -60,21 +50,43 @@ func load(path string) (Config, error) {
 			return Config{}, fmt.Errorf("config: reading %s: %w", path, err)
 		}
 		data = expandShorthands(data)
-		if err := checkFileKeys(data); err != nil {
+		if file, err = readYAML(data); err != nil {
+			return Config{}, fmt.Errorf("config: %s: parsing: %w", path, err)
+		}
+		if err := checkFileKeys(file); err != nil {
 			return Config{}, fmt.Errorf("config: %s: %w", path, err)
 		}
-		warnings = fileSecrets(path, data)
-		if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
-			return Config{}, fmt.Errorf("config: parsing %s: %w", path, err)
+		warnings = fileSecrets(path, file)
+	}
+
+	// Each key from the environment, else the file, else its default.
+	settings := map[string]any{}
+	defaults := reflect.ValueOf(Default())
+	for _, l := range leaves() {
+		val := defaults.FieldByIndex(l.index).Interface()
+		if fv, ok := file[l.key]; ok && fv != nil {
+			val = fv
 		}
+		for _, name := range append([]string{envName(l.key)}, shorthandEnv(l.key)...) {
+			if ev := os.Getenv(name); ev != "" { // set but empty counts as unset
+				val = ev
+				break
+			}
+		}
+		setPath(settings, strings.Split(l.key, "."), val)
 	}
 
 	var c Config
-	err := v.Unmarshal(&c, func(dc *mapstructure.DecoderConfig) {
-		dc.DecodeHook = mapstructure.ComposeDecodeHookFunc(durationHook, listHook)
-		dc.ErrorUnused = true
+	dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
+		Result:           &c,
+		WeaklyTypedInput: true, // environment values are strings
+		DecodeHook:       mapstructure.ComposeDecodeHookFunc(durationHook, listHook),
+		ErrorUnused:      true,
 	})
 	if err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	if err := dec.Decode(settings); err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
 	normalizeLists(&c)
@@ -82,18 +94,62 @@ func load(path string) (Config, error) {
 	return c, nil
 }
 
+// readYAML reads a YAML document into its keys: dotted paths, lower case
+// (keys are matched ignoring case), one per scalar or list; a section
+// written without a value ("memory:") is a key holding nil, an empty
+// mapping none.
+func readYAML(data []byte) (map[string]any, error) {
+	var doc map[string]any
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, err
+	}
+	out := map[string]any{}
+	var flatten func(prefix string, m map[string]any)
+	flatten = func(prefix string, m map[string]any) {
+		for k, v := range m {
+			key := strings.ToLower(k)
+			if prefix != "" {
+				key = prefix + "." + key
+			}
+			switch sub := v.(type) {
+			case map[string]any:
+				flatten(key, sub)
+				continue
+			case map[any]any: // a key that is not a string ("1: x")
+				named := make(map[string]any, len(sub))
+				for k, v := range sub {
+					named[fmt.Sprint(k)] = v
+				}
+				flatten(key, named)
+				continue
+			}
+			out[key] = v
+		}
+	}
+	flatten("", doc)
+	return out, nil
+}
+
+// setPath sets m[path[0]][path[1]]… = v, making the mappings on the way.
+func setPath(m map[string]any, path []string, v any) {
+	for _, p := range path[:len(path)-1] {
+		sub, ok := m[p].(map[string]any)
+		if !ok {
+			sub = map[string]any{}
+			m[p] = sub
+		}
+		m = sub
+	}
+	m[path[len(path)-1]] = v
+}
+
 // fileSecrets warns about each secret (llm.api_key, telegram.token, …) the
 // file itself holds: a file that is copied, committed or shared carries it.
 // The value is never quoted.
-func fileSecrets(path string, data []byte) []string {
-	fv := viper.New()
-	fv.SetConfigType("yaml")
-	if err := fv.ReadConfig(bytes.NewReader(data)); err != nil {
-		return nil
-	}
+func fileSecrets(path string, file map[string]any) []string {
 	var out []string
 	for _, l := range leaves() {
-		if l.secret && fv.IsSet(l.key) && fmt.Sprint(fv.Get(l.key)) != "" {
+		if v, ok := file[l.key]; l.secret && ok && v != nil && fmt.Sprint(v) != "" {
 			out = append(out, fmt.Sprintf("%s holds a secret (%s): move it to the environment (%s) or to a .env file that is never committed, and leave it empty in %s",
 				path, l.key, envName(l.key), path))
 		}
@@ -101,20 +157,18 @@ func fileSecrets(path string, data []byte) []string {
 	return out
 }
 
-// checkFileKeys rejects keys in a YAML document that do not correspond to a
+// checkFileKeys rejects keys of the file that do not correspond to a
 // Config field, so that typos are not silently ignored.
-func checkFileKeys(data []byte) error {
-	fv := viper.New()
-	fv.SetConfigType("yaml")
-	if err := fv.ReadConfig(bytes.NewReader(data)); err != nil {
-		return fmt.Errorf("parsing: %w", err)
-	}
+func checkFileKeys(file map[string]any) error {
 	known := map[string]bool{}
 	for _, l := range leaves() {
 		known[l.key] = true
 	}
 	var errs []error
-	keys := fv.AllKeys()
+	keys := make([]string, 0, len(file))
+	for k := range file {
+		keys = append(keys, k)
+	}
 	slices.Sort(keys)
 	for _, k := range keys {
 		switch {
@@ -124,7 +178,7 @@ func checkFileKeys(data []byte) error {
 			// empty section ("memory:") is harmless.
 			// The value is not quoted: it may be a secret written one
 			// level too high ("telegram: 123456:AAH…").
-			if v := fv.Get(k); v != nil {
+			if v := file[k]; v != nil {
 				errs = append(errs, fmt.Errorf("%s: must be a mapping of keys (e.g. %s.%s: …), got a single %T value", k, k, firstChild(k), v))
 			}
 		default:

@@ -17,7 +17,7 @@ import (
 
 const exampleFile = "../config.yaml"
 
-// isolateEnv makes every RECALL_* override unset for the test (viper treats
+// isolateEnv makes every RECALL_* override unset for the test (Load treats
 // set-but-empty as unset), so the caller's environment cannot leak in.
 func isolateEnv(t *testing.T) {
 	t.Helper()

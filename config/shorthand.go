@@ -61,7 +61,7 @@ func expandShorthands(data []byte) []byte {
 }
 
 // mappingValue returns the value of key in a mapping node (keys compared
-// as viper does, ignoring case), or nil.
+// ignoring case, as Load does), or nil.
 func mappingValue(m *yaml.Node, key string) *yaml.Node {
 	if m == nil || m.Kind != yaml.MappingNode {
 		return nil
