@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/dlclark/regexp2"
 	tiktoken "github.com/pkoukk/tiktoken-go"
 	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
 	"github.com/pkoukk/tiktoken-go-loader/assets"
@@ -127,20 +128,46 @@ func asciiCorpus() []string {
 	}
 }
 
-// pieces returns how the pattern splits text, and how the ASCII splitter does.
-func pieces(e *Encoding, text string) (pattern, ascii []string) {
+// The pre-tokenization patterns, as tiktoken-go v0.1.8 writes them.
+var (
+	o200kPattern = strings.Join([]string{
+		`[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?`,
+		`[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?`,
+		`\p{N}{1,3}`,
+		` ?[^\s\p{L}\p{N}]+[\r\n/]*`,
+		`\s*[\r\n]+`,
+		`\s+(?!\S)`,
+		`\s+`,
+	}, "|")
+	cl100kPattern = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+)
+
+var patterns = map[string]*regexp2.Regexp{
+	"o200k_base":  regexp2.MustCompile(o200kPattern, regexp2.None),
+	"cl100k_base": regexp2.MustCompile(cl100kPattern, regexp2.None),
+}
+
+// pieces returns how the pattern (tiktoken's, compiled with regexp2)
+// splits text, and how the splitter does: the ASCII one when ascii, else
+// the one for any text.
+func pieces(e *Encoding, text string, ascii bool) (pattern, split []string) {
 	runes := []rune(text)
-	m, _ := e.pat.FindStringMatch(text)
+	pat := patterns[e.Name()]
+	m, _ := pat.FindStringMatch(text)
 	for m != nil {
 		pattern = append(pattern, string(runes[m.Index:m.Index+m.Length]))
-		m, _ = e.pat.FindNextMatch(m)
+		m, _ = pat.FindNextMatch(m)
+	}
+	sp := e.usplit
+	if ascii {
+		sp = e.split
 	}
 	for i := 0; i < len(text); {
-		j := e.split(text, i)
-		ascii = append(ascii, text[i:j])
+		j := sp(text, i)
+		split = append(split, text[i:j])
 		i = j
 	}
-	return pattern, ascii
+	return pattern, split
 }
 
 // TestSplitterMatchesPattern: on ASCII text the hand-written splitter
@@ -155,13 +182,43 @@ func TestSplitterMatchesPattern(t *testing.T) {
 				continue
 			}
 			checked++
-			if p, a := pieces(e, text); !slices.Equal(p, a) {
+			if p, a := pieces(e, text, true); !slices.Equal(p, a) {
 				t.Errorf("%s: %.60q splits into\n%q, the pattern gives\n%q", name, text, a, p)
 			}
 		}
 		if checked < 300 {
 			t.Fatalf("only %d ASCII texts", checked)
 		}
+	}
+}
+
+// TestUnicodeSplitterMatchesPattern: on any text (valid UTF-8) the
+// splitter for non-ASCII text gives the pattern's pieces, one for one.
+func TestUnicodeSplitterMatchesPattern(t *testing.T) {
+	texts := append(append(asciiCorpus(), corpus()...), unicodeCorpus()...)
+	for _, name := range Names() {
+		e := get(t, name)
+		for _, text := range texts {
+			text = strings.ToValidUTF8(text, "\uFFFD")
+			if p, u := pieces(e, text, false); !slices.Equal(p, u) {
+				t.Errorf("%s: %.60q splits into\n%q, the pattern gives\n%q", name, text, u, p)
+			}
+		}
+	}
+}
+
+// unicodeCorpus is text meant to find where the splitter for any text and
+// the pattern part: marks before and after capitals and small letters,
+// modifier and other letters between capitals, titlecase letters,
+// numbers that are not digits, spaces that are not ASCII.
+func unicodeCorpus() []string {
+	return []string{
+		"\u0301ABC", "\u0301Abc", "\u0301abc", "A\u0301BC", "AB\u0301C", "ABC\u0301", "ABC\u0301d", "ABC\u0301D",
+		"ǅungla ǅUNGLA ǈ ǋa", "Aʰb AʰB ʰʰA Aʰ ʰ", "A中B 中A A中 中a a中", "ÉCOLE École éCOLE",
+		"\u0301 \u0301\u0301 x\u0301\u0301y", "!\u0301A", "\u00a0A\u00a0a", "\u3000Ab", "\u2028x\u2029y",
+		"ⅫⅫⅫⅫ ①②③④ ٣٤٥٦ ¾¾¾¾", "x  \u3000\u00a0y", "a\u00a0\u00a0\nb", "\u0085\u0085x",
+		"'S ǅ'S A\u0301'll ʰ'd", "\u0301's", "MÜNCHEN's", "αΒγΔ ΣΊΣΥΦΟΣ",
+		"A\u0301\u0301'S", "\U0001D400\U0001D41A \U0001D400B", "x\u200dy \u200d\u200d", "\uff21\uff41 ｆｕｌｌ",
 	}
 }
 
@@ -238,9 +295,13 @@ func FuzzCountMatchesTiktoken(f *testing.F) {
 		if got, want := cl100k.Count(text), len(rc.EncodeOrdinary(text)); got != want {
 			t.Errorf("cl100k_base: Count(%q) = %d, tiktoken-go says %d", text, got, want)
 		}
-		if isASCII(text) {
-			for _, e := range []*Encoding{o200k, cl100k} {
-				if p, a := pieces(e, text); !slices.Equal(p, a) {
+		for _, e := range []*Encoding{o200k, cl100k} {
+			valid := strings.ToValidUTF8(text, "\uFFFD")
+			if p, u := pieces(e, valid, false); !slices.Equal(p, u) {
+				t.Errorf("%s: %q splits into %q, the pattern gives %q", e.Name(), valid, u, p)
+			}
+			if isASCII(text) {
+				if p, a := pieces(e, text, true); !slices.Equal(p, a) {
 					t.Errorf("%s: %q splits into %q, the pattern gives %q", e.Name(), text, a, p)
 				}
 			}
@@ -283,20 +344,28 @@ func BenchmarkCount(b *testing.B) {
 	}
 }
 
+func mustCl100k(tb testing.TB) string {
+	d, err := cl100kData()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return d
+}
+
 // BenchmarkLoad builds an encoding's indexes from the embedded table, as
 // the first Get does; heap_bytes is what they keep.
 func BenchmarkLoad(b *testing.B) {
 	for _, tc := range []struct {
-		name, data, pat string
-		split           splitter
+		name, data    string
+		split, usplit splitter
 	}{
-		{"o200k_base", o200kData, o200kPattern, splitO200k}, {"cl100k_base", cl100kData, cl100kPattern, splitCl100k},
+		{"o200k_base", o200kData, splitO200k, splitO200kUnicode}, {"cl100k_base", mustCl100k(b), splitCl100k, splitCl100kUnicode},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			var e *Encoding
 			for b.Loop() {
 				var err error
-				if e, err = build(tc.name, tc.data, tc.pat, tc.split); err != nil {
+				if e, err = build(tc.name, tc.data, tc.split, tc.usplit); err != nil {
 					b.Fatal(err)
 				}
 			}
