@@ -96,9 +96,16 @@ func TestPostgresRanksLikeSQLite(t *testing.T) {
 	qg := newBenchText(78)
 	for c := range 5 {
 		k := cfKey("telegram", strconv.Itoa(10+c))
-		for range 30 {
+		for i := range 30 {
 			text := qg.query(people)
-			for _, q := range []Query{{Text: text, Limit: 50}, {Text: text, Limit: 4, TokenBudget: 30}, {Text: text, ArchivedOnly: true}} {
+			// A phrase of two tokens, as a term can be one (U+19B0 is a
+			// letter to the query's word split, a separator to the
+			// tokenizer): two neighbouring words of a stored message.
+			words := strings.Fields(msgs[(c*37+i*11)%len(msgs)].Text)
+			phrase := text + " " + strings.Trim(words[0], ",.!?") + "\u19b0" + strings.Trim(words[min(1, len(words)-1)], ",.!?")
+			for _, q := range []Query{{Text: text, Limit: 50}, {Text: text, Limit: 4, TokenBudget: 30}, {Text: text, ArchivedOnly: true},
+				{Text: phrase, Limit: 50}, {Text: phrase, ArchivedOnly: true, Limit: 5, Exclude: []int64{1, 2, 3}},
+				{Text: text, Limit: 5, From: cfT0.Add(20 * time.Second).Truncate(time.Millisecond), To: cfT0.Add(60 * time.Second).Truncate(time.Millisecond)}} {
 				hs, hp := cfSearch(t, s, k, q), cfSearch(t, p, k, q)
 				if len(hs) != len(hp) {
 					t.Fatalf("%s %+v: SQLite %d hits, PostgreSQL %d", k, q, len(hs), len(hp))
