@@ -250,9 +250,17 @@ func (p *Postgres) Search(ctx context.Context, key pipeline.Key, q Query) ([]Hit
 	if len(ranked) == 0 {
 		return nil, nil
 	}
-	ids := make([]int64, len(ranked))
-	for i, r := range ranked {
-		ids[i] = r.id
+	// The excluded messages are kept in the ranking (they take their
+	// places, as on SQLite) but not read: BudgetHits would skip them.
+	skip := make(map[int64]bool, len(q.Exclude))
+	for _, id := range q.Exclude {
+		skip[id] = true
+	}
+	ids := make([]int64, 0, len(ranked))
+	for _, r := range ranked {
+		if !skip[r.id] {
+			ids = append(ids, r.id)
+		}
 	}
 	rows, err := p.pool.Query(ctx, `SELECT `+pgMsgColumns+` FROM messages m WHERE m.conv = $1 AND m.id = ANY($2)`, conv, ids)
 	if err != nil {
@@ -268,7 +276,7 @@ func (p *Postgres) Search(ctx context.Context, key pipeline.Key, q Query) ([]Hit
 	}
 	out := make([]Hit, 0, len(ranked))
 	for _, r := range ranked {
-		if m, ok := byID[r.id]; ok && q.inTime(m.Time) { // deleted meanwhile: left out
+		if m, ok := byID[r.id]; ok && q.inTime(m.Time) { // excluded, or deleted meanwhile: left out
 			out = append(out, Hit{Message: m, Score: r.score})
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/recallbot/recall/memory/internal/fts"
 	"github.com/recallbot/recall/memory/pgtest"
+	"github.com/recallbot/recall/pipeline"
 )
 
 // pgTestURL gives the test a fresh schema on RECALL_TEST_POSTGRES_URL's
@@ -93,6 +94,13 @@ func TestPostgresRanksLikeSQLite(t *testing.T) {
 			cfArchive(t, b, k, cfIDs(act[:len(act)/2]), "half", cfT0, 0)
 		}
 	}
+	best3 := func(b Backend, k pipeline.Key, text string) []int64 {
+		var ids []int64
+		for _, h := range cfSearch(t, b, k, Query{Text: text, Limit: 3}) {
+			ids = append(ids, h.Message.ID)
+		}
+		return ids
+	}
 	qg := newBenchText(78)
 	for c := range 5 {
 		k := cfKey("telegram", strconv.Itoa(10+c))
@@ -104,9 +112,16 @@ func TestPostgresRanksLikeSQLite(t *testing.T) {
 			words := strings.Fields(msgs[(c*37+i*11)%len(msgs)].Text)
 			phrase := text + " " + strings.Trim(words[0], ",.!?") + "\u19b0" + strings.Trim(words[min(1, len(words)-1)], ",.!?")
 			for _, q := range []Query{{Text: text, Limit: 50}, {Text: text, Limit: 4, TokenBudget: 30}, {Text: text, ArchivedOnly: true},
-				{Text: phrase, Limit: 50}, {Text: phrase, ArchivedOnly: true, Limit: 5, Exclude: []int64{1, 2, 3}},
-				{Text: text, Limit: 5, From: cfT0.Add(20 * time.Second).Truncate(time.Millisecond), To: cfT0.Add(60 * time.Second).Truncate(time.Millisecond)}} {
-				hs, hp := cfSearch(t, s, k, q), cfSearch(t, p, k, q)
+				{Text: phrase, Limit: 50}, {Text: phrase, ArchivedOnly: true, Limit: 5},
+				{Text: text, Limit: 5, From: cfT0.Add(20 * time.Second).Truncate(time.Millisecond), To: cfT0.Add(60 * time.Second).Truncate(time.Millisecond)},
+				{Text: text, Limit: 6, TokenBudget: 40, Exclude: []int64{-1}}} {
+				// Exclude -1 stands for the best three hits of each store
+				// (its own ids).
+				qs, qp := q, q
+				if len(q.Exclude) > 0 {
+					qs.Exclude, qp.Exclude = best3(s, k, text), best3(p, k, text)
+				}
+				hs, hp := cfSearch(t, s, k, qs), cfSearch(t, p, k, qp)
 				if len(hs) != len(hp) {
 					t.Fatalf("%s %+v: SQLite %d hits, PostgreSQL %d", k, q, len(hs), len(hp))
 				}
