@@ -88,8 +88,15 @@ func TestTurnOverheadPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer admin.Close(context.Background())
-	t.Cleanup(func() { _, _ = admin.Exec(context.Background(), `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`) })
+	t.Cleanup(func() { // after the test: the copy it made
+		if _, err := admin.Exec(context.Background(), `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`); err != nil {
+			t.Errorf("dropping %s: %v", name, err)
+		}
+		_ = admin.Close(context.Background())
+	})
+	if _, err := admin.Exec(ctx, `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`); err != nil { // left by an interrupted run
+		t.Fatal(err)
+	}
 	var log strings.Builder
 	o := TurnOptions{Archived: archived, Turns: 6, Warmup: 2, Progress: &log}
 	res, err := TurnOverheadPostgres(ctx, base, o)
