@@ -93,6 +93,18 @@ func PostgresTurnDatabase(ctx context.Context, base string, archived int, progre
 	return runURL, drop, nil
 }
 
+// DropPostgresTurnFixture drops the copy of the turn fixture with archived
+// archived messages that PostgresTurnDatabase made on the server at base.
+func DropPostgresTurnFixture(ctx context.Context, base string, archived int) error {
+	c, err := pgx.Connect(ctx, base)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = c.Close(context.Background()) }()
+	_, err = c.Exec(ctx, `DROP DATABASE IF EXISTS `+pgx.Identifier{strings.ReplaceAll(turnFixtureName(archived), "-", "_")}.Sanitize()+` WITH (FORCE)`)
+	return err
+}
+
 // postgresTurnTemplate makes sure database name (at fixtureURL) holds the
 // SQLite turn fixture in dir, stamped sqStamp: made when missing or made
 // from something else.
