@@ -1,9 +1,11 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/jackc/pgx/v5"
@@ -78,6 +80,24 @@ type pgPostings struct {
 	tfText, tfSender []int32
 	docLen           []int32
 	df               int64
+}
+
+// newestFirst makes sure the postings are in the order ranking walks them:
+// array_agg keeps its ordered input's order in practice, which PostgreSQL
+// does not promise; a check costs less than an ORDER BY in it.
+func (ps *pgPostings) newestFirst() {
+	if slices.IsSortedFunc(ps.msgs, func(a, b int64) int { return cmp.Compare(b, a) }) {
+		return
+	}
+	at := make([]int, len(ps.msgs))
+	for i := range at {
+		at[i] = i
+	}
+	sort.Slice(at, func(i, j int) bool { return ps.msgs[at[i]] > ps.msgs[at[j]] })
+	msgs, tfText, tfSender, docLen := slices.Clone(ps.msgs), slices.Clone(ps.tfText), slices.Clone(ps.tfSender), slices.Clone(ps.docLen)
+	for i, j := range at {
+		ps.msgs[i], ps.tfText[i], ps.tfSender[i], ps.docLen[i] = msgs[j], tfText[j], tfSender[j], docLen[j]
+	}
 }
 
 // Search implements Backend, with the ranking of the SQLite and JSON
@@ -170,6 +190,7 @@ func (p *Postgres) Search(ctx context.Context, key pipeline.Key, q Query) ([]Hit
 				rows.Close()
 				return err
 			}
+			ps.newestFirst()
 			post[i-1] = ps
 		}
 		rows.Close()

@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -285,5 +286,16 @@ func TestOpenPostgresErrorsKeepThePassword(t *testing.T) {
 		if strings.Contains(err.Error(), "hunter2-secret") {
 			t.Errorf("error quotes the password: %v", err)
 		}
+	}
+}
+
+// TestPostgresPostingsNewestFirst: postings come to ranking newest first,
+// whatever order they were read in, each with its counts.
+func TestPostgresPostingsNewestFirst(t *testing.T) {
+	ps := pgPostings{msgs: []int64{3, 9, 1, 7}, tfText: []int32{30, 90, 10, 70}, tfSender: []int32{3, 9, 1, 7}, docLen: []int32{300, 900, 100, 700}}
+	ps.newestFirst()
+	want := pgPostings{msgs: []int64{9, 7, 3, 1}, tfText: []int32{90, 70, 30, 10}, tfSender: []int32{9, 7, 3, 1}, docLen: []int32{900, 700, 300, 100}}
+	if !slices.Equal(ps.msgs, want.msgs) || !slices.Equal(ps.tfText, want.tfText) || !slices.Equal(ps.tfSender, want.tfSender) || !slices.Equal(ps.docLen, want.docLen) {
+		t.Fatalf("got %+v, want %+v", ps, want)
 	}
 }
