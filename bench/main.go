@@ -28,8 +28,8 @@
 //
 //	go run ./bench --only=recall --data ~/REALTALK/data --embeddings-url http://localhost:11434/v1 --embeddings-model nomic-embed-text
 //
-// With --postgres URL, the search and recall figures add PostgreSQL's rows
-// beside SQLite's (bench/postgres.go).
+// With --postgres URL, the search, turn and recall figures add PostgreSQL's
+// rows beside SQLite's (bench/postgres.go).
 package main
 
 import (
@@ -70,7 +70,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	bot := fs.String("bot", "", "run this bot binary in the real-bot figures instead of building cmd/bot (e.g. the release build: CGO_ENABLED=0 go build -trimpath -ldflags \"-s -w\" ./cmd/bot)")
 	botEnv := fs.String("botenv", "", "comma-separated KEY=value pairs added to the bot's environment in the memory figure (e.g. GOGC=50)")
 	profiles := fs.String("profiles", "", "a folder for the real bot's heap and goroutine profiles, idle and after the memory figure's load (the bot is then built with -tags pprof)")
-	pg := fs.String("postgres", "", "a postgres:// URL: the search and recall figures add PostgreSQL rows (in schemas of their own)")
+	pg := fs.String("postgres", "", "a postgres:// URL: the search, turn and recall figures add PostgreSQL rows (in schemas and databases of their own)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/recallbot/recall/bench/figures"
+	"github.com/recallbot/recall/memory/pgtest"
 )
 
 // tinyScale runs the in-process figures in a second or two: the program's
@@ -25,8 +27,9 @@ var tinyScale = scale{
 }
 
 // TestTinyRun measures ingest, turn overhead (not with -short: it builds a
-// turn fixture), concurrency and prompt tokens at tiny sizes and checks the
-// table has every row with its numbers.
+// turn fixture; on PostgreSQL too when RECALL_TEST_POSTGRES_URL is set),
+// concurrency and prompt tokens at tiny sizes and checks the table has
+// every row with its numbers.
 func TestTinyRun(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir()) // the turn fixture is built and cached here
 	names := []string{"ingest", "turn", "concurrency", "tokens"}
@@ -43,11 +46,23 @@ func TestTinyRun(t *testing.T) {
 		"prompt tokens at turn 10 vs full history",
 		"prompt tokens at turn 12 vs full history",
 	}
+	env := runEnv{}
 	if testing.Short() {
 		names = slices.DeleteFunc(names, func(n string) bool { return n == "turn" })
 		want = slices.Delete(want, 2, 8)
+	} else if u := os.Getenv(pgtest.EnvURL); u != "" {
+		// With a PostgreSQL server: the turn figure's rows on it too.
+		env.postgres = u
+		t.Cleanup(func() {
+			if err := figures.DropPostgresTurnFixture(context.Background(), u, tinyScale.turnArchived); err != nil {
+				t.Error(err)
+			}
+		})
+		want = slices.Insert(want, 8,
+			"turn overhead p50 (chain without LLM) on PostgreSQL vs SQLite",
+			"turn overhead p99 (chain without LLM) on PostgreSQL vs SQLite")
 	}
-	rep, err := measure(context.Background(), tinyScale, names, runEnv{}, testLog{t})
+	rep, err := measure(context.Background(), tinyScale, names, env, testLog{t})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,7 +85,7 @@ type runEnv struct {
 	// none; else the bot is built with the pprof tag).
 	profiles string
 	botEnv   []string // more environment for the bot of the memory figure
-	// postgres is a server's URL: the PostgreSQL rows of search and recall
+	// postgres is a server's URL: the PostgreSQL rows of search, turn and recall
 	// ("" skips them; bench/postgres.go).
 	postgres string
 }
@@ -244,7 +244,8 @@ func measureTurn(ctx context.Context, e *runEnv) ([]row, error) {
 			Baseline: fmt.Sprintf("%.0f B", float64(h.FixtureBytes[0])/float64(sc.turnArchived)), Ratio: fmtRatio(perMsg, float64(h.FixtureBytes[0])/float64(sc.turnArchived)), Scale: hs,
 			Values: map[string]float64{"bytes_per_vector": perMsg}},
 	)
-	return rows, nil
+	pg, err := measureTurnPostgres(ctx, e)
+	return append(rows, pg...), err
 }
 
 func measureConcurrency(ctx context.Context, e *runEnv) ([]row, error) {

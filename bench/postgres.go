@@ -5,14 +5,15 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/recallbot/recall/bench/figures"
 	"github.com/recallbot/recall/memory"
 )
 
-// PostgreSQL's rows of the search and recall figures, given --postgres: the
-// same measurements on the PostgreSQL backend, each beside SQLite's of the
-// same run.
+// PostgreSQL's rows of the search, turn and recall figures, given
+// --postgres: the same measurements on the PostgreSQL backend, each beside
+// SQLite's of the same run.
 
 // measureSearchPostgres: archive search p50/p99 on the archive fixture
 // copied into PostgreSQL (100k archived in a 1M-message database at full
@@ -77,4 +78,33 @@ func measureRecallPostgres(ctx context.Context, e *runEnv, chats []figures.Recal
 		{Figure: "archive snippets: retrieval p50 on PostgreSQL vs SQLite", Ours: fmtMS(po), Baseline: fmtMS(ps), Ratio: fmtRatio(po, ps), Scale: scaleS},
 		{Figure: "archive snippets: retrieval p99 on PostgreSQL vs SQLite", Ours: fmtMS(qo), Baseline: fmtMS(qs), Ratio: fmtRatio(qo, qs), Scale: scaleS},
 	}, nil
+}
+
+// measureTurnPostgres: turn overhead p50/p99 of the turn figure's big
+// conversation (100k archived messages at full scale) on PostgreSQL vs
+// SQLite, the same messages alternating between the two stores.
+func measureTurnPostgres(ctx context.Context, e *runEnv) ([]row, error) {
+	if e.postgres == "" {
+		return nil, nil
+	}
+	sc := e.scale
+	fmt.Fprintln(e.log, "  again on PostgreSQL, beside SQLite")
+	res, err := figures.TurnOverheadPostgres(ctx, e.postgres, figures.TurnOptions{Archived: sc.turnArchived, Turns: sc.turns, Warmup: sc.warmup, Progress: e.log})
+	if err != nil {
+		return nil, fmt.Errorf("on PostgreSQL: %w", err)
+	}
+	scaleS := fmt.Sprintf("%d turns each, alternating; %s archived", sc.turns, thousands(int64(sc.turnArchived)))
+	cpu := func(d []time.Duration) float64 { return figures.MS(figures.Sum(d)) / float64(max(1, len(d))) }
+	var rows []row
+	for _, p := range []float64{0.5, 0.99} {
+		o, s := figures.MS(figures.Pct(res.Postgres, p)), figures.MS(figures.Pct(res.SQLite, p))
+		rows = append(rows, row{
+			Figure: "turn overhead p" + strconv.Itoa(int(p*100)) + " (chain without LLM) on PostgreSQL vs SQLite",
+			Ours:   fmtMS(o), Baseline: fmtMS(s), Ratio: fmtRatio(o, s), Scale: scaleS,
+			Values: map[string]float64{"pg_ms": o, "sqlite_ms": s,
+				"pg_asm_ms": figures.MS(figures.Pct(res.PostgresAsm, p)), "sqlite_asm_ms": figures.MS(figures.Pct(res.SQLiteAsm, p)),
+				"pg_cpu_ms_mean": cpu(res.PostgresCPU), "sqlite_cpu_ms_mean": cpu(res.SQLiteCPU)},
+		})
+	}
+	return rows, nil
 }

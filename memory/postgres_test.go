@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/recallbot/recall/memory/internal/fts"
 	"github.com/recallbot/recall/memory/pgtest"
+	"github.com/recallbot/recall/pipeline"
 )
 
 // pgTestURL gives the test a fresh schema on RECALL_TEST_POSTGRES_URL's
@@ -93,13 +95,34 @@ func TestPostgresRanksLikeSQLite(t *testing.T) {
 			cfArchive(t, b, k, cfIDs(act[:len(act)/2]), "half", cfT0, 0)
 		}
 	}
+	best3 := func(b Backend, k pipeline.Key, text string) []int64 {
+		var ids []int64
+		for _, h := range cfSearch(t, b, k, Query{Text: text, Limit: 3}) {
+			ids = append(ids, h.Message.ID)
+		}
+		return ids
+	}
 	qg := newBenchText(78)
 	for c := range 5 {
 		k := cfKey("telegram", strconv.Itoa(10+c))
-		for range 30 {
+		for i := range 30 {
 			text := qg.query(people)
-			for _, q := range []Query{{Text: text, Limit: 50}, {Text: text, Limit: 4, TokenBudget: 30}, {Text: text, ArchivedOnly: true}} {
-				hs, hp := cfSearch(t, s, k, q), cfSearch(t, p, k, q)
+			// A phrase of two tokens, as a term can be one (U+19B0 is a
+			// letter to the query's word split, a separator to the
+			// tokenizer): two neighbouring words of a stored message.
+			words := strings.Fields(msgs[(c*37+i*11)%len(msgs)].Text)
+			phrase := text + " " + strings.Trim(words[0], ",.!?") + "\u19b0" + strings.Trim(words[min(1, len(words)-1)], ",.!?")
+			for _, q := range []Query{{Text: text, Limit: 50}, {Text: text, Limit: 4, TokenBudget: 30}, {Text: text, ArchivedOnly: true},
+				{Text: phrase, Limit: 50}, {Text: phrase, ArchivedOnly: true, Limit: 5},
+				{Text: text, Limit: 5, From: cfT0.Add(20 * time.Second).Truncate(time.Millisecond), To: cfT0.Add(60 * time.Second).Truncate(time.Millisecond)},
+				{Text: text, Limit: 6, TokenBudget: 40, Exclude: []int64{-1}}} {
+				// Exclude -1 stands for the best three hits of each store
+				// (its own ids).
+				qs, qp := q, q
+				if len(q.Exclude) > 0 {
+					qs.Exclude, qp.Exclude = best3(s, k, text), best3(p, k, text)
+				}
+				hs, hp := cfSearch(t, s, k, qs), cfSearch(t, p, k, qp)
 				if len(hs) != len(hp) {
 					t.Fatalf("%s %+v: SQLite %d hits, PostgreSQL %d", k, q, len(hs), len(hp))
 				}
@@ -263,5 +286,16 @@ func TestOpenPostgresErrorsKeepThePassword(t *testing.T) {
 		if strings.Contains(err.Error(), "hunter2-secret") {
 			t.Errorf("error quotes the password: %v", err)
 		}
+	}
+}
+
+// TestPostgresPostingsNewestFirst: postings come to ranking newest first,
+// whatever order they were read in, each with its counts.
+func TestPostgresPostingsNewestFirst(t *testing.T) {
+	ps := pgPostings{msgs: []int64{3, 9, 1, 7}, tfText: []int32{30, 90, 10, 70}, tfSender: []int32{3, 9, 1, 7}, docLen: []int32{300, 900, 100, 700}}
+	ps.newestFirst()
+	want := pgPostings{msgs: []int64{9, 7, 3, 1}, tfText: []int32{90, 70, 30, 10}, tfSender: []int32{9, 7, 3, 1}, docLen: []int32{900, 700, 300, 100}}
+	if !slices.Equal(ps.msgs, want.msgs) || !slices.Equal(ps.tfText, want.tfText) || !slices.Equal(ps.tfSender, want.tfSender) || !slices.Equal(ps.docLen, want.docLen) {
+		t.Fatalf("got %+v, want %+v", ps, want)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/recallbot/recall/memory"
 	"github.com/recallbot/recall/memory/pgtest"
 )
@@ -66,5 +68,65 @@ func TestPostgresArchive(t *testing.T) {
 	}
 	if strings.Contains(log.String(), "copying") {
 		t.Errorf("second run copied again:\n%s", log.String())
+	}
+}
+
+// TestTurnOverheadPostgres: the turn figure's conversation runs on
+// PostgreSQL (the fixture copied there once, a fresh clone per run) beside
+// SQLite, every turn answered on both; the next run reuses the copy, and a
+// run leaves no database of its own behind.
+func TestTurnOverheadPostgres(t *testing.T) {
+	base := os.Getenv(pgtest.EnvURL)
+	if base == "" {
+		t.Skip(pgtest.EnvURL + " is not set")
+	}
+	t.Setenv("TMPDIR", t.TempDir()) // the SQLite fixture's cache
+	ctx := context.Background()
+	const archived = 260 // a fixture no other run makes
+	name := strings.ReplaceAll(turnFixtureName(archived), "-", "_")
+	admin, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // after the test: the copy it made
+		if _, err := admin.Exec(context.Background(), `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`); err != nil {
+			t.Errorf("dropping %s: %v", name, err)
+		}
+		_ = admin.Close(context.Background())
+	})
+	if _, err := admin.Exec(ctx, `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`); err != nil { // left by an interrupted run
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	o := TurnOptions{Archived: archived, Turns: 6, Warmup: 2, Progress: &log}
+	res, err := TurnOverheadPostgres(ctx, base, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "copying the turn fixture") {
+		t.Errorf("first run: no copy announced:\n%s", log.String())
+	}
+	if len(res.Postgres) != 6 || len(res.SQLite) != 6 || len(res.PostgresAsm) != 6 || len(res.SQLiteAsm) != 6 {
+		t.Errorf("turns measured: PostgreSQL %d (%d assemblies), SQLite %d (%d)", len(res.Postgres), len(res.PostgresAsm), len(res.SQLite), len(res.SQLiteAsm))
+	}
+	log.Reset()
+	if _, err := TurnOverheadPostgres(ctx, base, o); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(log.String(), "copying") {
+		t.Errorf("second run copied again:\n%s", log.String())
+	}
+	var left []string
+	rows, err := admin.Query(ctx, `SELECT datname FROM pg_database WHERE datname LIKE $1`, name+"_run_%")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var n string
+		_ = rows.Scan(&n)
+		left = append(left, n)
+	}
+	if rows.Close(); len(left) > 0 {
+		t.Errorf("run databases left behind: %v", left)
 	}
 }

@@ -49,6 +49,9 @@ type rigConfig struct {
 	// embeddings, when its Model is set, turns hybrid retrieval on, with
 	// the background worker running as the bot runs it.
 	embeddings config.Embeddings
+	// databaseURL (database.url), when set, keeps the conversations in
+	// that PostgreSQL database instead of dir.
+	databaseURL string
 }
 
 // rig is the application as package app builds it, with config.Default()
@@ -71,6 +74,7 @@ func newRig(ctx context.Context, rc rigConfig) (*rig, error) {
 	cfg.Data.Dir = rc.dir
 	cfg.HTTP.Listen = ""
 	cfg.Access.AllowedUsers = rc.allowed
+	cfg.Database.URL = rc.databaseURL
 	log := rc.log
 	if log == nil {
 		log = discardLog
