@@ -455,6 +455,18 @@ func (t sideTable) add(ptrs []any) {
 	*t.into = append(*t.into, row)
 }
 
+// scan adds the rows of t.sql read by either database (add).
+func (t sideTable) scan(rs rowReader) error {
+	for rs.Next() {
+		ptrs := t.new()
+		if err := rs.Scan(ptrs...); err != nil {
+			return err
+		}
+		t.add(ptrs)
+	}
+	return rs.Err()
+}
+
 func (s *SQLite) readSide(ctx context.Context) (sideData, error) {
 	var d sideData
 	for _, t := range d.tables() {
@@ -462,16 +474,9 @@ func (s *SQLite) readSide(ctx context.Context) (sideData, error) {
 		if err != nil {
 			return d, err
 		}
-		for rows.Next() {
-			ptrs := t.new()
-			if err := rows.Scan(ptrs...); err != nil {
-				rows.Close()
-				return d, err
-			}
-			t.add(ptrs)
-		}
+		err = t.scan(rows)
 		rows.Close()
-		if err := rows.Err(); err != nil {
+		if err != nil {
 			return d, err
 		}
 	}
@@ -485,16 +490,9 @@ func (p *Postgres) readSide(ctx context.Context) (sideData, error) {
 		if err != nil {
 			return d, err
 		}
-		for rows.Next() {
-			ptrs := t.new()
-			if err := rows.Scan(ptrs...); err != nil {
-				rows.Close()
-				return d, err
-			}
-			t.add(ptrs)
-		}
+		err = t.scan(rows)
 		rows.Close()
-		if err := rows.Err(); err != nil {
+		if err != nil {
 			return d, err
 		}
 	}
