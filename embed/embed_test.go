@@ -340,22 +340,7 @@ func TestWorkerEmbedsNewMessagesAndPurgeDropsVectors(t *testing.T) {
 		ctx := context.Background()
 		st := archiveOn(t, url, memory.StorageSQLite, 20, nil)
 		srv := llmtest.NewServer(t, llmtest.Echo(""))
-		batches := make(chan int, 100)
-		w := embed.NewWorker(st.Embeddings(), embedder(t, srv, "fake-embed"), embed.WorkerOptions{Batch: 8, Poll: time.Hour, Stored: func(n int) { batches <- n }})
-		w.Start()
-		defer w.Close(ctx)
-		for got := 0; got < 20; got += <-batches {
-		}
-		if err := st.Append(ctx, memory.Message{Key: group, Role: memory.RoleUser, SenderName: "Anna", PlatformID: "new-1", Text: purchase, Time: time.Now()}); err != nil {
-			t.Fatal(err)
-		}
-		w.Kick()
-		if n := <-batches; n != 1 {
-			t.Fatalf("stored a batch of %d, want the new message", n)
-		}
-		if err := w.Close(ctx); err != nil {
-			t.Fatal(err)
-		}
+		embedNewMessage(t, st, st.Embeddings(), srv, embed.WorkerOptions{Batch: 8, Poll: time.Hour}, 20)
 		s := embed.NewSearcher(st.Embeddings(), embedder(t, srv, "fake-embed"), embed.SearcherOptions{LoadWait: time.Minute})
 		if done, total, err := s.Coverage(ctx, group); err != nil || done != 21 || total != 21 {
 			t.Fatalf("coverage %d of %d (%v)", done, total, err)
@@ -502,23 +487,7 @@ func TestWorkerEmbedsJSONOwners(t *testing.T) {
 	ctx := context.Background()
 	st := archiveIn(t, memory.StorageJSON, 10, nil)
 	srv := llmtest.NewServer(t, llmtest.Echo(""))
-	batches := make(chan int, 100)
-	w := embed.NewWorker(st.SQLite(), embedder(t, srv, "fake-embed"), embed.WorkerOptions{Batch: 4, Poll: time.Hour, JSON: st.JSON(),
-		Stored: func(n int) { batches <- n }})
-	w.Start()
-	defer w.Close(ctx)
-	for got := 0; got < 10; got += <-batches {
-	}
-	if err := st.Append(ctx, memory.Message{Key: group, Role: memory.RoleUser, SenderName: "Anna", PlatformID: "new-1", Text: purchase, Time: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
-	w.Kick()
-	if n := <-batches; n != 1 {
-		t.Fatalf("stored a batch of %d, want the new message", n)
-	}
-	if err := w.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
+	embedNewMessage(t, st, st.SQLite(), srv, embed.WorkerOptions{Batch: 4, Poll: time.Hour, JSON: st.JSON()}, 10)
 	vs, err := st.JSON().Vectors(ctx, group.Owner())
 	if err != nil || len(vs) != 11 {
 		t.Fatalf("%d vectors beside the file (%v), want 11", len(vs), err)
@@ -565,5 +534,30 @@ func TestWorkerLooksOnlyPastTheNewest(t *testing.T) {
 		if a := <-rec.afters; a != top {
 			t.Fatalf("a later look starts after %d, want the newest message %d", a, top)
 		}
+	}
+}
+
+// embedNewMessage runs a worker over store until it has embedded the n
+// messages of the archive in st, then appends one message and kicks the
+// worker, which must embed it (alone) before it closes.
+func embedNewMessage(t *testing.T, st *memory.Store, store embed.Store, srv *llmtest.Server, o embed.WorkerOptions, n int) {
+	t.Helper()
+	ctx := context.Background()
+	batches := make(chan int, 100)
+	o.Stored = func(n int) { batches <- n }
+	w := embed.NewWorker(store, embedder(t, srv, "fake-embed"), o)
+	w.Start()
+	defer w.Close(ctx)
+	for got := 0; got < n; got += <-batches {
+	}
+	if err := st.Append(ctx, memory.Message{Key: group, Role: memory.RoleUser, SenderName: "Anna", PlatformID: "new-1", Text: purchase, Time: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	w.Kick()
+	if n := <-batches; n != 1 {
+		t.Fatalf("stored a batch of %d, want the new message", n)
+	}
+	if err := w.Close(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -389,7 +389,7 @@ func (j copyJob) copyVectors(ctx context.Context, src, dst OwnerData) (copied, l
 
 // ownerVectorsSQL reads the embeddings of an owner's messages (both
 // databases read $1).
-const ownerVectorsSQL = `SELECT e.message_id, e.model, e.hash, v.vec FROM message_embeddings e
+const ownerVectorsSQL = `SELECT e.seq, e.message_id, e.model, e.hash, v.vec FROM message_embeddings e
 JOIN embedding_vectors v ON v.model = e.model AND v.hash = e.hash
 JOIN messages m ON m.id = e.message_id JOIN conversations c ON c.id = m.conv WHERE c.owner = $1`
 
@@ -399,17 +399,7 @@ func (s *SQLite) ownerVectors(ctx context.Context, owner string) ([]MessageVecto
 		return nil, err
 	}
 	defer rows.Close()
-	var out []MessageVector
-	for rows.Next() {
-		var v MessageVector
-		var raw []byte
-		if err := rows.Scan(&v.MessageID, &v.Model, &v.Hash, &raw); err != nil {
-			return nil, err
-		}
-		v.Vec = DecodeVector(raw)
-		out = append(out, v)
-	}
-	return out, rows.Err()
+	return scanVectors(rows)
 }
 
 func (p *Postgres) ownerVectors(ctx context.Context, owner string) ([]MessageVector, error) {
@@ -418,17 +408,7 @@ func (p *Postgres) ownerVectors(ctx context.Context, owner string) ([]MessageVec
 		return nil, err
 	}
 	defer rows.Close()
-	var out []MessageVector
-	for rows.Next() {
-		var v MessageVector
-		var raw []byte
-		if err := rows.Scan(&v.MessageID, &v.Model, &v.Hash, &raw); err != nil {
-			return nil, err
-		}
-		v.Vec = DecodeVector(raw)
-		out = append(out, v)
-	}
-	return out, rows.Err()
+	return scanVectors(rows)
 }
 
 // sideData is the Store's own tables (access.go, usage.go, handled.go).
@@ -475,6 +455,18 @@ func (t sideTable) add(ptrs []any) {
 	*t.into = append(*t.into, row)
 }
 
+// scan adds the rows of t.sql read by either database (add).
+func (t sideTable) scan(rs rowReader) error {
+	for rs.Next() {
+		ptrs := t.new()
+		if err := rs.Scan(ptrs...); err != nil {
+			return err
+		}
+		t.add(ptrs)
+	}
+	return rs.Err()
+}
+
 func (s *SQLite) readSide(ctx context.Context) (sideData, error) {
 	var d sideData
 	for _, t := range d.tables() {
@@ -482,16 +474,9 @@ func (s *SQLite) readSide(ctx context.Context) (sideData, error) {
 		if err != nil {
 			return d, err
 		}
-		for rows.Next() {
-			ptrs := t.new()
-			if err := rows.Scan(ptrs...); err != nil {
-				rows.Close()
-				return d, err
-			}
-			t.add(ptrs)
-		}
+		err = t.scan(rows)
 		rows.Close()
-		if err := rows.Err(); err != nil {
+		if err != nil {
 			return d, err
 		}
 	}
@@ -505,16 +490,9 @@ func (p *Postgres) readSide(ctx context.Context) (sideData, error) {
 		if err != nil {
 			return d, err
 		}
-		for rows.Next() {
-			ptrs := t.new()
-			if err := rows.Scan(ptrs...); err != nil {
-				rows.Close()
-				return d, err
-			}
-			t.add(ptrs)
-		}
+		err = t.scan(rows)
 		rows.Close()
-		if err := rows.Err(); err != nil {
+		if err != nil {
 			return d, err
 		}
 	}

@@ -69,12 +69,7 @@ func TestCopyRoundTrip(t *testing.T) {
 		}
 	}
 	must(t, src.sqlite.PutEmbeddings(ctx, put))
-	url := pgTestURL(t)
-	pg, err := OpenPostgres(ctx, url)
-	must(t, err)
-	t.Cleanup(func() { pg.Close() })
-	_, err = CopyToPostgres(ctx, src, pg, nil)
-	must(t, err)
+	pg, _ := copiedToPostgres(t, src)
 
 	dir := filepath.Join(t.TempDir(), "back")
 	var calls int
@@ -232,12 +227,7 @@ func TestCopyFromPostgresKilledChild(t *testing.T) {
 func TestCopyFromPostgresKilled(t *testing.T) {
 	ctx := context.Background()
 	src := copySource(t, t.TempDir())
-	url := pgTestURL(t)
-	pg, err := OpenPostgres(ctx, url)
-	must(t, err)
-	t.Cleanup(func() { pg.Close() })
-	_, err = CopyToPostgres(ctx, src, pg, nil)
-	must(t, err)
+	pg, url := copiedToPostgres(t, src)
 	want := exportBytes(t, openStoreOn(t, t.TempDir(), url))
 
 	dir := filepath.Join(t.TempDir(), "back")
@@ -268,4 +258,17 @@ func TestCopyFromPostgresKilled(t *testing.T) {
 	if got := exportBytes(t, openStore(t, dir)); !bytes.Equal(got, want) {
 		t.Errorf("after the resumed copy the data directory exports other bytes than PostgreSQL:\n%s", firstDiff(want, got))
 	}
+}
+
+// copiedToPostgres copies src into the test database and returns it, open
+// until the test ends, and its URL.
+func copiedToPostgres(t *testing.T, src *Store) (*Postgres, string) {
+	t.Helper()
+	url := pgTestURL(t)
+	pg, err := OpenPostgres(context.Background(), url)
+	must(t, err)
+	t.Cleanup(func() { pg.Close() })
+	_, err = CopyToPostgres(context.Background(), src, pg, nil)
+	must(t, err)
+	return pg, url
 }

@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"database/sql"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -73,15 +72,11 @@ func (s *SQLite) PendingEmbeddings(ctx context.Context, model string, after int6
 		return nil, fmt.Errorf("finding messages to embed: %w", err)
 	}
 	defer rows.Close()
-	var out []EmbedText
-	for rows.Next() {
-		var t EmbedText
-		if err := rows.Scan(&t.ID, &t.Text); err != nil {
-			return nil, fmt.Errorf("finding messages to embed: %w", err)
-		}
-		out = append(out, t)
+	out, err := scanEmbedTexts(rows)
+	if err != nil {
+		return nil, fmt.Errorf("finding messages to embed: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // MaxMessageID is the id of the newest stored message (0: none).
@@ -118,15 +113,11 @@ func (s *SQLite) CachedEmbeddings(ctx context.Context, model string, hashes [][]
 		return nil, fmt.Errorf("reading cached embeddings: %w", err)
 	}
 	defer rows.Close()
-	out := make(map[string][]float32, len(hashes))
-	for rows.Next() {
-		var h, v []byte
-		if err := rows.Scan(&h, &v); err != nil {
-			return nil, fmt.Errorf("reading cached embeddings: %w", err)
-		}
-		out[hex.EncodeToString(h)] = DecodeVector(v)
+	out, err := scanCachedVectors(rows, len(hashes))
+	if err != nil {
+		return nil, fmt.Errorf("reading cached embeddings: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // PutEmbeddings stores vectors of messages in one transaction; a message
@@ -170,22 +161,12 @@ func (s *SQLite) VectorsSince(ctx context.Context, key pipeline.Key, seq int64, 
 	if err != nil {
 		return nil, fmt.Errorf("loading the vectors of %s: %w", key, err)
 	}
-	return scanVectors(rows, key)
-}
-
-func scanVectors(rows *sql.Rows, key pipeline.Key) ([]MessageVector, error) {
 	defer rows.Close()
-	var out []MessageVector
-	for rows.Next() {
-		var v MessageVector
-		var raw []byte
-		if err := rows.Scan(&v.Seq, &v.MessageID, &v.Model, &v.Hash, &raw); err != nil {
-			return nil, fmt.Errorf("loading the vectors of %s: %w", key, err)
-		}
-		v.Vec = DecodeVector(raw)
-		out = append(out, v)
+	out, err := scanVectors(rows)
+	if err != nil {
+		return nil, fmt.Errorf("loading the vectors of %s: %w", key, err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // ConversationVectors calls fn with each of the conversation's vectors
@@ -202,16 +183,7 @@ func (s *SQLite) ConversationVectors(ctx context.Context, key pipeline.Key, fn f
 		return fmt.Errorf("loading the vectors of %s: %w", key, err)
 	}
 	defer rows.Close()
-	var v MessageVector
-	var raw []byte
-	for rows.Next() {
-		if err := rows.Scan(&v.Seq, &v.MessageID, &v.Model, &v.Hash, &raw); err != nil {
-			return fmt.Errorf("loading the vectors of %s: %w", key, err)
-		}
-		v.Vec = decodeInto(v.Vec, raw)
-		fn(v)
-	}
-	if err := rows.Err(); err != nil {
+	if err := eachVector(rows, fn); err != nil {
 		return fmt.Errorf("loading the vectors of %s: %w", key, err)
 	}
 	return nil

@@ -80,13 +80,7 @@ func TestReindexKilledMidwayResumes(t *testing.T) {
 		t.Error("a third run embedded again")
 	}
 	out := env.search(t, "telegram:4242:", "when", "did", "she", "purchase", "the", "car")
-	found := false
-	for _, s := range out.Snippets {
-		for _, m := range s.Messages {
-			found = found || strings.Contains(m.Text, "automobile")
-		}
-	}
-	if !found {
+	if !out.has("automobile") {
 		t.Errorf("bot search did not find the paraphrase with embeddings on: %+v", out)
 	}
 }
@@ -117,13 +111,19 @@ func TestReindexOnPostgres(t *testing.T) {
 	}
 	other := newEnv(t, srv.URL, extra...)
 	out := other.search(t, "telegram:4242:", "when", "did", "she", "purchase", "the", "car")
-	found := false
-	for _, s := range out.Snippets {
-		for _, m := range s.Messages {
-			found = found || strings.Contains(m.Text, "automobile")
-		}
-	}
-	if !found {
+	if !out.has("automobile") {
 		t.Errorf("bot search on another data directory did not find the paraphrase through PostgreSQL's vectors: %+v", out)
 	}
+}
+
+// has says whether a message of the snippets found contains text.
+func (o searchOut) has(text string) bool {
+	for _, s := range o.Snippets {
+		for _, m := range s.Messages {
+			if strings.Contains(m.Text, text) {
+				return true
+			}
+		}
+	}
+	return false
 }
