@@ -167,13 +167,17 @@ func (p *Postgres) Search(ctx context.Context, key pipeline.Key, q Query) ([]Hit
 	var conv, nDocs, nTokens int64
 	post := make([]pgPostings, len(terms))
 	var active map[int64]bool
-	err := func() error {
+	err := func() (err error) {
 		br := p.pool.SendBatch(ctx, b)
-		defer br.Close()
+		defer func() {
+			if cerr := br.Close(); err == nil {
+				err = cerr
+			}
+		}()
 		if _, err := br.Exec(); err != nil {
 			return err
 		}
-		err := br.QueryRow().Scan(&conv, &nDocs, &nTokens)
+		err = br.QueryRow().Scan(&conv, &nDocs, &nTokens)
 		if errors.Is(err, pgx.ErrNoRows) {
 			conv = 0
 		} else if err != nil {
