@@ -35,6 +35,9 @@ var pgMigrationFiles embed.FS
 type Postgres struct {
 	pool *pgxpool.Pool
 	tune *pgSearchTuning // nil: defaultPGSearchTuning (tests set it)
+	// searchTrace, when set (tests), is called at each read of a search's
+	// postings.
+	searchTrace func()
 	// applied names the migrations this open applied (bot migrate prints them).
 	applied []string
 	locks   lockSession // TryLock's advisory locks

@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -134,9 +136,29 @@ func (ps *pgPostings) newestFirst() {
 // older messages beyond its share. A phrase of several tokens is checked
 // on the messages read.
 func (p *Postgres) Search(ctx context.Context, key pipeline.Key, q Query) ([]Hit, error) {
+	hits, _, err := p.search(ctx, key, q, false)
+	return hits, err
+}
+
+// SearchWithin returns what Search returns for q and for q over all time,
+// from one read of the postings and one read of the messages (two
+// searches would read both twice, and the timed one every ranked message).
+func (p *Postgres) SearchWithin(ctx context.Context, key pipeline.Key, q Query) (within, all []Hit, err error) {
+	return p.search(ctx, key, q, true)
+}
+
+// pgSearchRead reads the messages of a ranking: $2's, those written in
+// [$3, $4] (milliseconds: a little wider than the query's range, which is
+// applied exactly once read) or among $5 (the best over all time).
+const pgSearchRead = `SELECT ` + pgMsgColumns + ` FROM messages m WHERE m.conv = $1 AND m.id = ANY($2)
+	AND (m.created_at BETWEEN $3 AND $4 OR m.id = ANY($5))`
+
+// search runs q; with also, it also returns the same query's hits over
+// all time (all), from the same postings.
+func (p *Postgres) search(ctx context.Context, key pipeline.Key, q Query, also bool) ([]Hit, []Hit, error) {
 	phrases := fts.Phrases(q.Text)
 	if len(phrases) == 0 {
-		return nil, ctx.Err()
+		return nil, nil, ctx.Err()
 	}
 	termAt := map[string]int{}
 	var terms [][]byte
@@ -149,9 +171,12 @@ func (p *Postgres) Search(ctx context.Context, key pipeline.Key, q Query) ([]Hit
 		}
 	}
 	if len(terms) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	tune := p.tuning()
+	if p.searchTrace != nil {
+		p.searchTrace()
+	}
 	b := &pgx.Batch{}
 	// The batch is one implicit transaction: the setting lasts until its
 	// end. It keeps pgSearchPostings' plan, which PostgreSQL would make
@@ -221,10 +246,10 @@ func (p *Postgres) Search(ctx context.Context, key pipeline.Key, q Query) ([]Hit
 		return rows.Err()
 	}()
 	if err != nil {
-		return nil, fmt.Errorf("searching %s: %w", key, err)
+		return nil, nil, fmt.Errorf("searching %s: %w", key, err)
 	}
 	if conv == 0 || nDocs <= 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	pruned := nDocs > tune.exactUpTo
 
@@ -246,7 +271,7 @@ func (p *Postgres) Search(ctx context.Context, key pipeline.Key, q Query) ([]Hit
 	if len(multi) > 0 {
 		multiFreq, err = p.countPhrases(ctx, conv, phrases, multi, termAt, post)
 		if err != nil {
-			return nil, fmt.Errorf("searching %s: %w", key, err)
+			return nil, nil, fmt.Errorf("searching %s: %w", key, err)
 		}
 		for _, f := range multiFreq {
 			for pi, v := range f {
@@ -267,13 +292,14 @@ func (p *Postgres) Search(ctx context.Context, key pipeline.Key, q Query) ([]Hit
 	if limit <= 0 {
 		limit = 20
 	}
-	keep := limit + len(q.Exclude)
+	keep := limit + len(q.Exclude) // over all time: the best are enough
+	keepQ := keep
 	if q.timed() {
-		keep = -1 // a time range is applied to the messages first: every one is fetched
+		keepQ = -1 // a time range is applied to the messages first: every one is ranked
 	}
-	ranked := pgRankPostings(post, phrases, termAt, multiFreq, idf, avgdl, active, keep)
+	ranked := pgRankPostings(post, phrases, termAt, multiFreq, idf, avgdl, active, keepQ)
 	if len(ranked) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	// The excluded messages are kept in the ranking (they take their
 	// places, as on SQLite) but not read: BudgetHits would skip them.
@@ -287,13 +313,37 @@ func (p *Postgres) Search(ctx context.Context, key pipeline.Key, q Query) ([]Hit
 			ids = append(ids, r.id)
 		}
 	}
-	rows, err := p.pool.Query(ctx, `SELECT `+pgMsgColumns+` FROM messages m WHERE m.conv = $1 AND m.id = ANY($2)`, conv, ids)
+	best := ranked[:min(keep, len(ranked))] // all's ranking
+	var rows pgx.Rows
+	if q.timed() {
+		// Of a timed ranking, only the messages in the range are read, and
+		// all's best.
+		from, to := int64(math.MinInt64), int64(math.MaxInt64)
+		if !q.From.IsZero() {
+			from = q.From.UnixMilli() - 1
+		}
+		if !q.To.IsZero() {
+			to = q.To.UnixMilli() + 1
+		}
+		var bestIDs []int64
+		if also {
+			bestIDs = make([]int64, 0, len(best))
+			for _, r := range best {
+				if !skip[r.id] {
+					bestIDs = append(bestIDs, r.id)
+				}
+			}
+		}
+		rows, err = p.pool.Query(ctx, pgSearchRead, conv, ids, from, to, bestIDs)
+	} else {
+		rows, err = p.pool.Query(ctx, `SELECT `+pgMsgColumns+` FROM messages m WHERE m.conv = $1 AND m.id = ANY($2)`, conv, ids)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("searching %s: %w", key, err)
+		return nil, nil, fmt.Errorf("searching %s: %w", key, err)
 	}
 	msgs, err := pgScanMessages(rows, key)
 	if err != nil {
-		return nil, fmt.Errorf("searching %s: %w", key, err)
+		return nil, nil, fmt.Errorf("searching %s: %w", key, err)
 	}
 	byID := make(map[int64]Message, len(msgs))
 	for _, m := range msgs {
@@ -305,10 +355,24 @@ func (p *Postgres) Search(ctx context.Context, key pipeline.Key, q Query) ([]Hit
 			out = append(out, Hit{Message: m, Score: r.score})
 		}
 	}
-	if len(out) > keep && keep >= 0 {
-		out = out[:keep]
+	if len(out) > keepQ && keepQ >= 0 {
+		out = out[:keepQ]
 	}
-	return BudgetHits(out, q), nil
+	got := BudgetHits(out, q)
+	if !also {
+		return got, nil, nil
+	}
+	if !q.timed() {
+		return got, slices.Clone(got), nil
+	}
+	var all []Hit
+	for _, r := range best {
+		if m, ok := byID[r.id]; ok {
+			all = append(all, Hit{Message: m, Score: r.score})
+		}
+	}
+	q.From, q.To = time.Time{}, time.Time{}
+	return got, BudgetHits(all, q), nil
 }
 
 // countPhrases counts the phrases of several tokens (multi) as fts.Rank

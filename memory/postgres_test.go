@@ -299,3 +299,89 @@ func TestPostgresPostingsNewestFirst(t *testing.T) {
 		t.Fatalf("got %+v, want %+v", ps, want)
 	}
 }
+
+// TestPostgresSearchWithinReadsThePostingsOnce: SearchWithin returns what
+// Search returns for the timed query and for the same query over all time
+// (same messages, same scores, same order), exact or pruned, archive only
+// or not, with excluded messages and a token budget, and ranges whose ends
+// fall between a message's stored millisecond and its written time; and it
+// reads the postings once for both.
+func TestPostgresSearchWithinReadsThePostingsOnce(t *testing.T) {
+	p := cfOpenPostgres(t)
+	ctx := context.Background()
+	k := cfKey("telegram", "within")
+	g := newBenchText(31)
+	people := []string{"Ana", "Rui", "Zoë"}
+	var msgs []Message
+	for i := range 600 {
+		m := cfUser(k, fmt.Sprint(i), g.message(RoleUser, people), cfT0.Add(time.Duration(i)*time.Minute))
+		m.SenderName = people[i%len(people)]
+		msgs = append(msgs, m)
+	}
+	cfAppend(t, p, msgs...)
+	act := cfActive(t, p, k)
+	cfArchive(t, p, k, cfIDs(act[:500]), "most", cfT0, 0)
+	reads := 0
+	p.searchTrace = func() { reads++ }
+	defer func() { p.searchTrace, p.tune = nil, nil }()
+	qg := newBenchText(32)
+	spans := [][2]time.Duration{{0, 30 * time.Minute}, {100 * time.Minute, 400 * time.Minute}, {250 * time.Minute, 0}, {-time.Hour, 251 * time.Minute}}
+	found := 0 // timed searches that found something
+	for _, tune := range []pgSearchTuning{{exactUpTo: 1 << 40}, {exactUpTo: 10, budget: 300, minPer: 20}} {
+		p.tune = &tune
+		for i := range 12 {
+			// Two words of the message written at the range's end (or
+			// start), a little before it (To is in the middle of a
+			// millisecond: that message is stored in the range).
+			span := spans[i%len(spans)]
+			end := span[1]
+			if end == 0 {
+				end = span[0]
+			}
+			words := strings.Fields(msgs[int(end/time.Minute)].Text)
+			text := qg.query(people) + " " + strings.Trim(words[0], ",.!?") + " " + strings.Trim(words[len(words)-1], ",.!?")
+			q := Query{Text: text, Limit: 5 + i, From: cfT0.Add(span[0]), To: cfT0.Add(span[1]), ArchivedOnly: i%3 == 0}
+			if span[0] < 0 {
+				q.From = time.Time{}
+			}
+			if span[1] == 0 {
+				q.To = time.Time{}
+			}
+			if i%2 == 1 {
+				q.Exclude = cfIDs(act[100+i : 110+i])
+			}
+			if i%4 == 2 {
+				q.TokenBudget = 60
+			}
+			reads = 0
+			want := cfSearch(t, p, k, q)
+			overAll := q
+			overAll.From, overAll.To = time.Time{}, time.Time{}
+			wantAll := cfSearch(t, p, k, overAll)
+			if reads != 2 {
+				t.Fatalf("two searches read the postings %d times", reads)
+			}
+			reads = 0
+			got, gotAll, err := p.SearchWithin(ctx, k, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			name := fmt.Sprintf("%q %v (tuning %+v)", text, span, tune)
+			if len(want) > 0 {
+				found++
+			}
+			if !sameHits(got, want) {
+				t.Errorf("%s: within\n%s\nwant\n%s", name, hitList(got), hitList(want))
+			}
+			if !sameHits(gotAll, wantAll) || len(wantAll) == 0 {
+				t.Errorf("%s: all\n%s\nwant\n%s", name, hitList(gotAll), hitList(wantAll))
+			}
+			if reads != 1 {
+				t.Errorf("%s: SearchWithin read the postings %d times, want once", name, reads)
+			}
+		}
+	}
+	if found < 12 {
+		t.Errorf("only %d of 24 timed searches found something", found)
+	}
+}
