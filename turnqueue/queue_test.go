@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/url"
 	"runtime"
 	"strconv"
@@ -87,11 +88,14 @@ func newReplica(t *testing.T, dbURL, name string, h pipeline.Handler, opts turnq
 		t.Fatal(err)
 	}
 	r := &replica{name: name, cut: &cutoff{}, done: make(chan error, 1)}
-	cfg.BeforeConnect = func(context.Context, *pgx.ConnConfig) error {
+	// Every connection of the replica dials through here, the pool's and
+	// those it opens outside the pool (LISTEN): once cut, none comes back.
+	dial := cfg.ConnConfig.DialFunc
+	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if r.cut.is() {
-			return fmt.Errorf("%s is cut off the database", name)
+			return nil, fmt.Errorf("%s is cut off the database", name)
 		}
-		return nil
+		return dial(ctx, network, addr)
 	}
 	r.pool, err = pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
@@ -120,8 +124,24 @@ func (r *replica) die(t *testing.T, dbURL string) {
 		t.Fatal(err)
 	}
 	defer c.Close(context.Background())
-	if _, err := c.Exec(context.Background(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`, r.name); err != nil {
-		t.Fatal(err)
+	// A connection dialled just before the cut shows up a moment later:
+	// terminate until none has been seen for a few polls, or the "dead"
+	// replica would go on renewing its lease.
+	deadline := time.Now().Add(10 * time.Second)
+	for quiet := 0; quiet < 5; {
+		var n int
+		if err := c.QueryRow(context.Background(), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`, r.name).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			quiet = 0
+		} else {
+			quiet++
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still has connections to the database", r.name)
+		}
+		time.Sleep(10 * time.Millisecond) // polls for stragglers, not synchronisation
 	}
 }
 
