@@ -105,7 +105,9 @@ func (a *App) Run(ctx context.Context, channels ...ChannelFunc) error {
 	}
 	w := Wiring{Submit: submit, Accept: a.Intake.Accept, AcceptStored: a.Intake.AcceptStored, Allowed: a.Access.Allowed,
 		Commands: a.Commands.List(), Known: a.Commands.Names(), Store: a.Store, Log: a.Log, Metrics: a.Metrics}
-	g, gctx := errgroup.WithContext(ctx)
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	g, gctx := errgroup.WithContext(runCtx)
 	if queue != nil {
 		g.Go(func() error { return queue.Run(gctx) })
 	}
@@ -137,6 +139,16 @@ func (a *App) Run(ctx context.Context, channels ...ChannelFunc) error {
 		inFlight, queued := disp.Stats()
 		a.Log.Info("stopping: no new updates; letting turns in flight finish",
 			"cause", context.Cause(ctx), "in_flight", inFlight, "queued", queued, "timeout", cfg.Shutdown.Timeout)
+	} else {
+		// A channel could not start: the ones already running stop too.
+		cancel()
+		_ = g.Wait()
+		if ctx.Err() != nil {
+			// Asked to stop while starting (a query cut short by the
+			// stop): that is a stop, not a failure.
+			a.Log.Info("stopped while starting the channels", "cause", context.Cause(ctx), "err", err)
+			err = nil
+		}
 	}
 	derr := disp.Close()
 	for _, c := range closers {

@@ -119,3 +119,38 @@ func TestRunStopsWhenAChannelFails(t *testing.T) {
 		t.Errorf("Run = %v, want the channel's failure", err)
 	}
 }
+
+// A stop that comes while the channels are starting (a channel's unanswered
+// messages being listed) is a clean stop: Run returns nil, and the channels
+// already running have stopped by then.
+func TestRunStoppedWhileStarting(t *testing.T) {
+	srv := llmtest.NewServer(t, llmtest.Echo("echo: "))
+	a, err := New(t.Context(), testConfig(t, srv), Parts{LogWriter: discard{}, Journal: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	runCtx, stop := context.WithCancel(t.Context())
+	alphaDone := make(chan struct{})
+	alpha := func(w Wiring) (Channel, error) {
+		run := func(ctx context.Context) error {
+			<-ctx.Done()
+			close(alphaDone)
+			return nil
+		}
+		return Channel{Name: "alpha", Sender: &notifySender{sent: make(chan pipeline.Outbound, 1)}, Run: run}, nil
+	}
+	beta := func(w Wiring) (Channel, error) {
+		stop() // the stop arrives while beta is being started
+		run := func(ctx context.Context) error { <-ctx.Done(); return nil }
+		return Channel{Name: "beta", Sender: &notifySender{sent: make(chan pipeline.Outbound, 1)}, Run: run, Connects: true}, nil
+	}
+	if err := a.Run(runCtx, alpha, beta); err != nil {
+		t.Errorf("Run = %v; a stop while starting is not a failure", err)
+	}
+	select {
+	case <-alphaDone:
+	default:
+		t.Error("Run returned while the channel it had started was still running")
+	}
+}
