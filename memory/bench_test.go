@@ -27,6 +27,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/recallbot/recall/bench/chattext"
 	"github.com/recallbot/recall/bench/figures"
 	"github.com/recallbot/recall/memory"
 	"github.com/recallbot/recall/pipeline"
@@ -253,4 +254,65 @@ func ids(msgs []memory.Message) []int64 {
 		out[i] = m.ID
 	}
 	return out
+}
+
+// BenchmarkSearchTurnArchive is the archive search of a turn in the big
+// conversation of the turn fixture (figures.TurnFixture: 100,000 archived
+// messages, built once into $TMPDIR/recall-bench-turn-v2): before each
+// search a message is appended, as every turn commits, so the readers'
+// page caches start cold as in a turn. Queries of 4 and of 30 words (the
+// shortest and longest user messages of the turn figure). Per search:
+// statements run on the index (stmts), pages read from the database file
+// (page_reads), and the time (ns/op includes the append; search_ms not).
+//
+//	go test -run='^$' -bench=SearchTurnArchive -benchtime=200x ./memory/
+func BenchmarkSearchTurnArchive(b *testing.B) {
+	ctx := context.Background()
+	src, err := figures.TurnFixture(ctx, 100_000, os.Stderr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	data, err := os.ReadFile(src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(b.TempDir(), "recall.db")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	s, err := memory.OpenSQLite(ctx, path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	key := pipeline.Key{Channel: "telegram", Chat: "424242"} // the fixture's conversation
+	people := []string{"João", "Sofia", "Rui", "Helena", "Kenji"}
+	for _, words := range []int{4, 30} {
+		b.Run(fmt.Sprintf("words=%d", words), func(b *testing.B) {
+			g := chattext.NewWords(uint64(21 + words))
+			work, stop := memory.SearchWork(s)
+			defer stop()
+			var took time.Duration
+			n := 0
+			for b.Loop() {
+				n++
+				m := memory.Message{Key: key, Role: memory.RoleUser, SenderID: "424242", SenderName: "Ana",
+					PlatformID: fmt.Sprintf("bench-%d-%d", words, n), Text: g.Text(words, people), Time: time.Now(), Tokens: 20}
+				if _, err := s.Append(ctx, []memory.Message{m}); err != nil {
+					b.Fatal(err)
+				}
+				q := memory.Query{Text: g.Text(words, people), Limit: 30, ArchivedOnly: true}
+				t := time.Now()
+				if _, err := s.Search(ctx, key, q); err != nil {
+					b.Fatal(err)
+				}
+				took += time.Since(t)
+			}
+			searches, stmts, rows, pages := work()
+			b.ReportMetric(float64(stmts)/float64(searches), "stmts/search")
+			b.ReportMetric(float64(rows)/float64(searches), "rows/search")
+			b.ReportMetric(float64(pages)/float64(searches), "page_reads/search")
+			b.ReportMetric(figures.MS(took)/float64(n), "search_ms")
+		})
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/ncruces/go-sqlite3"
 	"github.com/recallbot/recall/memory/internal/fts"
 	"github.com/recallbot/recall/pipeline"
 )
@@ -45,4 +46,19 @@ func SearchPlans(ctx context.Context, sq *SQLite, key pipeline.Key, text string)
 		rows.Close()
 	}
 	return strings.Join(plan, " | "), nil
+}
+
+// SearchWork counts the work of s's searches from now on: index statements
+// run and pages read from the file (the readers' page cache misses), summed,
+// with the number of searches; stop ends the counting.
+func SearchWork(s *SQLite) (work func() (searches, statements, rows, pageReads int64), stop func()) {
+	var n, stmts, rows, pages int64
+	s.searchTrace = func(r *searchRun) {
+		n++
+		stmts += int64(r.traceLookups)
+		rows += int64(r.traceRows)
+		misses, _, _ := r.c.Status(sqlite3.DBSTATUS_CACHE_MISS, true)
+		pages += misses
+	}
+	return func() (int64, int64, int64, int64) { return n, stmts, rows, pages }, func() { s.searchTrace = nil }
 }

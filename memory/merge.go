@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -25,6 +26,18 @@ const (
 	// mergeUser is FTS5's usermerge: a step merges this many segments of
 	// one level (2, the least, so each level ends with one segment).
 	mergeUser = 2
+	// mergeCrisis is FTS5's crisismerge: a commit that leaves this many
+	// segments on one level merges them at once (FTS5's default is 16).
+	// Each commit writes a segment, and FTS5's own incremental merging
+	// (automerge) works only every 64 pages written, so a store answering
+	// turns without an idle second piled up to 15 one-commit segments
+	// (14.5 on average in BenchmarkSearchTurnArchive's conversation), every
+	// one sought for every term a search looks up. At 4 (automerge's
+	// threshold) the bench conversation averages 9 segments; merging four
+	// one-commit segments costs the commit a few pages. A level of big
+	// segments reaches 4 only after three times its size is written without
+	// an idle moment for the merger.
+	mergeCrisis = 4
 	// mergeRetry is the pause after a failed step.
 	mergeRetry = time.Minute
 	// mergePoll is how often a waiting merger looks at the clock again.
@@ -224,6 +237,23 @@ func (m *indexMerger) close() {
 	m.once.Do(func() { close(m.stop) })
 	m.started.Do(func() { close(m.done) }) // never started
 	<-m.done
+}
+
+// configureIndexMerging sets FTS5's crisismerge to mergeCrisis (kept in the
+// index's config table: written once per database).
+func configureIndexMerging(ctx context.Context, db *sql.DB) error {
+	var v sql.NullInt64
+	err := db.QueryRowContext(ctx, `SELECT v FROM messages_fts_config WHERE k = 'crisismerge'`).Scan(&v)
+	if err == nil && v.Valid && v.Int64 == mergeCrisis {
+		return nil
+	}
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("reading the search index's merge settings: %w", err)
+	}
+	if _, err := db.ExecContext(ctx, `INSERT INTO messages_fts(messages_fts, rank) VALUES('crisismerge', ?)`, mergeCrisis); err != nil {
+		return fmt.Errorf("setting the search index's merge settings: %w", err)
+	}
+	return nil
 }
 
 // MergeIndex merges the search index's segments now, until nothing is left

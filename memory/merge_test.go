@@ -246,3 +246,37 @@ func BenchmarkSearchMergedIndex(b *testing.B) {
 	b.ReportMetric(pct(asWritten, 0.5)/pct(asMerged, 0.5), "p50_ratio")
 	b.Logf("%d turns a commit each: %d segments; MergeIndex: %d steps in %s, %d segments", turns, segs(plain), steps, took.Round(time.Millisecond), segs(merged))
 }
+
+// TestIndexSegmentsWhileBusy: a store that commits a turn after another,
+// never idle long enough for the merger, keeps its index in few segments
+// (FTS5's crisismerge, mergeCrisis): every term a search looks up is sought
+// in each of them. With FTS5's default (16) the one-commit segments piled up
+// to 15 before they were merged.
+func TestIndexSegmentsWhileBusy(t *testing.T) {
+	s, err := OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "recall.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.mrg.idle.Store(int64(time.Hour)) // never idle: only the commits merge
+	s.mrg.busy.Store(int64(time.Hour))
+	most, sum := 0, 0
+	const turns = 120
+	for i := range turns {
+		appendTurns(t, s, i, 1)
+		n := segments(t, s)
+		most, sum = max(most, n), sum+n
+	}
+	t.Logf("after each of %d commits: at most %d segments, %.1f on average", turns, most, float64(sum)/turns)
+	if avg := float64(sum) / turns; most > 10 || avg > 6 {
+		t.Errorf("up to %d segments while busy, %.1f on average; want at most 10, 6 on average (FTS5's default crisismerge: 18, 9.2)", most, avg)
+	}
+	// Reopened, the setting is kept and not written again.
+	if err := configureIndexMerging(t.Context(), s.w); err != nil {
+		t.Fatal(err)
+	}
+	var v int
+	if err := s.r.QueryRowContext(t.Context(), `SELECT v FROM messages_fts_config WHERE k = 'crisismerge'`).Scan(&v); err != nil || v != mergeCrisis {
+		t.Errorf("crisismerge %d, %v; want %d", v, err, mergeCrisis)
+	}
+}

@@ -151,6 +151,9 @@ func openSQLite(ctx context.Context, path, vfs string, log *slog.Logger) (*SQLit
 	if err := s.migrate(ctx); err != nil {
 		return nil, errors.Join(err, w.Close(), ckpt.close())
 	}
+	if err := configureIndexMerging(ctx, w); err != nil {
+		return nil, errors.Join(err, w.Close(), ckpt.close())
+	}
 	for _, p := range []string{path + "-wal", path + "-shm"} {
 		_ = os.Chmod(p, 0o600)
 	}
