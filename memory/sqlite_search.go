@@ -655,6 +655,12 @@ func (r *searchRun) top() ([]Hit, error) {
 			active, activeKnown = ids, true
 		}
 	}
+	// The active messages are the newest: an older candidate is not
+	// looked up.
+	minActive := int64(math.MaxInt64)
+	for id := range active {
+		minActive = min(minActive, id)
+	}
 	type scored struct {
 		id    int64
 		score float64
@@ -688,30 +694,39 @@ func (r *searchRun) top() ([]Hit, error) {
 			p.list = r.posts[p.postsAt : p.postsAt+len(p.list)]
 		}
 	}
+	// The candidates, newest first: a max-heap of the phrases by the rowid
+	// at the head of their postings.
 	n := len(r.ph)
 	heads := make([]int, n)
 	f := make([]float64, n)
-	for {
-		found := false
-		var rowid int64
-		for pi, p := range r.ph {
-			if h := heads[pi]; h < len(p.list) && (!found || p.list[h].rowid > rowid) {
-				rowid, found = p.list[h].rowid, true
-			}
+	heap := make(rowidHeap, 0, n)
+	for pi, p := range r.ph {
+		if len(p.list) > 0 {
+			heap = append(heap, headOf{p.list[0].rowid, pi})
 		}
-		if !found {
-			break
-		}
-		for pi, p := range r.ph {
+	}
+	heap.init()
+	at := make([]int, 0, n) // the phrases whose head is the candidate
+	for len(heap) > 0 {
+		rowid := heap[0].rowid
+		for _, pi := range at {
 			f[pi] = 0
-			if h := heads[pi]; h < len(p.list) && p.list[h].rowid == rowid {
-				f[pi] = p.list[h].f
-				heads[pi]++
+		}
+		at = at[:0]
+		for len(heap) > 0 && heap[0].rowid == rowid {
+			at = append(at, heap.pop().phrase)
+		}
+		for _, pi := range at {
+			p := r.ph[pi]
+			f[pi] = p.list[heads[pi]].f
+			heads[pi]++
+			if h := heads[pi]; h < len(p.list) {
+				heap.push(headOf{p.list[h].rowid, pi})
 			}
 		}
 		r.candidates++
 		id := ftsRowidID(rowid)
-		if active[id] || id < lo || id > hi {
+		if id >= minActive && active[id] || id < lo || id > hi {
 			continue
 		}
 		D := float64(ftsRowidLen(rowid))
@@ -774,3 +789,58 @@ func (r *searchRun) fetch(ids []int64) (map[int64]*Message, error) {
 }
 
 func matchTerm(terms ...string) string { return `"` + strings.Join(terms, " ") + `"` }
+
+// headOf is a phrase's next posting in top's merge.
+type headOf struct {
+	rowid  int64
+	phrase int
+}
+
+// rowidHeap is a max-heap of heads by rowid.
+type rowidHeap []headOf
+
+func (h rowidHeap) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+func (h *rowidHeap) push(x headOf) {
+	*h = append(*h, x)
+	s := *h
+	for i := len(s) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if s[parent].rowid >= s[i].rowid {
+			break
+		}
+		s[parent], s[i] = s[i], s[parent]
+		i = parent
+	}
+}
+
+func (h *rowidHeap) pop() headOf {
+	s := *h
+	top := s[0]
+	last := len(s) - 1
+	s[0] = s[last]
+	*h = s[:last]
+	h.down(0)
+	return top
+}
+
+func (h rowidHeap) down(i int) {
+	for {
+		big := i
+		if l := 2*i + 1; l < len(h) && h[l].rowid > h[big].rowid {
+			big = l
+		}
+		if r := 2*i + 2; r < len(h) && h[r].rowid > h[big].rowid {
+			big = r
+		}
+		if big == i {
+			return
+		}
+		h[i], h[big] = h[big], h[i]
+		i = big
+	}
+}
