@@ -730,9 +730,12 @@ func (r *searchRun) top() ([]Hit, error) {
 			continue
 		}
 		D := float64(ftsRowidLen(rowid))
+		// In query order, as every backend sums; a phrase not in the
+		// message adds exactly +0 (its f is 0, its idf positive), so it is
+		// skipped.
 		score := 0.0
 		for _, pi := range r.slot {
-			if pi >= 0 {
+			if pi >= 0 && f[pi] != 0 {
 				score += fts.TermScore(r.ph[pi].idf, f[pi], D, r.avgdl)
 			}
 		}
