@@ -24,7 +24,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -319,13 +318,4 @@ func BenchmarkSearchTurnArchive(b *testing.B) {
 			b.ReportMetric(figures.MS(cpu)/float64(n), "search_cpu_ms")
 		})
 	}
-}
-
-// processCPU is the CPU time the process has used (user and system).
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
