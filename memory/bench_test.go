@@ -258,10 +258,11 @@ func ids(msgs []memory.Message) []int64 {
 
 // BenchmarkSearchTurnArchive is the archive search of a turn in the big
 // conversation of the turn fixture (figures.TurnFixture: 100,000 archived
-// messages, built once into $TMPDIR/recall-bench-turn-v2): before each
-// search a message is appended, as every turn commits, so the readers'
-// page caches start cold as in a turn. Queries of 4 and of 30 words (the
-// shortest and longest user messages of the turn figure). Per search:
+// messages, built once into $TMPDIR/recall-bench-turn-v2), as a turn runs
+// it: the user's message and the reply are written first (each commit
+// drops the readers' page caches), a summary archives 20 messages every 10
+// turns, and the search excludes the prompt's newest messages. Messages of
+// 4 and of 30 words (the shortest and longest of the turn figure). Per search:
 // statements run on the index (stmts), the rows they returned, pages read
 // from the database file (page_reads), the time (ns/op includes the append;
 // search_ms not) and the CPU time of the process (search_cpu_ms: less moved
@@ -297,13 +298,31 @@ func BenchmarkSearchTurnArchive(b *testing.B) {
 			var took, cpu time.Duration
 			n := 0
 			for b.Loop() {
+				// A turn: the user's message and the reply are written, a
+				// summary archives 20 messages every 10 turns, and the
+				// message is searched for, the prompt's messages excluded.
 				n++
-				m := memory.Message{Key: key, Role: memory.RoleUser, SenderID: "424242", SenderName: "Ana",
-					PlatformID: fmt.Sprintf("bench-%d-%d", words, n), Text: g.Text(words, people), Time: time.Now(), Tokens: 20}
-				if _, err := s.Append(ctx, []memory.Message{m}); err != nil {
+				text := g.Text(words, people)
+				msgs := []memory.Message{
+					{Key: key, Role: memory.RoleUser, SenderID: "424242", SenderName: "Ana", PlatformID: fmt.Sprintf("bench-%d-%d", words, n), Text: text, Time: time.Now(), Tokens: 20},
+					{Key: key, Role: memory.RoleAssistant, ReplyTo: fmt.Sprintf("bench-%d-%d", words, n), Text: g.Text(g.Between(12, 80), people), Time: time.Now(), Tokens: 60},
+				}
+				for _, m := range msgs {
+					if _, err := s.Append(ctx, []memory.Message{m}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				act, err := s.Active(ctx, key)
+				if err != nil {
 					b.Fatal(err)
 				}
-				q := memory.Query{Text: g.Text(words, people), Limit: 30, ArchivedOnly: true}
+				if n%10 == 0 {
+					if _, err := s.Archive(ctx, key, messageIDs(act[:20]), memory.Summary{Text: "They talked."}, 0); err != nil {
+						b.Fatal(err)
+					}
+					act = act[20:]
+				}
+				q := memory.Query{Text: text, Limit: 30, Exclude: messageIDs(act[max(0, len(act)-8):])}
 				t, c := time.Now(), processCPU()
 				if _, err := s.Search(ctx, key, q); err != nil {
 					b.Fatal(err)
@@ -318,4 +337,12 @@ func BenchmarkSearchTurnArchive(b *testing.B) {
 			b.ReportMetric(figures.MS(cpu)/float64(n), "search_cpu_ms")
 		})
 	}
+}
+
+func messageIDs(msgs []memory.Message) []int64 {
+	out := make([]int64, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.ID
+	}
+	return out
 }
