@@ -264,7 +264,8 @@ func ids(msgs []memory.Message) []int64 {
 // turns, and the search excludes the prompt's newest messages. Messages of
 // 4 and of 30 words (the shortest and longest of the turn figure). Per search:
 // statements run on the index (stmts), the rows they returned, pages read
-// from the database file (page_reads), the time (ns/op includes the append;
+// from the database file (page_reads), the index's segments (each term is
+// sought in every one), the time (ns/op includes the append;
 // search_ms not) and the CPU time of the process (search_cpu_ms: less moved
 // by a busy machine).
 //
@@ -296,7 +297,7 @@ func BenchmarkSearchTurnArchive(b *testing.B) {
 			work, stop := memory.SearchWork(s)
 			defer stop()
 			var took, cpu time.Duration
-			n := 0
+			n, segs := 0, 0
 			for b.Loop() {
 				// A turn: the user's message and the reply are written, a
 				// summary archives 20 messages every 10 turns, and the
@@ -322,6 +323,11 @@ func BenchmarkSearchTurnArchive(b *testing.B) {
 					}
 					act = act[20:]
 				}
+				var n int
+				if err := s.DB().QueryRowContext(ctx, `SELECT count(DISTINCT segid) FROM messages_fts_idx`).Scan(&n); err != nil {
+					b.Fatal(err)
+				}
+				segs += n
 				q := memory.Query{Text: text, Limit: 30, Exclude: messageIDs(act[max(0, len(act)-8):])}
 				t, c := time.Now(), processCPU()
 				if _, err := s.Search(ctx, key, q); err != nil {
@@ -333,6 +339,7 @@ func BenchmarkSearchTurnArchive(b *testing.B) {
 			b.ReportMetric(float64(stmts)/float64(searches), "stmts/search")
 			b.ReportMetric(float64(rows)/float64(searches), "rows/search")
 			b.ReportMetric(float64(pages)/float64(searches), "page_reads/search")
+			b.ReportMetric(float64(segs)/float64(n), "index_segments")
 			b.ReportMetric(figures.MS(took)/float64(n), "search_ms")
 			b.ReportMetric(figures.MS(cpu)/float64(n), "search_cpu_ms")
 		})

@@ -30,13 +30,13 @@ const (
 	// segments on one level merges them at once (FTS5's default is 16).
 	// Each commit writes a segment, and FTS5's own incremental merging
 	// (automerge) works only every 64 pages written, so a store answering
-	// turns without an idle second piled up to 15 one-commit segments
-	// (14.5 on average in BenchmarkSearchTurnArchive's conversation), every
-	// one sought for every term a search looks up. At 4 (automerge's
-	// threshold) the bench conversation averages 9 segments; merging four
-	// one-commit segments costs the commit a few pages. A level of big
-	// segments reaches 4 only after three times its size is written without
-	// an idle moment for the merger.
+	// turns without an idle second piled up to 15 one-commit segments on
+	// level 0 alone, every one sought for every term a search looks up
+	// (BenchmarkSearchTurnArchive: 16 segments on average; 10 at 4, the
+	// searches' CPU time 6% lower). Merging four one-commit segments costs
+	// the commit a few pages. A level of big segments reaches 4 only after
+	// three times its size is written without an idle moment for the
+	// merger.
 	mergeCrisis = 4
 	// mergeRetry is the pause after a failed step.
 	mergeRetry = time.Minute

@@ -655,8 +655,8 @@ func (r *searchRun) top() ([]Hit, error) {
 			active, activeKnown = ids, true
 		}
 	}
-	// The active messages are the newest: an older candidate is not
-	// looked up.
+	// No candidate older than the oldest active message is active: only
+	// newer ones are looked up.
 	minActive := int64(math.MaxInt64)
 	for id := range active {
 		minActive = min(minActive, id)
