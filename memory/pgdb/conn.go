@@ -433,10 +433,12 @@ func (c *Conn) simple(ctx context.Context, sql string) ([]result, error) {
 }
 
 // resultFormat is the format asked for a column of type oid: binary for
-// bytea and times (exact and cheap to read), text for the rest.
+// bytea, times and arrays of numbers, text or bytes (exact and cheap to
+// read: search reads postings of thousands of numbers), text for the rest.
 func resultFormat(oid uint32) int16 {
 	switch oid {
-	case oidBytea, oidTimestamptz, oidTimestamp:
+	case oidBytea, oidTimestamptz, oidTimestamp,
+		oidInt2Array, oidInt4Array, oidInt8Array, oidFloat4Array, oidFloat8Array, oidTextArray, oidByteaArray:
 		return 1
 	}
 	return 0

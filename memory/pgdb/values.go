@@ -28,6 +28,13 @@ const (
 	oidDate        = 1082
 	oidTimestamp   = 1114
 	oidTimestamptz = 1184
+	oidByteaArray  = 1001
+	oidInt2Array   = 1005
+	oidInt4Array   = 1007
+	oidTextArray   = 1009
+	oidInt8Array   = 1016
+	oidFloat4Array = 1021
+	oidFloat8Array = 1022
 )
 
 // pgEpoch is PostgreSQL's time zero, where binary timestamps count from.
@@ -298,25 +305,25 @@ func scanValue(f field, src []byte, dest any) error {
 		*d = v
 		return err
 	case *[]string:
-		return scanArray(src, d, func(s string) (string, error) { return s, nil })
+		return scanArray(f, src, d, func(s string) (string, error) { return s, nil })
 	case *[]int64:
-		return scanArray(src, d, func(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) })
+		return scanArray(f, src, d, func(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) })
 	case *[]int32:
-		return scanArray(src, d, func(s string) (int32, error) {
+		return scanArray(f, src, d, func(s string) (int32, error) {
 			n, err := strconv.ParseInt(s, 10, 32)
 			return int32(n), err
 		})
 	case *[]int:
-		return scanArray(src, d, func(s string) (int, error) { return strconv.Atoi(s) })
+		return scanArray(f, src, d, func(s string) (int, error) { return strconv.Atoi(s) })
 	case *[]float32:
-		return scanArray(src, d, func(s string) (float32, error) {
+		return scanArray(f, src, d, func(s string) (float32, error) {
 			x, err := strconv.ParseFloat(s, 32)
 			return float32(x), err
 		})
 	case *[]float64:
-		return scanArray(src, d, func(s string) (float64, error) { return strconv.ParseFloat(s, 64) })
+		return scanArray(f, src, d, func(s string) (float64, error) { return strconv.ParseFloat(s, 64) })
 	case *[][]byte:
-		return scanArray(src, d, func(s string) ([]byte, error) { return bytesOf(field{oid: oidBytea}, []byte(s)) })
+		return scanArray(f, src, d, func(s string) ([]byte, error) { return bytesOf(field{oid: oidBytea}, []byte(s)) })
 	case sql.Scanner:
 		v, err := driverValue(f, src)
 		if err != nil {
@@ -385,7 +392,10 @@ func scanNull(dest any) error {
 	return fmt.Errorf("cannot scan NULL into a %T", dest)
 }
 
-func scanArray[T any](src []byte, dest *[]T, conv func(string) (T, error)) error {
+func scanArray[T any](f field, src []byte, dest *[]T, conv func(string) (T, error)) error {
+	if f.format == 1 {
+		return scanBinaryArray(src, dest)
+	}
 	elems, err := parseArray(string(src))
 	if err != nil {
 		return err
@@ -481,5 +491,110 @@ func driverValue(f field, src []byte) (driver.Value, error) {
 	case oidTimestamp, oidTimestamptz, oidDate:
 		return timeOf(f, src)
 	}
+	if f.format == 1 {
+		return nil, fmt.Errorf("a column of type OID %d is read as binary, not for database/sql", f.oid)
+	}
 	return string(src), nil
+}
+
+// scanBinaryArray reads a one-dimensional array in PostgreSQL's binary
+// format: dimensions, a NULL flag and the element type, each dimension's
+// length and lower bound, then each element's length (-1: NULL) and bytes.
+func scanBinaryArray[T any](src []byte, dest *[]T) error {
+	if len(src) < 12 {
+		return errors.New("a binary array too short")
+	}
+	ndim := int32(binary.BigEndian.Uint32(src))
+	elemOID := binary.BigEndian.Uint32(src[8:])
+	src = src[12:]
+	if ndim == 0 {
+		*dest = []T{}
+		return nil
+	}
+	if ndim != 1 || len(src) < 8 {
+		return errors.New("arrays of more than one dimension are not supported")
+	}
+	n := int(int32(binary.BigEndian.Uint32(src)))
+	src = src[8:]
+	if n < 0 || n > len(src)/4 {
+		return errors.New("a binary array of an invalid length")
+	}
+	out := make([]T, n)
+	for i := range out {
+		if len(src) < 4 {
+			return errors.New("a binary array cut short")
+		}
+		l := int(int32(binary.BigEndian.Uint32(src)))
+		src = src[4:]
+		if l < 0 {
+			if _, ok := any(out[i]).([]byte); ok {
+				continue // a NULL bytea is a nil []byte
+			}
+			return fmt.Errorf("cannot scan an array's NULL into a %T", dest)
+		}
+		if l > len(src) {
+			return errors.New("a binary array cut short")
+		}
+		if err := binaryElem(elemOID, src[:l], &out[i]); err != nil {
+			return err
+		}
+		src = src[l:]
+	}
+	*dest = out
+	return nil
+}
+
+// binaryElem reads one binary array element into dest.
+func binaryElem(oid uint32, b []byte, dest any) error {
+	var i int64
+	var x float64
+	isInt, isFloat := false, false
+	switch {
+	case oid == oidInt2 && len(b) == 2:
+		i, isInt = int64(int16(binary.BigEndian.Uint16(b))), true
+	case oid == oidInt4 && len(b) == 4:
+		i, isInt = int64(int32(binary.BigEndian.Uint32(b))), true
+	case oid == oidInt8 && len(b) == 8:
+		i, isInt = int64(binary.BigEndian.Uint64(b)), true
+	case oid == oidFloat4 && len(b) == 4:
+		x, isFloat = float64(math.Float32frombits(binary.BigEndian.Uint32(b))), true
+	case oid == oidFloat8 && len(b) == 8:
+		x, isFloat = math.Float64frombits(binary.BigEndian.Uint64(b)), true
+	}
+	switch d := dest.(type) {
+	case *int64:
+		if isInt {
+			*d = i
+			return nil
+		}
+	case *int32:
+		if isInt && i >= math.MinInt32 && i <= math.MaxInt32 {
+			*d = int32(i)
+			return nil
+		}
+	case *int:
+		if isInt {
+			*d = int(i)
+			return nil
+		}
+	case *float64:
+		if isFloat {
+			*d = x
+			return nil
+		}
+	case *float32:
+		if isFloat {
+			*d = float32(x)
+			return nil
+		}
+	case *string:
+		if !isInt && !isFloat && oid != oidBytea && oid != oidBool {
+			*d = string(b)
+			return nil
+		}
+	case *[]byte:
+		*d = append([]byte{}, b...)
+		return nil
+	}
+	return fmt.Errorf("cannot scan an array element of type OID %d into a %T", oid, dest)
 }
