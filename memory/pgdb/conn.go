@@ -607,7 +607,7 @@ func (c *Conn) extended(ctx context.Context, qs []query) ([]result, error) {
 	})
 	if err != nil {
 		for i := range out {
-			if out[i].err == nil {
+			if out[i].err == nil && out[i].tag == "" { // not run, or not to its end
 				out[i].err = err
 			}
 		}
