@@ -447,6 +447,12 @@ func resultFormat(oid uint32) int16 {
 // prepare prepares the statements not yet prepared on this connection, in
 // one round trip.
 func (c *Conn) prepare(sqls []string) error {
+	if len(c.stmts)+len(sqls) > maxStmts {
+		for q, st := range c.stmts {
+			c.fe.SendClose(&pgproto3.Close{ObjectType: 'S', Name: st.name})
+			delete(c.stmts, q)
+		}
+	}
 	var todo []*stmt
 	var todoSQL []string
 	for _, q := range sqls {
@@ -469,12 +475,6 @@ func (c *Conn) prepare(sqls []string) error {
 	}
 	if len(todo) == 0 {
 		return nil
-	}
-	if len(c.stmts)+len(todo) > maxStmts {
-		for q, st := range c.stmts {
-			c.fe.SendClose(&pgproto3.Close{ObjectType: 'S', Name: st.name})
-			delete(c.stmts, q)
-		}
 	}
 	c.fe.SendSync(&pgproto3.Sync{})
 	if err := c.flush(); err != nil {
@@ -599,6 +599,7 @@ func (c *Conn) extended(ctx context.Context, qs []query) ([]result, error) {
 				}
 			case *pgproto3.ReadyForQuery:
 				c.txStatus = m.TxStatus
+				c.forgetStale(firstErr)
 				return firstErr
 			default:
 				return c.fail(fmt.Errorf("pgdb: unexpected %T", msg))
@@ -680,4 +681,14 @@ func (c *Conn) WaitForNotification(ctx context.Context) (*Notification, error) {
 		}
 	})
 	return n, err
+}
+
+// forgetStale forgets the prepared statements when the server says one no
+// longer fits (a table changed under it: "cached plan must not change
+// result type") or is gone: the next run prepares them again, as pgx does.
+func (c *Conn) forgetStale(err error) {
+	var pe *PgError
+	if errors.As(err, &pe) && (pe.Code == "0A000" || pe.Code == "26000") {
+		clear(c.stmts)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -396,5 +397,50 @@ func TestDatabaseSQLDriver(t *testing.T) {
 	var count int
 	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM s`).Scan(&count); err != nil || count != 2 {
 		t.Fatalf("after a rolled back delete %d rows (%v), want 2", count, err)
+	}
+}
+
+// A table changed under a prepared statement fails it once, then it is
+// prepared again; a connection keeps a bounded number of statements, and
+// one run in the same call as the eviction still runs.
+func TestPreparedStatementsStayUsable(t *testing.T) {
+	ctx := context.Background()
+	c, err := pgdb.Connect(ctx, pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	if _, err := c.Exec(ctx, `CREATE TABLE t (id int); INSERT INTO t VALUES (1)`); err != nil {
+		t.Fatal(err)
+	}
+	const q = `SELECT * FROM t WHERE id = $1`
+	var id int
+	if err := c.QueryRow(ctx, q, 1).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(ctx, `ALTER TABLE t ADD COLUMN s text DEFAULT 'x'`); err != nil {
+		t.Fatal(err)
+	}
+	var s string
+	_ = c.QueryRow(ctx, q, 1).Scan(&id, &s) // may fail: the plan's result type changed
+	if err := c.QueryRow(ctx, q, 1).Scan(&id, &s); err != nil || s != "x" {
+		t.Fatalf("after the table changed: %q %v", s, err)
+	}
+	for i := range 600 {
+		b := &pgdb.Batch{}
+		b.Queue(q, 1)
+		b.Queue(`SELECT $1::int + `+strconv.Itoa(i), i)
+		br := c.SendBatch(ctx, b)
+		if _, err := br.Exec(); err != nil {
+			t.Fatalf("statement %d: %v", i, err)
+		}
+		var n int
+		if err := br.QueryRow().Scan(&n); err != nil || n != 2*i {
+			t.Fatalf("statement %d: %d %v", i, n, err)
+		}
+	}
+	var prepared int
+	if err := c.QueryRow(ctx, `SELECT count(*) FROM pg_prepared_statements`).Scan(&prepared); err != nil || prepared > 520 {
+		t.Fatalf("%d statements prepared on the connection (%v), want at most the bound", prepared, err)
 	}
 }
