@@ -9,6 +9,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -88,6 +89,18 @@ func TestValuesRoundTrip(t *testing.T) {
 		}
 		if j != `{"k": [1, "two"]}` {
 			t.Errorf("%s: jsonb came back as %s", q, j)
+		}
+	}
+	// timestamptz[] (the rate limit's windows), prepared and not.
+	times := []time.Time{at, at.Add(-time.Hour).UTC()}
+	for _, q := range []string{`SELECT $1::timestamptz[]`, `SELECT '{"2026-11-26 13:04:05.123456+05:30","2026-11-26 06:34:05.123456+00"}'::timestamptz[]`} {
+		var args []any
+		if strings.Contains(q, "$1") {
+			args = []any{times}
+		}
+		var got []time.Time
+		if err := p.QueryRow(ctx, q, args...).Scan(&got); err != nil || len(got) != 2 || !got[0].Equal(times[0]) || !got[1].Equal(times[1]) {
+			t.Errorf("%s: %v (%v), want %v", q, got, err, times)
 		}
 	}
 	var n string
@@ -442,5 +455,22 @@ func TestPreparedStatementsStayUsable(t *testing.T) {
 	var prepared int
 	if err := c.QueryRow(ctx, `SELECT count(*) FROM pg_prepared_statements`).Scan(&prepared); err != nil || prepared > 520 {
 		t.Fatalf("%d statements prepared on the connection (%v), want at most the bound", prepared, err)
+	}
+}
+
+// Against a server without TLS (the tests' own): sslmode=prefer, the
+// default, connects in the clear; require refuses rather than do so.
+func TestSSLModeWithoutTLS(t *testing.T) {
+	u := pgtest.URL(t)
+	ctx := context.Background()
+	for _, mode := range []string{"prefer", "allow"} {
+		c, err := pgdb.Connect(ctx, strings.Replace(u, "sslmode=disable", "sslmode="+mode, 1))
+		if err != nil {
+			t.Fatalf("sslmode=%s: %v", mode, err)
+		}
+		_ = c.Close(ctx)
+	}
+	if _, err := pgdb.Connect(ctx, strings.Replace(u, "sslmode=disable", "sslmode=require", 1)); err == nil || !strings.Contains(err.Error(), "TLS") {
+		t.Fatalf("sslmode=require against a server without TLS: %v", err)
 	}
 }

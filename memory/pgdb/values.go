@@ -322,6 +322,8 @@ func scanValue(f field, src []byte, dest any) error {
 		})
 	case *[]float64:
 		return scanArray(f, src, d, func(s string) (float64, error) { return strconv.ParseFloat(s, 64) })
+	case *[]time.Time:
+		return scanArray(f, src, d, func(s string) (time.Time, error) { return timeOf(field{oid: oidTimestamptz}, []byte(s)) })
 	case *[][]byte:
 		return scanArray(f, src, d, func(s string) ([]byte, error) { return bytesOf(field{oid: oidBytea}, []byte(s)) })
 	case sql.Scanner:
