@@ -6,8 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
+	"github.com/recallbot/recall/memory/pgdb"
 	"github.com/recallbot/recall/pipeline"
 )
 
@@ -73,7 +72,7 @@ func (p *Postgres) OutboxEntry(ctx context.Context, key pipeline.Key, replyTo st
 	e := OutboxEntry{Key: key, ReplyTo: replyTo}
 	var text *string
 	err := p.pool.QueryRow(ctx, sqlOutboxEntry, key.String(), replyTo).Scan(&text, &e.Shown, &e.State, &e.At)
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, pgdb.ErrNoRows) {
 		return e, false, nil
 	}
 	if err != nil {
@@ -94,7 +93,7 @@ func (p *Postgres) OutboxClaimFailed(ctx context.Context, channel string) (Outbo
 		key string
 	)
 	err := p.pool.QueryRow(ctx, sqlOutboxClaim, channel).Scan(&key, &e.ReplyTo, &e.Text, &e.Shown, &e.At)
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, pgdb.ErrNoRows) {
 		return e, false, nil
 	}
 	if err != nil {
@@ -114,8 +113,15 @@ func (p *Postgres) OutboxForget(ctx context.Context, scope PurgeScope) error {
 	if err != nil {
 		return fmt.Errorf("forgetting undelivered replies: %w", err)
 	}
-	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
+	var keys []string
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			return fmt.Errorf("forgetting undelivered replies: %w", err)
+		}
+		keys = append(keys, k)
+	}
+	if err := rows.Err(); err != nil {
 		return fmt.Errorf("forgetting undelivered replies: %w", err)
 	}
 	var drop []string

@@ -10,9 +10,8 @@ import (
 	"sort"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/recallbot/recall/memory/internal/fts"
+	"github.com/recallbot/recall/memory/pgdb"
 	"github.com/recallbot/recall/pipeline"
 )
 
@@ -177,7 +176,7 @@ func (p *Postgres) search(ctx context.Context, key pipeline.Key, q Query, also b
 	if p.searchTrace != nil {
 		p.searchTrace()
 	}
-	b := &pgx.Batch{}
+	b := &pgdb.Batch{}
 	// The batch is one implicit transaction: the setting lasts until its
 	// end. It keeps pgSearchPostings' plan, which PostgreSQL would make
 	// again at every call (its array parameter makes the kept, generic
@@ -203,7 +202,7 @@ func (p *Postgres) search(ctx context.Context, key pipeline.Key, q Query, also b
 			return err
 		}
 		err = br.QueryRow().Scan(&conv, &nDocs, &nTokens)
-		if errors.Is(err, pgx.ErrNoRows) {
+		if errors.Is(err, pgdb.ErrNoRows) {
 			conv = 0
 		} else if err != nil {
 			return err
@@ -314,7 +313,7 @@ func (p *Postgres) search(ctx context.Context, key pipeline.Key, q Query, also b
 		}
 	}
 	best := ranked[:min(keep, len(ranked))] // all's ranking
-	var rows pgx.Rows
+	var rows *pgdb.Rows
 	if q.timed() {
 		// Of a timed ranking, only the messages in the range are read, and
 		// all's best.

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/recallbot/recall/memory/pgdb"
 )
 
 // EnvURL names the environment variable with the server's URL.
@@ -30,7 +30,7 @@ func URL(t testing.TB) string {
 		t.Skip(EnvURL + " is not set (run .ci/postgres to start a throwaway PostgreSQL)")
 	}
 	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, base)
+	admin, err := pgdb.Connect(ctx, base)
 	if err != nil {
 		t.Fatalf("connecting to %s: %v", EnvURL, err)
 	}
@@ -40,7 +40,7 @@ func URL(t testing.TB) string {
 		t.Fatalf("creating schema %s: %v", schema, err)
 	}
 	t.Cleanup(func() {
-		c, err := pgx.Connect(context.Background(), base)
+		c, err := pgdb.Connect(context.Background(), base)
 		if err != nil {
 			t.Errorf("dropping schema %s: %v", schema, err)
 			return
