@@ -166,17 +166,8 @@ func (a *Assembler) recallPass(ctx context.Context, req Request, exclude []int64
 	if len(ids) == 0 {
 		return nil, 0, more, nil
 	}
-	// The messages around the hits, exchangeReach each way: each Around
-	// reaches one further.
-	msgs, err := a.src.Around(ctx, req.Key, ids)
-	asked := ids // the messages whose neighbours msgs holds
-	for r := 1; r < exchangeReach && err == nil; r++ {
-		asked = make([]int64, len(msgs))
-		for i, m := range msgs {
-			asked[i] = m.ID
-		}
-		msgs, err = a.src.Around(ctx, req.Key, asked)
-	}
+	// The messages around the hits, exchangeReach each way.
+	msgs, err := a.around(ctx, req.Key, ids, exchangeReach)
 	if err != nil {
 		return nil, 0, false, err
 	}
@@ -184,12 +175,15 @@ func (a *Assembler) recallPass(ctx context.Context, req Request, exclude []int64
 	for _, m := range msgs {
 		have[m.ID] = true
 	}
-	seeds := make(map[int64]bool, len(asked)+len(ids))
-	for _, id := range ids {
-		seeds[id] = have[id]
-	}
-	for _, id := range asked {
-		seeds[id] = have[id]
+	// seeds are the messages whose neighbours msgs holds: the hits and
+	// the messages up to exchangeReach-1 from them.
+	seeds := make(map[int64]bool, 3*len(ids))
+	for i, m := range msgs {
+		if _, hit := score[m.ID]; hit {
+			for j := max(0, i-exchangeReach+1); j < min(len(msgs), i+exchangeReach); j++ {
+				seeds[msgs[j].ID] = true
+			}
+		}
 	}
 	// Hits missing from Around (a purge in between) still count alone.
 	for _, h := range hits {
@@ -276,6 +270,7 @@ func (a *Assembler) fill(msgs []memory.Message, follows []bool, e []float64, sco
 		pos[m.ID] = i
 	}
 	byDay := map[string]int{} // a day's block in out
+	follow := func(x, y SnippetMessage) bool { return pos[y.ID] == pos[x.ID]+1 && follows[pos[x.ID]] }
 	for _, i := range order {
 		m := msgs[i]
 		_, hit := score[m.ID]
@@ -294,22 +289,18 @@ func (a *Assembler) fill(msgs []memory.Message, follows []bool, e []float64, sco
 			used += one.Tokens
 			continue
 		}
-		b := addMessage(out[d], one.Messages[0], func(x, y int64) bool { return pos[y] == pos[x]+1 && follows[pos[x]] })
-		a.countSnippet(&b)
-		if used+b.Tokens-out[d].Tokens > budget {
-			continue
+		if grown := a.insert(&out[d], one.Messages[0], follow, budget-used); grown >= 0 {
+			used += grown
 		}
-		used += b.Tokens - out[d].Tokens
-		out[d] = b
 	}
 	return out, used
 }
 
-// addMessage is day's block with m added in time order (by id), each
-// message marked Gap unless follows says it comes right after the one
+// insert adds m to day's block in time order (by id) when it grows the
+// block by at most room tokens, and returns by how much (-1: not added).
+// A message is marked Gap unless follow says it comes right after the one
 // before it.
-func addMessage(day Snippet, m SnippetMessage, follows func(prev, id int64) bool) Snippet {
-	out := Snippet{Score: day.Score, Messages: make([]SnippetMessage, 0, len(day.Messages)+1)}
+func (a *Assembler) insert(day *Snippet, m SnippetMessage, follow func(prev, next SnippetMessage) bool, room int) int {
 	at := len(day.Messages)
 	for j, x := range day.Messages {
 		if x.ID > m.ID {
@@ -317,13 +308,65 @@ func addMessage(day Snippet, m SnippetMessage, follows func(prev, id int64) bool
 			break
 		}
 	}
-	out.Messages = append(out.Messages, day.Messages[:at]...)
-	out.Messages = append(out.Messages, m)
-	out.Messages = append(out.Messages, day.Messages[at:]...)
-	for j := range out.Messages {
-		out.Messages[j].Gap = j > 0 && !follows(out.Messages[j-1].ID, out.Messages[j].ID)
+	m.Gap = at > 0 && !follow(day.Messages[at-1], m)
+	day.Messages = slices.Insert(day.Messages, at, m)
+	var nextGap bool
+	if at+1 < len(day.Messages) {
+		nextGap = day.Messages[at+1].Gap
+		day.Messages[at+1].Gap = !follow(m, day.Messages[at+1])
 	}
-	return out
+	before := day.Tokens
+	a.countSnippet(day)
+	if grown := day.Tokens - before; grown <= room {
+		return grown
+	}
+	day.Messages = slices.Delete(day.Messages, at, at+1)
+	if at < len(day.Messages) {
+		day.Messages[at].Gap = nextGap
+	}
+	day.Tokens = before
+	return -1
+}
+
+// reacher is a Source that reads the messages several steps around ids at
+// once (memory.Store.AroundReach).
+type reacher interface {
+	AroundReach(ctx context.Context, key pipeline.Key, ids []int64, reach int) ([]memory.Message, error)
+}
+
+// around returns the messages up to reach steps before and after each of
+// ids, sorted by id: from one read when the source can, else from one
+// Around a step, each from the messages the last one added.
+func (a *Assembler) around(ctx context.Context, key pipeline.Key, ids []int64, reach int) ([]memory.Message, error) {
+	if r, ok := a.src.(reacher); ok {
+		return r.AroundReach(ctx, key, ids, reach)
+	}
+	asked := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		asked[id] = true
+	}
+	msgs, err := a.src.Around(ctx, key, ids)
+	for step := 1; step < reach && err == nil; step++ {
+		var further []int64
+		for _, m := range msgs {
+			if !asked[m.ID] {
+				asked[m.ID] = true
+				further = append(further, m.ID)
+			}
+		}
+		if len(further) == 0 {
+			break
+		}
+		var next []memory.Message
+		if next, err = a.src.Around(ctx, key, further); err == nil {
+			msgs = append(msgs, next...)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(msgs, func(x, y memory.Message) int { return compareID(x.ID, y.ID) })
+	return slices.CompactFunc(msgs, func(x, y memory.Message) bool { return x.ID == y.ID }), nil
 }
 
 // withinSearcher is a Source that answers a question naming a time from
