@@ -166,15 +166,22 @@ func (a *Assembler) recallPass(ctx context.Context, req Request, exclude []int64
 	if len(ids) == 0 {
 		return nil, 0, more, nil
 	}
-	// The messages around the hits, exchangeReach each way.
+	// The messages around the hits, exchangeReach each way, and the hits.
 	msgs, err := a.around(ctx, req.Key, ids, exchangeReach)
 	if err != nil {
 		return nil, 0, false, err
 	}
-	have := make(map[int64]bool, len(msgs))
+	have := make(map[int64]bool, len(msgs)+len(ids))
 	for _, m := range msgs {
 		have[m.ID] = true
 	}
+	for _, h := range hits {
+		if _, ok := score[h.Message.ID]; ok && !have[h.Message.ID] {
+			have[h.Message.ID] = true
+			msgs = append(msgs, h.Message)
+		}
+	}
+	slices.SortFunc(msgs, func(x, y memory.Message) int { return compareID(x.ID, y.ID) })
 	// seeds are the messages whose neighbours msgs holds: the hits and
 	// the messages up to exchangeReach-1 from them.
 	seeds := make(map[int64]bool, 3*len(ids))
@@ -185,14 +192,6 @@ func (a *Assembler) recallPass(ctx context.Context, req Request, exclude []int64
 			}
 		}
 	}
-	// Hits missing from Around (a purge in between) still count alone.
-	for _, h := range hits {
-		if _, ok := score[h.Message.ID]; ok && !have[h.Message.ID] {
-			have[h.Message.ID] = true
-			msgs = append(msgs, h.Message)
-		}
-	}
-	slices.SortFunc(msgs, func(x, y memory.Message) int { return compareID(x.ID, y.ID) })
 	follows := exchangeLinks(msgs, seeds)
 	out, used = a.fill(msgs, follows, contextScores(msgs, follows, score, seeds), score, skip, req.MessageID, text, budget)
 	return out, used, more, nil
@@ -335,8 +334,9 @@ type reacher interface {
 }
 
 // around returns the messages up to reach steps before and after each of
-// ids, sorted by id: from one read when the source can, else from one
-// Around a step, each from the messages the last one added.
+// ids, sorted by id, ids themselves among them or not: from one read when
+// the source can (without them), else from one Around a step, each from
+// the messages the last one added.
 func (a *Assembler) around(ctx context.Context, key pipeline.Key, ids []int64, reach int) ([]memory.Message, error) {
 	if r, ok := a.src.(reacher); ok {
 		return r.AroundReach(ctx, key, ids, reach)

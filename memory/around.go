@@ -16,10 +16,11 @@ type aroundReacher interface {
 	AroundReach(ctx context.Context, key pipeline.Key, ids []int64, reach int) ([]Message, error)
 }
 
-// AroundReach is Around reaching reach messages before and after each id
-// (reach 1 is Around): each message once, oldest first. A backend that
-// cannot in one read is asked step by step, from the messages the last
-// step added.
+// AroundReach returns the messages up to reach before and after each of
+// ids in the conversation (by id, archived or active), without ids
+// themselves (the caller has them: search hits): each message once, oldest
+// first. A backend that cannot in one read is asked step by step (Around),
+// from the messages the last step added.
 func (s *Store) AroundReach(ctx context.Context, key pipeline.Key, ids []int64, reach int) ([]Message, error) {
 	if len(ids) == 0 || reach <= 0 {
 		return nil, nil
@@ -41,8 +42,9 @@ func aroundReach(ctx context.Context, b Backend, key pipeline.Key, ids []int64, 
 // aroundSteps answers AroundReach with one Around a step.
 func aroundSteps(ctx context.Context, b Backend, key pipeline.Key, ids []int64, reach int) ([]Message, error) {
 	asked := make(map[int64]bool, len(ids))
+	seeds := make(map[int64]bool, len(ids))
 	for _, id := range ids {
-		asked[id] = true
+		asked[id], seeds[id] = true, true
 	}
 	msgs, err := b.Around(ctx, key, ids)
 	for step := 1; step < reach && err == nil; step++ {
@@ -64,6 +66,7 @@ func aroundSteps(ctx context.Context, b Backend, key pipeline.Key, ids []int64, 
 	if err != nil {
 		return nil, err
 	}
+	msgs = slices.DeleteFunc(msgs, func(m Message) bool { return seeds[m.ID] })
 	slices.SortFunc(msgs, func(x, y Message) int {
 		switch {
 		case x.ID < y.ID:
@@ -76,8 +79,9 @@ func aroundSteps(ctx context.Context, b Backend, key pipeline.Key, ids []int64, 
 	return slices.CompactFunc(msgs, func(x, y Message) bool { return x.ID == y.ID }), nil
 }
 
-// sqlAroundReach is sqlAround reaching ?3 steps each way: the neighbours'
-// neighbours, and so on, in one query that reads each message once.
+// sqlAroundReach is sqlAround reaching ?3 steps each way (the neighbours'
+// neighbours, and so on) without the messages ?2 themselves, in one query
+// that reads each message once.
 const sqlAroundReach = `WITH RECURSIVE seed(id) AS MATERIALIZED (SELECT id FROM messages WHERE +conv = ?1 AND id IN (SELECT value FROM json_each(?2))),
 back(id, d) AS (SELECT id, 0 FROM seed
 	UNION SELECT max(coalesce((SELECT id FROM messages WHERE conv = ?1 AND is_active = 0 AND id < j.id ORDER BY id DESC LIMIT 1), -1),
@@ -87,7 +91,7 @@ fwd(id, d) AS (SELECT id, 0 FROM seed
 	UNION SELECT min(coalesce((SELECT id FROM messages WHERE conv = ?1 AND is_active = 0 AND id > j.id ORDER BY id LIMIT 1), 9223372036854775807),
 	                 coalesce((SELECT id FROM messages WHERE conv = ?1 AND is_active = 1 AND id > j.id ORDER BY id LIMIT 1), 9223372036854775807)), j.d + 1
 	FROM fwd j WHERE j.d < ?3 AND j.id < 9223372036854775807)
-SELECT ` + msgColumns + ` FROM messages m WHERE +m.conv = ?1 AND m.id IN (SELECT id FROM back UNION SELECT id FROM fwd) ORDER BY m.id`
+SELECT ` + msgColumns + ` FROM messages m WHERE +m.conv = ?1 AND m.id IN (SELECT id FROM back UNION SELECT id FROM fwd EXCEPT SELECT id FROM seed) ORDER BY m.id`
 
 // AroundReach answers Store.AroundReach in one query.
 func (s *SQLite) AroundReach(ctx context.Context, key pipeline.Key, ids []int64, reach int) ([]Message, error) {
