@@ -103,28 +103,31 @@ type wordCounter struct{}
 
 func (wordCounter) Count(s string) int { return len(strings.Fields(s)) }
 
-// BenchmarkFill: taking ranked blocks into the snippet budget, a day's
-// exchanges merged under one header (40 exchanges of three messages over
-// 10 days, real tokenizer, 1,500 tokens): a turn's share of the work.
+// BenchmarkFill: ranking hits and their context and taking them into the
+// snippet budget, a day's messages merged under one header (40 hits in 200
+// messages over 10 days, real tokenizer, 1,500 tokens): a turn's share of
+// the work.
 func BenchmarkFill(b *testing.B) {
 	count := llm.NewCounter("gpt-4o-mini")
 	a := &Assembler{count: count}
 	t0 := time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)
-	var blocks []Snippet
-	id := int64(0)
-	for i := range 40 {
-		var s Snippet
-		for j := range 3 {
-			id++
-			text := fmt.Sprintf("message %d of exchange %d: we talked about the garden and the new fence for a while", j, i)
-			s.Messages = append(s.Messages, SnippetMessage{ID: int64(i%10)*1000 + id, Role: memory.RoleUser, Sender: []string{"Anna", "Ben"}[j%2],
-				Time: t0.AddDate(0, 0, i%10).Add(time.Duration(i) * time.Hour), Text: text, Hit: j == 1, tokens: count.Count(text)})
+	var msgs []memory.Message
+	score := map[int64]float64{}
+	seeds := map[int64]bool{}
+	for i := range 200 {
+		text := fmt.Sprintf("message %d: we talked about the garden and the new fence for a while", i)
+		m := memory.Message{ID: int64(i + 1), Role: memory.RoleUser, SenderName: []string{"Anna", "Ben"}[i%2],
+			Time: t0.AddDate(0, 0, i/20).Add(time.Duration(i%20) * time.Minute), Text: text, Tokens: count.Count(text)}
+		if i%5 == 2 {
+			score[m.ID] = float64(100 - i/5)
 		}
-		s.Score = float64(100 - i)
-		a.countSnippet(&s)
-		blocks = append(blocks, s)
+		if i%5 >= 1 && i%5 <= 3 {
+			seeds[m.ID] = true
+		}
+		msgs = append(msgs, m)
 	}
 	for b.Loop() {
-		a.fill(blocks, 1500)
+		follows := exchangeLinks(msgs, seeds)
+		a.fill(msgs, follows, contextScores(msgs, follows, score, seeds), score, nil, "", "garden fence", 1500)
 	}
 }

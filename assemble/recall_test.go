@@ -99,9 +99,33 @@ func TestSnippetsAreExchanges(t *testing.T) {
 	})
 }
 
+// TestSnippetsReplyTwoMessagesOn: the answer to a question often comes a
+// message later than the reply right after it ("hold on, let me look");
+// the snippet reaches it, though it shares no word with the question.
+func TestSnippetsReplyTwoMessagesOn(t *testing.T) {
+	eachBackend(t, func(t *testing.T, storage memory.Storage) {
+		st := archivedGroup(t, storage, []line{
+			{"Anna", at(2, 9, 0), "good morning all"},
+			{"Anna", at(3, 18, 0), "Ben, what did the vet say about Rex's leg?"},
+			{"Ben", at(3, 18, 2), "hold on, finding the note"},
+			{"Ben", at(3, 18, 6), "a sprain: two weeks of rest, no long walks"},
+			{"Anna", at(3, 18, 7), "poor thing"},
+			{"Anna", at(5, 10, 0), "anyone seen my umbrella"},
+		})
+		p, err := assemble.New(st, words{}, assemble.DefaultBudget).Build(context.Background(),
+			assemble.Request{Key: group, Text: "what did the vet say about Rex's leg?", Memory: true, Now: at(20, 12, 0)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if block := p.Messages[0].Content; !strings.Contains(block, "Rex's leg?\nBen: hold on, finding the note\na sprain: two weeks of rest") {
+			t.Errorf("the prompt does not carry the vet's answer after the question:\n%s", block)
+		}
+	})
+}
+
 // TestSnippetsFillTheBudget: with many matching exchanges the snippets
-// fill their budget (no cap of 20 hits), each hit with the messages around
-// it.
+// fill their budget (no cap of 20 hits): every matching message first, then
+// the messages around them, newest first, while they fit.
 func TestSnippetsFillTheBudget(t *testing.T) {
 	eachBackend(t, func(t *testing.T, storage memory.Storage) {
 		var lines []line
@@ -114,7 +138,7 @@ func TestSnippetsFillTheBudget(t *testing.T) {
 		}
 		st := archivedGroup(t, storage, lines)
 		b := assemble.DefaultBudget
-		b.Snippets = 300 // 21 blocks of 14 words
+		b.Snippets = 300 // 28 garden messages with their dates, and some context
 		p, err := assemble.New(st, words{}, b).Build(context.Background(), assemble.Request{Key: group, Text: "garden", Memory: true, Now: at(30, 0, 0)})
 		if err != nil {
 			t.Fatal(err)
@@ -123,17 +147,17 @@ func TestSnippetsFillTheBudget(t *testing.T) {
 		hits, used := 0, 0
 		for _, s := range bd.Snippets {
 			used += s.Tokens
-			if len(s.Messages) != 3 || s.Messages[0].Hit || !s.Messages[1].Hit || s.Messages[2].Hit {
-				t.Errorf("block %q: want the day's garden message with the question before and the answer after", texts([]assemble.Snippet{s}))
-			}
 			for _, m := range s.Messages {
 				if m.Hit {
 					hits++
 				}
 			}
 		}
-		if hits <= 20 || used > b.Snippets || used < b.Snippets-14 {
-			t.Errorf("%d hits in %d blocks, %d of %d tokens: want more than 20 hits filling the budget", hits, len(bd.Snippets), used, b.Snippets)
+		if hits != 28 || used > b.Snippets || used < b.Snippets-14 {
+			t.Errorf("%d hits in %d blocks, %d of %d tokens: want all 28 garden messages filling the budget", hits, len(bd.Snippets), used, b.Snippets)
+		}
+		if s := bd.Snippets[0]; len(s.Messages) != 3 || s.Messages[0].Hit || !s.Messages[1].Hit || s.Messages[2].Hit {
+			t.Errorf("newest block %q: want the garden message with the question before and the answer after", texts([]assemble.Snippet{s}))
 		}
 	})
 }

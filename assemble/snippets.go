@@ -60,12 +60,16 @@ const (
 	// written at most this long before or after it (a reply the same
 	// evening, not the next conversation days later).
 	exchangeGap = time.Hour
-	// exchangeReach: a window reaches at most this many messages before
-	// and after its hit (while they are the hit's speaker's own).
-	exchangeReach = 1
-	// otherHits is the share of a block's other hits' scores added to its
-	// best hit's: an exchange where several messages match ranks higher.
-	otherHits = 0.25
+	// exchangeReach: a hit's context reaches at most this many messages
+	// before and after it (the message it answers, the reply, and the one
+	// after that), each written within exchangeGap of the one next to it.
+	exchangeReach = 2
+	// contextShare is the share of a hit's score that the message next to
+	// it gains, and each further step the next (a half, a quarter): the
+	// words of a question reach its reply, as document expansion by
+	// context does, and a reply two messages on still ranks above a weak
+	// hit on its own.
+	contextShare = 0.5
 	// nameBoost multiplies the score of a hit whose sender the question
 	// names.
 	nameBoost = 1.5
@@ -162,21 +166,12 @@ func (a *Assembler) recallPass(ctx context.Context, req Request, exclude []int64
 	if len(ids) == 0 {
 		return nil, 0, more, nil
 	}
-	// The messages around the hits, exchangeReach each way: each Around
-	// reaches one further.
-	msgs, err := a.src.Around(ctx, req.Key, ids)
-	for r := 1; r < exchangeReach && err == nil; r++ {
-		next := make([]int64, len(msgs))
-		for i, m := range msgs {
-			next[i] = m.ID
-		}
-		msgs, err = a.src.Around(ctx, req.Key, next)
-	}
+	// The messages around the hits, exchangeReach each way, and the hits.
+	msgs, err := a.around(ctx, req.Key, ids, exchangeReach)
 	if err != nil {
 		return nil, 0, false, err
 	}
-	// Hits missing from Around (a purge in between) still count alone.
-	have := make(map[int64]bool, len(msgs))
+	have := make(map[int64]bool, len(msgs)+len(ids))
 	for _, m := range msgs {
 		have[m.ID] = true
 	}
@@ -187,90 +182,191 @@ func (a *Assembler) recallPass(ctx context.Context, req Request, exclude []int64
 		}
 	}
 	slices.SortFunc(msgs, func(x, y memory.Message) int { return compareID(x.ID, y.ID) })
-	blocks := exchanges(msgs, score, skip, req.MessageID)
-	for i := range blocks {
-		shortenLong(&blocks[i], text, max(budget/longShare, minLong))
-		a.countSnippet(&blocks[i])
-	}
-	slices.SortStableFunc(blocks, func(x, y Snippet) int {
-		switch {
-		case x.Score > y.Score:
-			return -1
-		case x.Score < y.Score:
-			return 1
+	// seeds are the messages whose neighbours msgs holds: the hits and
+	// the messages up to exchangeReach-1 from them.
+	seeds := make(map[int64]bool, 3*len(ids))
+	for i, m := range msgs {
+		if _, hit := score[m.ID]; hit {
+			for j := max(0, i-exchangeReach+1); j < min(len(msgs), i+exchangeReach); j++ {
+				seeds[msgs[j].ID] = true
+			}
 		}
-		return -compareID(x.Messages[0].ID, y.Messages[0].ID) // newer first on ties
-	})
-	out, used = a.fill(blocks, budget)
+	}
+	follows := exchangeLinks(msgs, seeds)
+	out, used = a.fill(msgs, follows, contextScores(msgs, follows, score, seeds), score, skip, req.MessageID, text, budget)
 	return out, used, more, nil
 }
 
-// fill takes blocks (ranked) while they fit the budget, a block that does
-// not fit whole as its hits alone when they fit. The exchanges of one day
-// are shown as one block under one date header, in time order with a "…"
-// line between them: the header is paid once a day, which leaves room for
-// more of the archive. A day's block ranks where its best exchange did.
-func (a *Assembler) fill(blocks []Snippet, budget int) (out []Snippet, used int) {
+// exchangeLinks reports for each of msgs (sorted by id, seeds those whose
+// neighbours msgs holds) whether the next one comes right after it in the
+// conversation, in the same exchange (written within exchangeGap).
+func exchangeLinks(msgs []memory.Message, seeds map[int64]bool) []bool {
+	out := make([]bool, len(msgs))
+	for i := 0; i+1 < len(msgs); i++ {
+		out[i] = (seeds[msgs[i].ID] || seeds[msgs[i+1].ID]) && absDur(msgs[i+1].Time.Sub(msgs[i].Time)) <= exchangeGap
+	}
+	return out
+}
+
+// contextScores scores each of msgs (sorted by id: hits and the messages
+// around them, follows their exchangeLinks) by its own score, if a hit,
+// plus contextShare of each hit next to it in the same exchange,
+// contextShare² of each two messages away, and so on up to exchangeReach:
+// a message is scored by its context too, so a reply ("yes, loved it!")
+// is found through the words of the message it answers. A message the
+// hits do not reach scores 0.
+func contextScores(msgs []memory.Message, follows []bool, score map[int64]float64, seeds map[int64]bool) []float64 {
+	next := func(i int) bool { return i >= 0 && i < len(follows) && follows[i] }
+	e := make([]float64, len(msgs))
+	for i, m := range msgs {
+		own, hit := score[m.ID]
+		if !hit {
+			continue
+		}
+		e[i] += own
+		if !seeds[m.ID] {
+			continue // its neighbours are not known
+		}
+		for w, d := own, 1; d <= exchangeReach && next(i-d); d++ {
+			w *= contextShare
+			e[i-d] += w
+		}
+		for w, d := own, 1; d <= exchangeReach && next(i+d-1); d++ {
+			w *= contextShare
+			e[i+d] += w
+		}
+	}
+	return e
+}
+
+// fill takes messages in the order of their context scores (e, see
+// contextScores) while they fit the budget: a hit comes before its
+// neighbours, and the neighbours of a strong hit before a weak hit. The
+// messages of one day are shown as one block under one date header, in
+// time order, a "…" line where one does not follow the one before it: the
+// header is paid once a day, which leaves room for more of the archive. A
+// day's block ranks where its first message did; the budget is filled
+// message by message, none cut (but a long one shortened, see
+// shortenLong).
+func (a *Assembler) fill(msgs []memory.Message, follows []bool, e []float64, score map[int64]float64, skip map[int64]bool, currentPID, question string, budget int) (out []Snippet, used int) {
+	order := make([]int, 0, len(msgs))
+	for i, m := range msgs {
+		if e[i] > 0 && !skip[m.ID] && !(currentPID != "" && m.PlatformID == currentPID) {
+			order = append(order, i)
+		}
+	}
+	slices.SortStableFunc(order, func(x, y int) int {
+		switch {
+		case e[x] > e[y]:
+			return -1
+		case e[x] < e[y]:
+			return 1
+		}
+		return -compareID(msgs[x].ID, msgs[y].ID) // newer first on ties
+	})
+	pos := make(map[int64]int, len(msgs)) // a message's index in msgs
+	for i, m := range msgs {
+		pos[m.ID] = i
+	}
 	byDay := map[string]int{} // a day's block in out
-	take := func(b Snippet) bool {
-		day := b.Messages[0].Time.Format("2006-01-02")
-		i, ok := byDay[day]
+	follow := func(x, y SnippetMessage) bool { return pos[y.ID] == pos[x.ID]+1 && follows[pos[x.ID]] }
+	for _, i := range order {
+		m := msgs[i]
+		_, hit := score[m.ID]
+		one := Snippet{Score: e[i], Messages: []SnippetMessage{{ID: m.ID, PlatformID: m.PlatformID, Role: m.Role, Sender: senderName(m),
+			Time: m.Time, Text: m.Text, Hit: hit, tokens: m.Tokens}}}
+		shortenLong(&one, question, max(budget/longShare, minLong))
+		day := m.Time.Format("2006-01-02")
+		d, ok := byDay[day]
 		if !ok {
-			if used+b.Tokens > budget {
-				return false
+			a.countSnippet(&one)
+			if used+one.Tokens > budget {
+				continue
 			}
 			byDay[day] = len(out)
-			out = append(out, b)
-			used += b.Tokens
-			return true
+			out = append(out, one)
+			used += one.Tokens
+			continue
 		}
-		// Merged, b saves at most a date header (its own or the day's).
-		if used+b.Tokens-a.count.Count(dateHeader(b.Messages[0].Time))-a.count.Count(" ") > budget {
-			return false
-		}
-		m := mergeDay(out[i], b)
-		a.countSnippet(&m)
-		if used+m.Tokens-out[i].Tokens > budget {
-			return false
-		}
-		used += m.Tokens - out[i].Tokens
-		out[i] = m
-		return true
-	}
-	for _, b := range blocks {
-		if !take(b) {
-			if h := a.hitsOnly(b); len(h.Messages) > 0 {
-				take(h)
-			}
+		if grown := a.insert(&out[d], one.Messages[0], follow, budget-used); grown >= 0 {
+			used += grown
 		}
 	}
 	return out, used
 }
 
-// mergeDay is day's block with the exchanges of b added, in time order
-// (by id; both are in that order), each message that follows one of the
-// other block marked Gap.
-func mergeDay(day, b Snippet) Snippet {
-	out := Snippet{Score: max(day.Score, b.Score), Messages: make([]SnippetMessage, 0, len(day.Messages)+len(b.Messages))}
-	x, y := day.Messages, b.Messages
-	fromB := false
-	for len(x) > 0 || len(y) > 0 {
-		var m SnippetMessage
-		takeB := len(x) == 0 || (len(y) > 0 && y[0].ID < x[0].ID)
-		if takeB {
-			m, y = y[0], y[1:]
-		} else {
-			m, x = x[0], x[1:]
+// insert adds m to day's block in time order (by id) when it grows the
+// block by at most room tokens, and returns by how much (-1: not added).
+// A message is marked Gap unless follow says it comes right after the one
+// before it.
+func (a *Assembler) insert(day *Snippet, m SnippetMessage, follow func(prev, next SnippetMessage) bool, room int) int {
+	at := len(day.Messages)
+	for j, x := range day.Messages {
+		if x.ID > m.ID {
+			at = j
+			break
 		}
-		if len(out.Messages) == 0 {
-			m.Gap = false
-		} else if takeB != fromB {
-			m.Gap = true
-		}
-		fromB = takeB
-		out.Messages = append(out.Messages, m)
 	}
-	return out
+	m.Gap = at > 0 && !follow(day.Messages[at-1], m)
+	day.Messages = slices.Insert(day.Messages, at, m)
+	var nextGap bool
+	if at+1 < len(day.Messages) {
+		nextGap = day.Messages[at+1].Gap
+		day.Messages[at+1].Gap = !follow(m, day.Messages[at+1])
+	}
+	before := day.Tokens
+	a.countSnippet(day)
+	if grown := day.Tokens - before; grown <= room {
+		return grown
+	}
+	day.Messages = slices.Delete(day.Messages, at, at+1)
+	if at < len(day.Messages) {
+		day.Messages[at].Gap = nextGap
+	}
+	day.Tokens = before
+	return -1
+}
+
+// reacher is a Source that reads the messages several steps around ids at
+// once (memory.Store.AroundReach).
+type reacher interface {
+	AroundReach(ctx context.Context, key pipeline.Key, ids []int64, reach int) ([]memory.Message, error)
+}
+
+// around returns the messages up to reach steps before and after each of
+// ids, sorted by id, ids themselves among them or not: from one read when
+// the source can (without them), else from one Around a step, each from
+// the messages the last one added.
+func (a *Assembler) around(ctx context.Context, key pipeline.Key, ids []int64, reach int) ([]memory.Message, error) {
+	if r, ok := a.src.(reacher); ok {
+		return r.AroundReach(ctx, key, ids, reach)
+	}
+	asked := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		asked[id] = true
+	}
+	msgs, err := a.src.Around(ctx, key, ids)
+	for step := 1; step < reach && err == nil; step++ {
+		var further []int64
+		for _, m := range msgs {
+			if !asked[m.ID] {
+				asked[m.ID] = true
+				further = append(further, m.ID)
+			}
+		}
+		if len(further) == 0 {
+			break
+		}
+		var next []memory.Message
+		if next, err = a.src.Around(ctx, key, further); err == nil {
+			msgs = append(msgs, next...)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(msgs, func(x, y memory.Message) int { return compareID(x.ID, y.ID) })
+	return slices.CompactFunc(msgs, func(x, y memory.Message) bool { return x.ID == y.ID }), nil
 }
 
 // withinSearcher is a Source that answers a question naming a time from
@@ -302,69 +398,6 @@ func compareID(x, y int64) int {
 		return 1
 	}
 	return 0
-}
-
-// exchanges groups msgs (sorted by id: hits and the messages around them,
-// every message between two of them included) into blocks: each hit with
-// the message it answers and the reply to it, that is the messages before
-// and after it up to the first one by another speaker (at most
-// exchangeReach each way), written within exchangeGap of the one next to
-// it; windows that overlap merge.
-func exchanges(msgs []memory.Message, score map[int64]float64, skip map[int64]bool, currentPID string) []Snippet {
-	usable := func(n memory.Message, next memory.Message) bool {
-		return !skip[n.ID] && !(currentPID != "" && n.PlatformID == currentPID) && absDur(n.Time.Sub(next.Time)) <= exchangeGap
-	}
-	type span struct{ lo, hi int }
-	var spans []span
-	for i, m := range msgs {
-		if _, hit := score[m.ID]; !hit {
-			continue
-		}
-		sp := span{i, i}
-		for step := 1; step <= exchangeReach && i-step >= 0 && usable(msgs[i-step], msgs[i-step+1]); step++ {
-			sp.lo = i - step
-			if !sameSpeaker(msgs[i-step], m) {
-				break
-			}
-		}
-		for step := 1; step <= exchangeReach && i+step < len(msgs) && usable(msgs[i+step], msgs[i+step-1]); step++ {
-			sp.hi = i + step
-			if !sameSpeaker(msgs[i+step], m) {
-				break
-			}
-		}
-		if n := len(spans); n > 0 && sp.lo <= spans[n-1].hi {
-			spans[n-1].hi = max(spans[n-1].hi, sp.hi)
-			continue
-		}
-		spans = append(spans, sp)
-	}
-	blocks := make([]Snippet, 0, len(spans))
-	for _, sp := range spans {
-		b := Snippet{Messages: make([]SnippetMessage, 0, sp.hi-sp.lo+1)}
-		var best, rest float64
-		for _, m := range msgs[sp.lo : sp.hi+1] {
-			s, hit := score[m.ID]
-			if hit {
-				if s > best {
-					rest += best
-					best = s
-				} else {
-					rest += s
-				}
-			}
-			b.Messages = append(b.Messages, SnippetMessage{ID: m.ID, PlatformID: m.PlatformID, Role: m.Role, Sender: senderName(m),
-				Time: m.Time, Text: m.Text, Hit: hit, tokens: m.Tokens})
-		}
-		b.Score = best + otherHits*rest
-		blocks = append(blocks, b)
-	}
-	return blocks
-}
-
-// sameSpeaker reports whether two messages have one author.
-func sameSpeaker(a, b memory.Message) bool {
-	return a.Role == b.Role && a.SenderID == b.SenderID && a.SenderName == b.SenderName
 }
 
 func absDur(d time.Duration) time.Duration {
@@ -440,28 +473,6 @@ func shortenLong(s *Snippet, question string, max int) {
 		}
 		m.Text, m.tokens = part, 0
 	}
-}
-
-// hitsOnly is b without its neighbours (a Gap where a neighbour between
-// two hits was dropped).
-func (a *Assembler) hitsOnly(b Snippet) Snippet {
-	var out Snippet
-	out.Score = b.Score
-	dropped := false
-	for _, m := range b.Messages {
-		if !m.Hit {
-			dropped = true
-			continue
-		}
-		m.Gap = m.Gap || (dropped && len(out.Messages) > 0)
-		dropped = false
-		out.Messages = append(out.Messages, m)
-	}
-	if len(out.Messages) == len(b.Messages) {
-		return Snippet{} // nothing to drop: it does not fit
-	}
-	a.countSnippet(&out)
-	return out
 }
 
 // senderName is how a snippet names a message's author.

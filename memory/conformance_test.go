@@ -530,6 +530,36 @@ func runConformance(t *testing.T, open func(t *testing.T) Backend) {
 			t.Errorf("Around in an unknown conversation: %v, %v", got, err)
 		}
 	})
+	t.Run("AroundReach", func(t *testing.T) {
+		b := open(t)
+		k, other := cfKey("telegram", "-100"), pipeline.Key{Channel: "telegram", Chat: "-100", Thread: "7"}
+		for i := range 9 {
+			cfAppend(t, b, cfUser(k, fmt.Sprint("k", i), fmt.Sprint("k", i), cfT0.Add(time.Duration(i)*time.Minute)),
+				cfUser(other, fmt.Sprint("o", i), fmt.Sprint("o", i), cfT0.Add(time.Duration(i)*time.Minute)))
+		}
+		msgs := cfActive(t, b, k)
+		cfArchive(t, b, k, cfIDs(msgs[:5]), "first five", cfT0.Add(time.Hour), 0)
+		for _, c := range []struct {
+			ids   []int64
+			reach int
+			want  []string
+		}{
+			{[]int64{msgs[4].ID}, 2, []string{"k2", "k3", "k5", "k6"}}, // archived and active neighbours, not k4 itself
+			{[]int64{msgs[4].ID}, 1, []string{"k3", "k5"}},
+			{[]int64{msgs[1].ID}, 3, []string{"k0", "k2", "k3", "k4"}},
+			{[]int64{msgs[8].ID, msgs[1].ID}, 2, []string{"k0", "k2", "k3", "k6", "k7"}},
+			{[]int64{msgs[2].ID, msgs[3].ID}, 2, []string{"k0", "k1", "k4", "k5"}}, // overlaps come once
+			{nil, 2, nil},
+		} {
+			got, err := aroundReach(cfCtx, b, k, c.ids, c.reach)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if texts := cfTexts(got); !reflect.DeepEqual(texts, c.want) {
+				t.Errorf("AroundReach(%v, %d) = %q, want %q", c.ids, c.reach, texts, c.want)
+			}
+		}
+	})
 
 	t.Run("Settings", func(t *testing.T) {
 		b := open(t)

@@ -1,0 +1,114 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/recallbot/recall/pipeline"
+)
+
+// Reading the messages around search hits further than one step.
+
+// aroundReacher is a backend that reads the messages up to reach steps
+// around ids in one query (SQLite).
+type aroundReacher interface {
+	AroundReach(ctx context.Context, key pipeline.Key, ids []int64, reach int) ([]Message, error)
+}
+
+// AroundReach returns the messages up to reach before and after each of
+// ids in the conversation (by id, archived or active), without ids
+// themselves (the caller has them: search hits): each message once, oldest
+// first. A backend that cannot in one read is asked step by step (Around),
+// from the messages the last step added.
+func (s *Store) AroundReach(ctx context.Context, key pipeline.Key, ids []int64, reach int) ([]Message, error) {
+	if len(ids) == 0 || reach <= 0 {
+		return nil, nil
+	}
+	return aroundReach(ctx, s.backendFor(key.Owner()), key, ids, reach)
+}
+
+// aroundReach answers AroundReach from b: in one read when it can.
+func aroundReach(ctx context.Context, b Backend, key pipeline.Key, ids []int64, reach int) ([]Message, error) {
+	if len(ids) == 0 || reach <= 0 {
+		return nil, nil
+	}
+	if r, ok := b.(aroundReacher); ok {
+		return r.AroundReach(ctx, key, ids, reach)
+	}
+	return aroundSteps(ctx, b, key, ids, reach)
+}
+
+// aroundSteps answers AroundReach with one Around a step.
+func aroundSteps(ctx context.Context, b Backend, key pipeline.Key, ids []int64, reach int) ([]Message, error) {
+	asked := make(map[int64]bool, len(ids))
+	seeds := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		asked[id], seeds[id] = true, true
+	}
+	msgs, err := b.Around(ctx, key, ids)
+	for step := 1; step < reach && err == nil; step++ {
+		var further []int64
+		for _, m := range msgs {
+			if !asked[m.ID] {
+				asked[m.ID] = true
+				further = append(further, m.ID)
+			}
+		}
+		if len(further) == 0 {
+			break
+		}
+		var next []Message
+		if next, err = b.Around(ctx, key, further); err == nil {
+			msgs = append(msgs, next...)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	msgs = slices.DeleteFunc(msgs, func(m Message) bool { return seeds[m.ID] })
+	slices.SortFunc(msgs, func(x, y Message) int {
+		switch {
+		case x.ID < y.ID:
+			return -1
+		case x.ID > y.ID:
+			return 1
+		}
+		return 0
+	})
+	return slices.CompactFunc(msgs, func(x, y Message) bool { return x.ID == y.ID }), nil
+}
+
+// sqlAroundReach is sqlAround reaching ?3 steps each way (the neighbours'
+// neighbours, and so on) without the messages ?2 themselves, in one query
+// that reads each message once.
+const sqlAroundReach = `WITH RECURSIVE seed(id) AS MATERIALIZED (SELECT id FROM messages WHERE +conv = ?1 AND id IN (SELECT value FROM json_each(?2))),
+back(id, d) AS (SELECT id, 0 FROM seed
+	UNION SELECT max(coalesce((SELECT id FROM messages WHERE conv = ?1 AND is_active = 0 AND id < j.id ORDER BY id DESC LIMIT 1), -1),
+	                 coalesce((SELECT id FROM messages WHERE conv = ?1 AND is_active = 1 AND id < j.id ORDER BY id DESC LIMIT 1), -1)), j.d + 1
+	FROM back j WHERE j.d < ?3 AND j.id >= 0),
+fwd(id, d) AS (SELECT id, 0 FROM seed
+	UNION SELECT min(coalesce((SELECT id FROM messages WHERE conv = ?1 AND is_active = 0 AND id > j.id ORDER BY id LIMIT 1), 9223372036854775807),
+	                 coalesce((SELECT id FROM messages WHERE conv = ?1 AND is_active = 1 AND id > j.id ORDER BY id LIMIT 1), 9223372036854775807)), j.d + 1
+	FROM fwd j WHERE j.d < ?3 AND j.id < 9223372036854775807)
+SELECT ` + msgColumns + ` FROM messages m WHERE +m.conv = ?1 AND m.id IN (SELECT id FROM back UNION SELECT id FROM fwd EXCEPT SELECT id FROM seed) ORDER BY m.id`
+
+// AroundReach answers Store.AroundReach in one query.
+func (s *SQLite) AroundReach(ctx context.Context, key pipeline.Key, ids []int64, reach int) ([]Message, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	conv, err := convID(ctx, s.rd, key)
+	if err != nil || conv == 0 {
+		return nil, err
+	}
+	rows, err := s.rd.QueryContext(ctx, sqlAroundReach, conv, jsonIDs(ids), reach)
+	if err != nil {
+		return nil, fmt.Errorf("reading around messages of %s: %w", key, err)
+	}
+	out, _, err := scanMessages(rows, key, false)
+	if err != nil {
+		return nil, fmt.Errorf("reading around messages of %s: %w", key, err)
+	}
+	return out, nil
+}
