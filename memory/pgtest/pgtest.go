@@ -2,6 +2,8 @@
 // schema on the server named by RECALL_TEST_POSTGRES_URL (.ci/postgres
 // starts a throwaway server and prints its URL; .ci/run always sets it),
 // dropped when the test ends. Without the variable the test is skipped.
+// Start gives a test a server of its own instead, configured as it needs
+// (TLS, pg_hba.conf, passwords).
 package pgtest
 
 import (
