@@ -33,12 +33,19 @@ type Config struct {
 	User     string
 	Password string
 	Database string
-	// SSLMode is libpq's: disable, allow, prefer (the default: TLS when the
-	// server offers it), require (TLS, the certificate not checked unless
-	// SSLRootCert is set), verify-ca or verify-full (TLS, the certificate
-	// checked; both check the host name here).
+	// SSLMode is libpq's: disable, allow or prefer (the default; both take
+	// TLS when the server offers it, the certificate not checked), require
+	// (TLS, the certificate not checked unless SSLRootCert is set, then as
+	// verify-ca), verify-ca (TLS, the certificate signed by a CA of
+	// SSLRootCert, or of the system when it is not set or is "system") or
+	// verify-full (verify-ca, and the certificate is for Host).
 	SSLMode     string
 	SSLRootCert string
+	// ChannelBinding is libpq's channel_binding: prefer (the default:
+	// SCRAM-SHA-256-PLUS, bound to the server's TLS certificate, when the
+	// server offers it), require (only that: refuses a server that
+	// authenticates any other way) or disable.
+	ChannelBinding string
 	// ConnectTimeout bounds dialling and the start-up exchange (0: none).
 	ConnectTimeout time.Duration
 	// RuntimeParams are sent at start-up (application_name, search_path, …).
@@ -62,14 +69,15 @@ func (c *Config) Copy() *Config {
 
 // ParseConfig reads a postgres:// URL or a key=value connection string, as
 // libpq and pgx do, with libpq's environment variables (PGHOST, PGPORT,
-// PGUSER, PGPASSWORD, PGDATABASE, PGSSLMODE, PGAPPNAME, PGCONNECT_TIMEOUT)
+// PGUSER, PGPASSWORD, PGDATABASE, PGSSLMODE, PGSSLROOTCERT,
+// PGCHANNELBINDING, PGAPPNAME, PGCONNECT_TIMEOUT)
 // for what it leaves out. A parameter it does not know is a PostgreSQL
 // run-time parameter (search_path, …); pool parameters other than
 // pool_max_conns are accepted and ignored.
 func ParseConfig(connString string) (*Config, error) {
 	settings := map[string]string{}
 	for env, key := range map[string]string{"PGHOST": "host", "PGPORT": "port", "PGUSER": "user", "PGPASSWORD": "password",
-		"PGDATABASE": "dbname", "PGSSLMODE": "sslmode", "PGSSLROOTCERT": "sslrootcert", "PGAPPNAME": "application_name",
+		"PGDATABASE": "dbname", "PGSSLMODE": "sslmode", "PGSSLROOTCERT": "sslrootcert", "PGCHANNELBINDING": "channel_binding", "PGAPPNAME": "application_name",
 		"PGCONNECT_TIMEOUT": "connect_timeout"} {
 		if v := os.Getenv(env); v != "" {
 			settings[key] = v
@@ -82,7 +90,7 @@ func ParseConfig(connString string) (*Config, error) {
 	} else if err := parseKeyValue(connString, settings); err != nil {
 		return nil, err
 	}
-	cfg := &Config{RuntimeParams: map[string]string{}, Port: 5432, SSLMode: "prefer", MaxConns: max(4, runtime.NumCPU())}
+	cfg := &Config{RuntimeParams: map[string]string{}, Port: 5432, SSLMode: "prefer", ChannelBinding: "prefer", MaxConns: max(4, runtime.NumCPU())}
 	var d net.Dialer
 	d.KeepAlive = 5 * time.Minute
 	cfg.DialFunc = d.DialContext
@@ -111,6 +119,13 @@ func ParseConfig(connString string) (*Config, error) {
 			}
 		case "sslrootcert":
 			cfg.SSLRootCert = v
+		case "channel_binding":
+			switch v {
+			case "disable", "prefer", "require":
+				cfg.ChannelBinding = v
+			default:
+				return nil, fmt.Errorf("channel_binding %q is not one of disable, prefer, require", v)
+			}
 		case "connect_timeout":
 			s, err := strconv.Atoi(v)
 			if err != nil || s < 0 {

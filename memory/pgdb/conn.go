@@ -32,6 +32,9 @@ type Conn struct {
 	stmts  map[string]*stmt
 	nstmts int
 	broken bool
+	// bound is set when the server signed us in with channel binding
+	// (SCRAM-SHA-256-PLUS).
+	bound bool
 	// txStatus is the last ReadyForQuery's: 'I' idle, 'T' in a
 	// transaction, 'E' in a failed one.
 	txStatus byte
@@ -162,14 +165,21 @@ func (c *Conn) startup(ctx context.Context) error {
 			return err
 		}
 		switch m := msg.(type) {
-		case *pgproto3.AuthenticationOk, *pgproto3.ParameterStatus, *pgproto3.NoticeResponse:
-		case *pgproto3.AuthenticationCleartextPassword:
-			c.fe.Send(&pgproto3.PasswordMessage{Password: c.cfg.Password})
-			if err := c.fe.Flush(); err != nil {
-				return err
+		case *pgproto3.AuthenticationOk:
+			if c.cfg.ChannelBinding == "require" && !c.bound {
+				return errors.New("channel_binding=require, but the server signed us in without channel binding (SCRAM-SHA-256-PLUS over TLS)")
 			}
-		case *pgproto3.AuthenticationMD5Password:
-			c.fe.Send(&pgproto3.PasswordMessage{Password: md5Password(c.cfg.User, c.cfg.Password, m.Salt[:])})
+		case *pgproto3.ParameterStatus, *pgproto3.NoticeResponse:
+		case *pgproto3.AuthenticationCleartextPassword, *pgproto3.AuthenticationMD5Password:
+			if c.cfg.ChannelBinding == "require" {
+				// Not the password to a server that did not prove it knows it.
+				return errors.New("channel_binding=require, but the server asks for a password without channel binding (SCRAM-SHA-256-PLUS over TLS)")
+			}
+			if m, ok := m.(*pgproto3.AuthenticationMD5Password); ok {
+				c.fe.Send(&pgproto3.PasswordMessage{Password: md5Password(c.cfg.User, c.cfg.Password, m.Salt[:])})
+			} else {
+				c.fe.Send(&pgproto3.PasswordMessage{Password: c.cfg.Password})
+			}
 			if err := c.fe.Flush(); err != nil {
 				return err
 			}
@@ -213,15 +223,33 @@ func (c *Conn) startTLS(ctx context.Context) error {
 		}
 		return fmt.Errorf("the server does not offer TLS (sslmode=%s)", mode)
 	}
-	tc := &tls.Config{ServerName: c.cfg.Host, InsecureSkipVerify: mode == "prefer" || mode == "allow" || (mode == "require" && c.cfg.SSLRootCert == "")}
-	if c.cfg.SSLRootCert != "" {
-		pem, err := os.ReadFile(c.cfg.SSLRootCert)
+	// prefer, allow and require check nothing (require with a root
+	// certificate checks as verify-ca, as libpq); verify-ca checks who
+	// signed the certificate, verify-full that too and the host name.
+	tc := &tls.Config{ServerName: c.cfg.Host, InsecureSkipVerify: mode != "verify-full"}
+	if root := c.cfg.SSLRootCert; root != "" && root != "system" {
+		pem, err := os.ReadFile(root)
 		if err != nil {
 			return fmt.Errorf("reading sslrootcert: %w", err)
 		}
 		tc.RootCAs = x509.NewCertPool()
 		if !tc.RootCAs.AppendCertsFromPEM(pem) {
-			return fmt.Errorf("sslrootcert %s holds no certificate", c.cfg.SSLRootCert)
+			return fmt.Errorf("sslrootcert %s holds no certificate", root)
+		}
+	}
+	if mode == "verify-ca" || (mode == "require" && c.cfg.SSLRootCert != "") {
+		tc.VerifyConnection = func(cs tls.ConnectionState) error {
+			if len(cs.PeerCertificates) == 0 {
+				return errors.New("the server sent no certificate")
+			}
+			opts := x509.VerifyOptions{Roots: tc.RootCAs, Intermediates: x509.NewCertPool()}
+			for _, cert := range cs.PeerCertificates[1:] {
+				opts.Intermediates.AddCert(cert)
+			}
+			if _, err := cs.PeerCertificates[0].Verify(opts); err != nil {
+				return fmt.Errorf("failed to verify certificate: %w", err)
+			}
+			return nil
 		}
 	}
 	t := tls.Client(c.nc, tc)

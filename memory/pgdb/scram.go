@@ -5,9 +5,13 @@ import (
 	"crypto/pbkdf2"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/sha512"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"hash"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,16 +20,41 @@ import (
 )
 
 // scram authenticates with SCRAM-SHA-256 (RFC 5802, RFC 7677), the
-// password method PostgreSQL uses by default. Without channel binding; the
-// password is used as given (no SASLprep: the same for ASCII passwords).
+// password method PostgreSQL uses by default: over TLS bound to the
+// server's certificate (SCRAM-SHA-256-PLUS, tls-server-end-point, RFC
+// 5929) when the server offers it, unless ChannelBinding is disable. The
+// password is prepared with SASLprep, as the server prepared it when it was
+// set.
 func (c *Conn) scram(mechs []string) error {
-	if !slices.Contains(mechs, "SCRAM-SHA-256") {
-		return fmt.Errorf("the server asks for %s; only SCRAM-SHA-256 is supported", strings.Join(mechs, ", "))
+	tc, isTLS := c.nc.(*tls.Conn)
+	binding := c.cfg.ChannelBinding
+	plus := isTLS && binding != "disable" && slices.Contains(mechs, "SCRAM-SHA-256-PLUS")
+	switch {
+	case binding == "require" && !isTLS:
+		return errors.New("channel_binding=require, but the connection is not TLS: channel binding needs TLS (sslmode)")
+	case binding == "require" && !plus:
+		return fmt.Errorf("channel_binding=require, but the server does not offer channel binding (it offers %s)", strings.Join(mechs, ", "))
+	case !plus && !slices.Contains(mechs, "SCRAM-SHA-256"):
+		return fmt.Errorf("the server asks for %s; only SCRAM-SHA-256 and SCRAM-SHA-256-PLUS are supported", strings.Join(mechs, ", "))
 	}
 	nonce := make([]byte, 18)
 	_, _ = rand.Read(nonce)
-	s := scramClient{password: c.cfg.Password, firstBare: "n=,r=" + base64.StdEncoding.EncodeToString(nonce)}
-	c.fe.Send(&pgproto3.SASLInitialResponse{AuthMechanism: "SCRAM-SHA-256", Data: []byte("n,," + s.firstBare)})
+	s := scramClient{password: saslprep(c.cfg.Password), firstBare: "n=,r=" + base64.StdEncoding.EncodeToString(nonce)}
+	mech, gs2, cbData := "SCRAM-SHA-256", "n,,", []byte(nil)
+	switch {
+	case plus:
+		certs := tc.ConnectionState().PeerCertificates
+		if len(certs) == 0 {
+			return errors.New("SCRAM: channel binding: the server sent no certificate")
+		}
+		mech, gs2, cbData = "SCRAM-SHA-256-PLUS", "p=tls-server-end-point,,", endPointHash(certs[0])
+	case isTLS && binding != "disable":
+		// We could bind, but the server did not offer it: "y" tells a
+		// server that did (and was stripped of it) to refuse.
+		gs2 = "y,,"
+	}
+	s.cbind = base64.StdEncoding.EncodeToString(append([]byte(gs2), cbData...))
+	c.fe.Send(&pgproto3.SASLInitialResponse{AuthMechanism: mech, Data: []byte(gs2 + s.firstBare)})
 	if err := c.fe.Flush(); err != nil {
 		return err
 	}
@@ -54,7 +83,11 @@ func (c *Conn) scram(mechs []string) error {
 	}
 	switch m := msg.(type) {
 	case *pgproto3.AuthenticationSASLFinal:
-		return s.verify(string(m.Data))
+		if err := s.verify(string(m.Data)); err != nil {
+			return err
+		}
+		c.bound = plus
+		return nil
 	case *pgproto3.ErrorResponse:
 		return pgError(m)
 	}
@@ -65,6 +98,7 @@ func (c *Conn) scram(mechs []string) error {
 type scramClient struct {
 	password  string
 	firstBare string // client-first-message-bare
+	cbind     string // the channel binding sent (c=), base64; "biws" ("n,,") when empty
 	salted    []byte
 	auth      string // AuthMessage
 }
@@ -95,7 +129,11 @@ func (s *scramClient) final(serverFirst string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("SCRAM: %w", err)
 	}
-	withoutProof := "c=biws,r=" + nonce
+	cbind := s.cbind
+	if cbind == "" {
+		cbind = "biws"
+	}
+	withoutProof := "c=" + cbind + ",r=" + nonce
 	s.auth = s.firstBare + "," + serverFirst + "," + withoutProof
 	clientKey := hmacSHA256(s.salted, "Client Key")
 	stored := sha256.Sum256(clientKey)
@@ -125,5 +163,22 @@ func (s *scramClient) verify(serverFinal string) error {
 func hmacSHA256(key []byte, msg string) []byte {
 	h := hmac.New(sha256.New, key)
 	h.Write([]byte(msg))
+	return h.Sum(nil)
+}
+
+// endPointHash is the tls-server-end-point channel binding of the server's
+// certificate (RFC 5929 section 4.1): its hash with the hash function of
+// its signature, SHA-256 for MD5 and SHA-1.
+func endPointHash(cert *x509.Certificate) []byte {
+	var h hash.Hash
+	switch cert.SignatureAlgorithm {
+	case x509.SHA384WithRSA, x509.ECDSAWithSHA384, x509.SHA384WithRSAPSS:
+		h = sha512.New384()
+	case x509.SHA512WithRSA, x509.ECDSAWithSHA512, x509.SHA512WithRSAPSS:
+		h = sha512.New()
+	default:
+		h = sha256.New()
+	}
+	h.Write(cert.Raw)
 	return h.Sum(nil)
 }

@@ -54,6 +54,12 @@ func TestParseConfig(t *testing.T) {
 	if _, err := ParseConfig("postgres://h/db?sslmode=sometimes"); err == nil {
 		t.Fatal("an unknown sslmode was accepted")
 	}
+	if _, err := ParseConfig("postgres://h/db?channel_binding=sometimes"); err == nil {
+		t.Fatal("an unknown channel_binding was accepted")
+	}
+	if c, err := ParseConfig("postgres://h/db?channel_binding=require"); err != nil || c.ChannelBinding != "require" || c.RuntimeParams["channel_binding"] != "" {
+		t.Fatalf("channel_binding=require read as %+v, %v", c, err)
+	}
 	if _, err := ParseConfig("postgres://h/db?pool_max_conns=none"); err == nil {
 		t.Fatal("a pool_max_conns that is not a number was accepted")
 	}
