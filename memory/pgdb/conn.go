@@ -300,7 +300,7 @@ func (c *Conn) watch(ctx context.Context) (done func() error) {
 		if stop() {
 			return nil
 		}
-		c.fail(nil)
+		_ = c.fail(nil) // the connection is spent: ctx cut its I/O mid-message
 		return ctx.Err()
 	}
 }
