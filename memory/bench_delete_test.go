@@ -17,11 +17,12 @@ import (
 // BenchmarkSearchAfterDelete compares the archive search on two copies of
 // the turn fixture (100,000 archived messages in one conversation), one of
 // which had one archived message purged (the SQLite backend's purge, with
-// the index's secure-delete): the same queries (turn messages of 4 and 30
-// words, each written to both first as a turn does; and the same with the
-// sender's name, "Ana", added) on both, alternating which goes first. Per search: the CPU time of
-// the process and the database pages the search fetched (page cache hits
-// and misses). Why a purge costs anything: see search_index.go.
+// the index's secure-delete): the same queries on both, alternating which
+// goes first. Turn messages of 4 and 30 words, each written to both first
+// as a turn does (turn); the same with the sender's name, "Ana", added
+// (sender). Per search: the CPU time of the process and the database pages
+// the search fetched (page cache hits and misses). Why a purge costs
+// anything: see search_index.go.
 //
 //	go test -run='^$' -bench=SearchAfterDelete -benchtime=200x ./memory/
 func BenchmarkSearchAfterDelete(b *testing.B) {
