@@ -48,6 +48,26 @@ func SearchPlans(ctx context.Context, sq *SQLite, key pipeline.Key, text string)
 	return strings.Join(plan, " | "), nil
 }
 
+// PurgeOneMessage purges one message through the SQLite backend's purge
+// (what Store.PurgeMessage runs on SQLite).
+func PurgeOneMessage(ctx context.Context, s *SQLite, key pipeline.Key, platformID string) (PurgeReport, error) {
+	return s.purgeMessage(ctx, key, platformID, "")
+}
+
+// SearchPageFetches counts the database pages s's searches fetch from now
+// on (page cache hits and misses: the pages the index was read through),
+// summed, with the number of searches; stop ends the counting.
+func SearchPageFetches(s *SQLite) (fetches func() (searches, pages int64), stop func()) {
+	var n, pages int64
+	s.searchTrace = func(r *searchRun) {
+		n++
+		hits, _, _ := r.c.Status(sqlite3.DBSTATUS_CACHE_HIT, true)
+		misses, _, _ := r.c.Status(sqlite3.DBSTATUS_CACHE_MISS, true)
+		pages += hits + misses
+	}
+	return func() (int64, int64) { return n, pages }, func() { s.searchTrace = nil }
+}
+
 // SearchWork counts the work of s's searches from now on: index statements
 // run and pages read from the file (the readers' page cache misses), summed,
 // with the number of searches; stop ends the counting.

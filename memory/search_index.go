@@ -38,6 +38,15 @@ import (
 // messages_fts ('delete-all', then every message again), or deletes would
 // replay terms that were never indexed. searchIndexFormat names the current
 // derivation (the benchmark fixture is rebuilt when it changes).
+//
+// Secure-delete has a read cost: the first delete marks the index (FTS5's
+// format version 5; only 'delete-all' clears it), and from then on a
+// newest-first read (ORDER BY rowid DESC) of a doclist spread over several
+// pages walks them from the first instead of jumping to the last through the
+// doclist index. At 100,000 messages searches cost 2-5% more CPU, 11-14%
+// for those holding the sender's name, whose doclist is half the
+// conversation (BenchmarkSearchAfterDelete); the walk grows with the
+// longest doclists a query reads.
 const searchIndexFormat = "recall-fts-2"
 
 const (
