@@ -27,8 +27,8 @@ func WithFeedback() Option {
 
 // Feedback's shape: pseudo-relevance feedback as RM3 does it, with the IR
 // literature's usual values (RM3's 10 documents and 10 words; the
-// question's share in its usual 0.5–0.9; see DEVELOPERS.md for recall
-// across nearby values).
+// question's share in its usual 0.5–0.9); README, note 15, has the recall
+// across nearby values.
 const (
 	fbDocs  = 10  // the best hits whose exchanges give the words
 	fbTerms = 10  // expansion words
