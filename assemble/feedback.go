@@ -2,7 +2,6 @@ package assemble
 
 import (
 	"context"
-	"math"
 	"slices"
 	"strings"
 
@@ -10,17 +9,12 @@ import (
 	"github.com/recallbot/recall/pipeline"
 )
 
-// termCounter is a Source that tells how many of a conversation's messages
-// contain a word (memory.Store.TermDocs).
-type termCounter interface {
-	TermDocs(ctx context.Context, key pipeline.Key, words []string, maxShare float64) (docs int64, n []int, err error)
-}
-
 // WithFeedback searches the archive twice for snippets: the question, then
 // the words of the exchanges it found best (pseudo-relevance feedback, see
 // feedback). It finds more of what answers a question in other words
-// (REALTALK recall 0.682 from 0.671, bench --only=recall) and about
-// doubles the search's cost in a turn (bench --only=turn).
+// (REALTALK recall 0.701 from 0.690, bench --only=recall) and costs a
+// turn about 2.7 ms more CPU at 100,000 archived messages (README, note
+// 15).
 func WithFeedback() Option {
 	return func(a *Assembler) { a.feedbackOn = true }
 }
@@ -33,8 +27,8 @@ const (
 	fbDocs  = 10  // the best hits whose exchanges give the words
 	fbTerms = 10  // expansion words
 	fbOrig  = 0.8 // the question's words' share of the expanded query
-	// fbCommon: a word in more than this share of the conversation's
-	// messages is too common to be an expansion word.
+	// fbCommon: an expansion word in more than this share of the
+	// conversation's messages is left out (memory.Query.MaxShare).
 	fbCommon = 0.1
 )
 
@@ -52,18 +46,18 @@ type expansion struct {
 // feedback is pseudo-relevance feedback (RM3) over the conversation's own
 // archive. The exchanges of the best hits of the question (each hit with
 // the messages before and after it, as a snippet shows it) are taken as
-// relevant; the words they share, weighted by how much of those exchanges
-// they are (each by its hit's share of the scores) times their rarity in
-// the conversation (idf), are searched too, the question's own words and
-// the very common ones left out. A message then scores as the expanded
-// query would: fbOrig of the question's BM25 per word, the rest the
-// expansion words' per word. So a message that answers the question in
-// other words than it, in the words of the talk where the question's words
-// came up, is found: "where did Jack go on holiday?" finds "we landed in
-// Lisbon" through the exchange that spoke of the holiday and the flight.
-// Off without WithFeedback; without term counts in the Source (only
-// SQLite counts: memory.ErrNoTermDocs), or when counting fails, the hits
-// stay as they are.
+// relevant; their likeliest words (P(w|R): each exchange weighted by its
+// hit's share of the scores, its words evenly), the question's own words
+// and stopwords left out, are searched too, and the search's BM25 weighs each
+// by its rarity in the conversation, as RM3's second retrieval does (a
+// word of every other message adds next to nothing). A message then
+// scores as the expanded query would: fbOrig of the question's BM25 per
+// word, the rest the expansion words' per word. So a message that answers
+// the question in other words than it, in the words of the talk where the
+// question's words came up, is found: "where did Jack go on holiday?"
+// finds "we landed in Lisbon" through the exchanges that spoke of the
+// holiday and the flight. It costs a read of the best hits' neighbours and
+// a second search (README, note 15); off without WithFeedback.
 func (a *Assembler) feedback(ctx context.Context, key pipeline.Key, q memory.Query, hits []memory.Hit, exp *expansion) ([]memory.Hit, error) {
 	if !a.feedbackOn {
 		return hits, nil
@@ -76,7 +70,7 @@ func (a *Assembler) feedback(ctx context.Context, key pipeline.Key, q memory.Que
 		return hits, nil
 	}
 	asked := len(memory.Terms(q.Text))
-	q.Text = strings.Join(exp.words, " ")
+	q.Text, q.MaxShare = strings.Join(exp.words, " "), fbCommon
 	more, err := a.src.Search(ctx, key, q)
 	if err != nil {
 		return nil, err
@@ -109,10 +103,9 @@ func (a *Assembler) feedback(ctx context.Context, key pipeline.Key, q memory.Que
 }
 
 // expansionWords picks the expansion words of text from its hits (see
-// feedback): none when there are too few hits or the Source cannot count.
+// feedback): none when there are too few hits to learn from.
 func (a *Assembler) expansionWords(ctx context.Context, key pipeline.Key, text string, hits []memory.Hit) []string {
-	tc, ok := a.src.(termCounter)
-	if !ok || len(hits) < 2 {
+	if len(hits) < 2 {
 		return nil
 	}
 	asked := map[string]bool{}
@@ -155,7 +148,6 @@ func (a *Assembler) expansionWords(ctx context.Context, key pipeline.Key, text s
 	// P(w|R): each exchange by its hit's share of the scores, its words
 	// evenly.
 	rel := map[string]float64{}
-	inFb := map[string]int{}    // exchanges with the word
 	word := map[string]string{} // a stem's word as first seen
 	var order []string
 	for i, h := range top {
@@ -173,35 +165,15 @@ func (a *Assembler) expansionWords(ctx context.Context, key pipeline.Key, text s
 		}
 		for _, s := range stems {
 			rel[s] += h.Score / total / float64(len(stems))
-			inFb[s]++
 		}
 	}
-	if len(order) == 0 {
-		return nil
-	}
-	// The likeliest 2×fbTerms words are weighed by their rarity.
+	// The likeliest fbTerms words (the first seen of equals).
 	slices.SortStableFunc(order, func(x, y string) int { return cmpDesc(rel[x], rel[y]) })
-	cand := order[:min(len(order), 2*fbTerms)]
-	words := make([]string, len(cand))
-	for i, s := range cand {
-		words[i] = word[s]
+	words := make([]string, 0, fbTerms)
+	for _, s := range order[:min(len(order), fbTerms)] {
+		words = append(words, word[s])
 	}
-	docs, n, err := tc.TermDocs(ctx, key, words, fbCommon)
-	if err != nil || docs <= 0 {
-		return nil
-	}
-	weight := map[string]float64{}
-	var picked []string
-	for i, s := range cand {
-		df := max(n[i], inFb[s]) // n is estimated in a big conversation
-		if n[i] < 0 || float64(df) > fbCommon*float64(docs) {
-			continue
-		}
-		weight[words[i]] = rel[s] * math.Log(float64(docs)/float64(df))
-		picked = append(picked, words[i])
-	}
-	slices.SortStableFunc(picked, func(x, y string) int { return cmpDesc(weight[x], weight[y]) })
-	return picked[:min(len(picked), fbTerms)]
+	return words
 }
 
 func cmpDesc(x, y float64) int {

@@ -124,6 +124,9 @@ func (a *Assembler) recallPass(ctx context.Context, req Request, exclude []int64
 	} else {
 		all, err = a.src.Search(ctx, req.Key, q)
 	}
+	// Whether there may be more is the question's own search's to say: the
+	// feedback search finds as many as asked for nearly always.
+	full := len(all) >= limit
 	if err == nil {
 		all, err = a.feedback(ctx, req.Key, q, all, &fb.all)
 	}
@@ -131,7 +134,7 @@ func (a *Assembler) recallPass(ctx context.Context, req Request, exclude []int64
 		return nil, 0, false, err
 	}
 	all = a.fuse(ctx, req, all, limit, exclude) // with the similarity ranking (hybrid.go)
-	more = more || len(all) >= limit
+	more = more || full || a.vectors != nil && len(all) >= limit
 	// The time-narrowed hits rank first; the others follow.
 	if len(hits) > 0 {
 		top := hits[0].Score
