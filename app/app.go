@@ -243,6 +243,9 @@ func (a *App) build(ctx context.Context, parts Parts, defaults memory.Settings, 
 		return err
 	}
 	asmOpts := []assemble.Option{assemble.InLocation(loc)}
+	if cfg.Memory.Feedback {
+		asmOpts = append(asmOpts, assemble.WithFeedback())
+	}
 	if a.Vectors != nil {
 		asmOpts = append(asmOpts, assemble.WithVectors(a.Vectors))
 	}

@@ -117,6 +117,9 @@ type Assembler struct {
 	loc    *time.Location // time words in questions ("yesterday") are read here
 	// vectors, when set, ranks the archive by meaning too (hybrid.go).
 	vectors Vectors
+	// feedbackOn: the archive is searched again with the words of the
+	// best hits' exchanges (WithFeedback, feedback.go).
+	feedbackOn bool
 }
 
 // Option configures an Assembler.

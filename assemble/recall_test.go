@@ -416,3 +416,50 @@ func TestSnippetsOneBlockADay(t *testing.T) {
 		}
 	})
 }
+
+// TestSnippetsFeedback: a question whose answer shares no word with it
+// ("what went missing on the Portugal holiday?" — "my sunglasses stayed on
+// the tram in Lisbon") finds it through the talk its words came up in: the
+// exchanges about the holiday keep naming Lisbon, so Lisbon is searched too
+// (pseudo-relevance feedback). The answer was written days later, next to
+// no message that matches.
+func TestSnippetsFeedback(t *testing.T) {
+	lines := []line{
+		{"Anna", at(2, 18, 0), "we are back from the holiday in Portugal"},
+		{"Ben", at(2, 18, 2), "welcome back! how was Lisbon?"},
+		{"Ben", at(5, 20, 0), "the holiday photos from Portugal are online"},
+		{"Anna", at(5, 20, 3), "the ones from Lisbon are my favourite"},
+		{"Anna", at(9, 12, 0), "my sunglasses stayed on the tram in Lisbon, gone forever"},
+	}
+	topics := []string{"the printer jammed again", "football practice moved to Thursday", "the cat knocked over a plant",
+		"new bakery opened on the corner", "my phone battery died", "the concert tickets sold out", "rain all week",
+		"the neighbours painted their fence", "dinner was pasta", "the train was late"}
+	for d := range 40 {
+		lines = append(lines, line{[]string{"Anna", "Ben"}[d%2], at(1, 0, 0).AddDate(0, 0, 10+d/2).Add(time.Duration(8+5*(d%2)) * time.Hour),
+			fmt.Sprintf("%s (%d)", topics[d%len(topics)], d)})
+	}
+	st := archivedGroup(t, memory.StorageSQLite, lines)
+	found := func(opts ...assemble.Option) bool {
+		t.Helper()
+		p, err := assemble.New(st, words{}, assemble.DefaultBudget, opts...).Build(context.Background(),
+			assemble.Request{Key: group, Text: "what went missing on the Portugal holiday?", Memory: true, Now: at(30, 12, 0)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range p.Breakdown.Snippets {
+			for _, m := range s.Messages {
+				if strings.Contains(m.Text, "sunglasses") {
+					return true
+				}
+			}
+		}
+		t.Logf("snippets %q", texts(p.Breakdown.Snippets))
+		return false
+	}
+	if !found(assemble.WithFeedback()) {
+		t.Errorf("with feedback: want the message about the sunglasses lost in Lisbon")
+	}
+	if found() {
+		t.Errorf("without feedback the answer was found: the test shows nothing")
+	}
+}

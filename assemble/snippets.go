@@ -96,8 +96,9 @@ func (a *Assembler) recall(ctx context.Context, req Request, exclude []int64, bu
 	req.hybrid.start(ctx, a, req, exclude) // the similarity ranking, beside the full-text search (hybrid.go)
 	defer req.hybrid.wait()
 	limit := max(10, budget/tokensPerHit)
+	var fb feedbacks // found by the first pass, searched by every pass
 	for {
-		snips, used, more, err := a.recallPass(ctx, req, exclude, budget, limit)
+		snips, used, more, err := a.recallPass(ctx, req, exclude, budget, limit, &fb)
 		if err != nil || !more || used >= budget-budget/10 || limit >= 1000 {
 			return snips, err
 		}
@@ -107,21 +108,33 @@ func (a *Assembler) recall(ctx context.Context, req Request, exclude []int64, bu
 
 // recallPass is one try of recall with limit hits per search; more reports
 // whether a search returned as many as it was asked for.
-func (a *Assembler) recallPass(ctx context.Context, req Request, exclude []int64, budget, limit int) (out []Snippet, used int, more bool, err error) {
+func (a *Assembler) recallPass(ctx context.Context, req Request, exclude []int64, budget, limit int, fb *feedbacks) (out []Snippet, used int, more bool, err error) {
 	var hits, all []memory.Hit
 	text := req.Text
+	q := memory.Query{Text: text, Limit: limit, Exclude: exclude}
 	if w, ok := parseWhen(req.Text, req.Now, a.loc); ok {
 		text = w.rest
-		hits, all, err = a.searchWithin(ctx, req.Key, memory.Query{Text: text, Limit: limit, Exclude: exclude, From: w.from, To: w.to})
+		q.Text, q.From, q.To = text, w.from, w.to
+		hits, all, err = a.searchWithin(ctx, req.Key, q)
 		more = len(hits) >= limit
+		if err == nil && len(hits) > 0 {
+			hits, err = a.feedback(ctx, req.Key, q, hits, &fb.within) // pseudo-relevance feedback (feedback.go)
+		}
+		q.From, q.To = time.Time{}, time.Time{}
 	} else {
-		all, err = a.src.Search(ctx, req.Key, memory.Query{Text: text, Limit: limit, Exclude: exclude})
+		all, err = a.src.Search(ctx, req.Key, q)
+	}
+	// Whether there may be more is the question's own search's to say: the
+	// feedback search finds as many as asked for nearly always.
+	full := len(all) >= limit
+	if err == nil {
+		all, err = a.feedback(ctx, req.Key, q, all, &fb.all)
 	}
 	if err != nil {
 		return nil, 0, false, err
 	}
 	all = a.fuse(ctx, req, all, limit, exclude) // with the similarity ranking (hybrid.go)
-	more = more || len(all) >= limit
+	more = more || full || a.vectors != nil && len(all) >= limit
 	// The time-narrowed hits rank first; the others follow.
 	if len(hits) > 0 {
 		top := hits[0].Score

@@ -462,6 +462,23 @@ func measureRecall(ctx context.Context, e *runEnv) ([]row, error) {
 			Values: map[string]float64{"recall": b.Recall, "stock_recall": res.Stock.Recall, "stock_any_found": res.Stock.AnyFound, "stock_tokens": res.Stock.Tokens,
 				"stock_p50_ms": figures.MS(figures.Pct(res.Stock.Latency, 0.5)), "stock_p99_ms": figures.MS(figures.Pct(res.Stock.Latency, 0.99))}},
 	)
+	{
+		f := res.Feedback
+		fv := vals(f)
+		fs := scaleS + "; assemble.WithFeedback"
+		rows = append(rows,
+			row{Figure: "archive snippets with feedback: evidence recall vs full text only", Ours: fmt.Sprintf("%.3f", f.Recall), Baseline: fmt.Sprintf("%.3f", o.Recall), Ratio: fmtRatio(f.Recall, o.Recall), Scale: fs, Values: fv},
+			row{Figure: "archive snippets with feedback: any evidence found vs full text only", Ours: fmt.Sprintf("%.3f", f.AnyFound), Baseline: fmt.Sprintf("%.3f", o.AnyFound), Ratio: fmtRatio(f.AnyFound, o.AnyFound), Scale: fs},
+		)
+		for _, c := range cats {
+			rows = append(rows, row{Figure: "archive snippets with feedback: evidence recall, category " + c + ", vs full text only",
+				Ours: fmt.Sprintf("%.3f", f.ByCategory[c]), Baseline: fmt.Sprintf("%.3f", o.ByCategory[c]), Ratio: fmtRatio(f.ByCategory[c], o.ByCategory[c]), Scale: fs})
+		}
+		rows = append(rows,
+			row{Figure: "archive snippets with feedback: tokens used vs full text only", Ours: thousands(int64(f.Tokens)), Baseline: thousands(int64(o.Tokens)), Ratio: fmtRatio(f.Tokens, o.Tokens), Scale: fs},
+			row{Figure: "archive snippets with feedback: retrieval p50 vs full text only", Ours: fmtMS(fv["p50_ms"]), Baseline: fmtMS(ov["p50_ms"]), Ratio: fmtRatio(fv["p50_ms"], ov["p50_ms"]), Scale: fs},
+		)
+	}
 	if h := res.Hybrid; h != nil {
 		hs := scaleS + "; embeddings " + e.embeddings.Model()
 		hv := vals(*h)

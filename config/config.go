@@ -200,6 +200,7 @@ type Memory struct {
 	RetentionInterval time.Duration `mapstructure:"retention_interval"`
 	WriteQueue        int           `mapstructure:"write_queue"`
 	Timezone          string        `mapstructure:"timezone"` // IANA name for time words in questions; "" = the server's
+	Feedback          bool          `mapstructure:"feedback"` // archive snippets: a second search with the best hits' words (assemble.WithFeedback)
 	Budget            Budget        `mapstructure:"budget"`
 	Facts             Facts         `mapstructure:"facts"`
 	Embeddings        Embeddings    `mapstructure:"embeddings"`

@@ -1,6 +1,10 @@
 package memory
 
-import "github.com/recallbot/recall/memory/internal/fts"
+import (
+	"strings"
+
+	"github.com/recallbot/recall/memory/internal/fts"
+)
 
 // Message search ranks alike in every backend: the tokens, query phrases and
 // bm25() of package fts over two columns, a message's text and its sender's
@@ -32,3 +36,7 @@ const messageExtraTokens = 0
 // quoted phrase, ORed; "" when there is nothing to search. Facts are
 // searched with it, and the benchmarks' stock FTS5 baseline.
 func MatchExpr(text string) string { return fts.Match(fts.Terms(text)) }
+
+// Stem is how the search reads a word (of Terms): its tokens, stemmed
+// ("moving" and "moved" are "move"), joined by spaces.
+func Stem(word string) string { return strings.Join(fts.Tokens(word), " ") }

@@ -391,6 +391,20 @@ func (r *searchRun) run(phrases [][]string) ([]Hit, error) {
 			common = append(common, pi)
 		}
 	}
+	if r.q.MaxShare > 0 {
+		// The common phrases are left out (Query.MaxShare).
+		for pi, p := range r.ph {
+			if p.common {
+				p.list, p.postsAt = nil, -1
+				for i, s := range r.slot {
+					if s == pi {
+						r.slot[i] = -1
+					}
+				}
+			}
+		}
+		common = nil
+	}
 	if len(common) > 0 {
 		r.phase("common")
 		if err := r.readWindow(common); err != nil {
@@ -412,6 +426,7 @@ func (r *searchRun) run(phrases [][]string) ([]Hit, error) {
 // the window only, read later by readWindow. The text doclist is read newest
 // first, so a term dense in the window is known as soon as it leaves it.
 func (r *searchRun) readTerm(pi int, p *searchPhrase, limit int) error {
+	limit = min(limit, r.mostInWindow())
 	if limit <= 0 {
 		p.common = true
 		return nil
@@ -492,6 +507,16 @@ func (r *searchRun) readTerm(pi int, p *searchPhrase, limit int) error {
 	return nil
 }
 
+// mostInWindow is how many messages a phrase may be in before it is
+// common: Query.MaxShare of the window's (the phrase is then left out),
+// else no bound.
+func (r *searchRun) mostInWindow() int {
+	if r.q.MaxShare <= 0 {
+		return math.MaxInt
+	}
+	return int(r.q.MaxShare * float64(r.winSize))
+}
+
 func cmpDesc(a, b int64) int { return cmp.Compare(b, a) }
 
 // phraseExpr is the MATCH expression of a phrase in the text (phrase 0) or
@@ -531,6 +556,7 @@ func phraseSink(n int, fn func(rowid int64, text, sender []int)) *ftsRowSinkBuf 
 // readPhrase reads a phrase of several tokens whole when at most limit rows
 // contain it; otherwise it marks it common.
 func (r *searchRun) readPhrase(pi int, p *searchPhrase, limit int) error {
+	limit = min(limit, r.mostInWindow())
 	if limit <= 0 {
 		p.common = true
 		return nil

@@ -122,6 +122,14 @@ type Query struct {
 	Exclude      []int64 // message ids already in context
 	// From and To, when set, keep the messages written in [From, To) only.
 	From, To time.Time
+	// MaxShare, when above 0, leaves out of the query a phrase in more
+	// than this share of the conversation's messages (in one the SQLite
+	// search prunes, over 5,000 messages: in more than this share of its
+	// window, about 1,024): a word that common tells the messages apart
+	// too little to pay for reading where it is. SQLite honours it, so a
+	// query of many words reads a bounded number of index entries; JSON
+	// and Postgres, which read every message anyway, rank every phrase.
+	MaxShare float64
 }
 
 // inTime reports whether t is in the query's time range.

@@ -232,6 +232,7 @@ type RecallScore struct {
 type RecallResult struct {
 	Ours, Baseline, Stock RecallScore
 	Hybrid                *RecallScore // with RecallOptions.Embeddings
+	Feedback              RecallScore  // ours with assemble.WithFeedback
 	Chats, Turns          int
 }
 
@@ -265,6 +266,7 @@ func Recall(ctx context.Context, chats []RecallChat, o RecallOptions) (RecallRes
 	budget := assemble.DefaultBudget
 	budget.Snippets = o.Budget
 	asm := assemble.New(st, counter, budget)
+	fbAsm := assemble.New(st, counter, budget, assemble.WithFeedback())
 	var hybridAsm *assemble.Assembler
 	if o.Embeddings != nil {
 		s := embed.NewSearcher(st.SQLite(), o.Embeddings, embed.SearcherOptions{Timeout: time.Minute, LoadWait: time.Hour})
@@ -279,6 +281,7 @@ func Recall(ctx context.Context, chats []RecallChat, o RecallOptions) (RecallRes
 	ours, oursCat := score()
 	base, baseCat := score()
 	hyb, hybCat := score()
+	fb, fbCat := score()
 	stock, stockCat := score()
 	// The questions, asked again of stock FTS5 once every chat is in.
 	type asked struct {
@@ -364,6 +367,19 @@ func Recall(ctx context.Context, chats []RecallChat, o RecallOptions) (RecallRes
 				prompt.WriteString(m.Content + "\n")
 			}
 			add(ours, oursCat, q.Category, frac(prompt.String()), p.Breakdown.Part(assemble.PartSnippets).Tokens, took)
+			{
+				t0 := time.Now()
+				p, err := fbAsm.Build(ctx, assemble.Request{Key: key, Text: q.Question, Memory: true, Now: now})
+				took := time.Since(t0)
+				if err != nil {
+					return res, fmt.Errorf("%s: %q with feedback: %w", c.Name, q.Question, err)
+				}
+				var prompt strings.Builder
+				for _, m := range p.Messages[:len(p.Messages)-1] {
+					prompt.WriteString(m.Content + "\n")
+				}
+				add(fb, fbCat, q.Category, frac(prompt.String()), p.Breakdown.Part(assemble.PartSnippets).Tokens, took)
+			}
 			if hybridAsm != nil {
 				t0 := time.Now()
 				p, err := hybridAsm.Build(ctx, assemble.Request{Key: key, Text: q.Question, Memory: true, Now: now})
@@ -434,6 +450,7 @@ func Recall(ctx context.Context, chats []RecallChat, o RecallOptions) (RecallRes
 		return *s
 	}
 	res.Ours, res.Baseline, res.Stock = finish(ours, oursCat), finish(base, baseCat), finish(stock, stockCat)
+	res.Feedback = finish(fb, fbCat)
 	if o.Embeddings != nil {
 		h := finish(hyb, hybCat)
 		res.Hybrid = &h
