@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -93,22 +94,98 @@ fwd(id, d) AS (SELECT id, 0 FROM seed
 	FROM fwd j WHERE j.d < ?3 AND j.id < 9223372036854775807)
 SELECT ` + msgColumns + ` FROM messages m WHERE +m.conv = ?1 AND m.id IN (SELECT id FROM back UNION SELECT id FROM fwd EXCEPT SELECT id FROM seed) ORDER BY m.id`
 
-// AroundReach answers Store.AroundReach in one query.
+// sqlAroundWindow reads the messages of conversation ?1 among the ids ?2.
+const sqlAroundWindow = `SELECT ` + msgColumns + ` FROM messages m WHERE +m.conv = ?1 AND m.id IN (SELECT value FROM json_each(?2)) ORDER BY m.id`
+
+// aroundWindow is how far each way of a hit AroundReach first reads, in
+// ids, per step of reach: ids are shared by every conversation, so a
+// window holds a conversation's neighbours only when few messages of
+// others came between.
+const aroundWindow = 2
+
+// AroundReach answers Store.AroundReach, first from the rows whose ids lie
+// within aroundWindow×reach of each of ids: read by id, they are every
+// message of the conversation in that window, so when a window holds reach
+// of them before (after) its hit, those are the hit's nearest ones. Only
+// the hits whose window does not are walked step by step (sqlAroundReach),
+// the index seeks that cost ~1 ms a turn at 30 hits when every hit took
+// them.
 func (s *SQLite) AroundReach(ctx context.Context, key pipeline.Key, ids []int64, reach int) ([]Message, error) {
-	if len(ids) == 0 {
+	if len(ids) == 0 || reach <= 0 {
 		return nil, nil
 	}
 	conv, err := convID(ctx, s.rd, key)
 	if err != nil || conv == 0 {
 		return nil, err
 	}
-	rows, err := s.rd.QueryContext(ctx, sqlAroundReach, conv, jsonIDs(ids), reach)
+	w := int64(aroundWindow * reach)
+	window := make([]int64, 0, len(ids)*int(2*w+1))
+	for _, id := range ids {
+		for d := -w; d <= w; d++ {
+			if id+d > 0 {
+				window = append(window, id+d)
+			}
+		}
+	}
+	slices.Sort(window)
+	window = slices.Compact(window)
+	rows, err := s.rd.QueryContext(ctx, sqlAroundWindow, conv, jsonIDs(window))
 	if err != nil {
 		return nil, fmt.Errorf("reading around messages of %s: %w", key, err)
 	}
-	out, _, err := scanMessages(rows, key, false)
+	got, _, err := scanMessages(rows, key, false) // oldest first
 	if err != nil {
 		return nil, fmt.Errorf("reading around messages of %s: %w", key, err)
 	}
-	return out, nil
+	at := func(id int64) (int, bool) {
+		return slices.BinarySearchFunc(got, id, func(m Message, id int64) int { return cmp.Compare(m.ID, id) })
+	}
+	seeds := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		if _, ok := at(id); ok {
+			seeds[id] = true // in the conversation
+		}
+	}
+	keep := make([]bool, len(got))
+	var unsure []int64
+	for id := range seeds {
+		i, _ := at(id)
+		before, after := 0, 0
+		for j := i - 1; j >= 0 && got[j].ID >= id-w && before < reach; j-- {
+			keep[j] = true
+			before++
+		}
+		for j := i + 1; j < len(got) && got[j].ID <= id+w && after < reach; j++ {
+			keep[j] = true
+			after++
+		}
+		if before < reach || after < reach {
+			unsure = append(unsure, id)
+		}
+	}
+	out := make([]Message, 0, len(got))
+	for i, m := range got {
+		if keep[i] && !seeds[m.ID] {
+			out = append(out, m)
+		}
+	}
+	if len(unsure) == 0 {
+		return out, nil
+	}
+	slices.Sort(unsure)
+	rows, err = s.rd.QueryContext(ctx, sqlAroundReach, conv, jsonIDs(unsure), reach)
+	if err != nil {
+		return nil, fmt.Errorf("reading around messages of %s: %w", key, err)
+	}
+	far, _, err := scanMessages(rows, key, false)
+	if err != nil {
+		return nil, fmt.Errorf("reading around messages of %s: %w", key, err)
+	}
+	for _, m := range far {
+		if !seeds[m.ID] {
+			out = append(out, m)
+		}
+	}
+	slices.SortFunc(out, func(x, y Message) int { return cmp.Compare(x.ID, y.ID) })
+	return slices.CompactFunc(out, func(x, y Message) bool { return x.ID == y.ID }), nil
 }

@@ -29,7 +29,7 @@ func TestTurnStatementsArePreparedOnce(t *testing.T) {
 		"sqlRecent": sqlRecent, "sqlFactsMatching": sqlFactsMatching, "sqlFactsNewest": sqlFactsNewest,
 		"sqlActiveIDs": sqlActiveIDs, "sqlWindowCut": sqlWindowCut, "sqlSearchConv": sqlSearchConv,
 		"sqlLookup": sqlLookup, "sqlHandled": sqlHandled, "sqlTurnsSinceSummary": sqlTurnsSinceSummary,
-		"sqlUsage": sqlUsage, "sqlConvID": sqlConvID,
+		"sqlUsage": sqlUsage, "sqlConvID": sqlConvID, "sqlAroundWindow": sqlAroundWindow, "sqlAroundReach": sqlAroundReach,
 	} {
 		st, _, err := c.Prepare(q)
 		if err != nil {
