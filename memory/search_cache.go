@@ -1,6 +1,8 @@
 package memory
 
 import (
+	"cmp"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -45,8 +47,9 @@ const (
 	postingsFrom   = 10_000
 	postingsBudget = 4 << 20
 	// postingsCap: a term's doclist is cached up to this many entries,
-	// more than a pruned search reads of any term (commonDF+1).
-	postingsCap = 2048
+	// what a pruned search reads of a term at most (commonDF+1), and a few
+	// for the messages added since.
+	postingsCap = 1216
 )
 
 func newPostingsCache() *postingsCache {
@@ -60,6 +63,7 @@ type postingsEntry struct {
 	state postingsState
 	used  uint64 // the cache's tick when last searched
 	bytes int    // size when last released
+	runs  uint64 // searches that used it
 	text  map[string]*textPostings
 	other map[string]*otherPostings
 }
@@ -75,22 +79,62 @@ type postingsState struct {
 type textPostings struct {
 	rows     []int64
 	complete bool
+	used     uint64 // the entry's runs when last read
 }
 
 type otherPostings struct {
 	rows     []docRow
 	complete bool
+	used     uint64
 }
+
+func (p *textPostings) size(term string) int  { return len(term) + 8*cap(p.rows) + 64 }
+func (p *otherPostings) size(term string) int { return len(term) + 16*cap(p.rows) + 64 }
 
 func (e *postingsEntry) size() int {
 	n := 0
 	for k, p := range e.text {
-		n += len(k) + 8*cap(p.rows) + 64
+		n += p.size(k)
 	}
 	for k, p := range e.other {
-		n += len(k) + 16*cap(p.rows) + 64
+		n += p.size(k)
 	}
 	return n
+}
+
+// trim drops the doclists least recently read until e takes at most limit
+// bytes, and returns its size.
+func (e *postingsEntry) trim(limit int) int {
+	size := e.size()
+	if size <= limit {
+		return size
+	}
+	type term struct {
+		key   string
+		text  bool
+		used  uint64
+		bytes int
+	}
+	var all []term
+	for k, p := range e.text {
+		all = append(all, term{k, true, p.used, p.size(k)})
+	}
+	for k, p := range e.other {
+		all = append(all, term{k, false, p.used, p.size(k)})
+	}
+	slices.SortFunc(all, func(a, b term) int { return cmp.Compare(a.used, b.used) })
+	for _, t := range all {
+		if size <= limit {
+			break
+		}
+		if t.text {
+			delete(e.text, t.key)
+		} else {
+			delete(e.other, t.key)
+		}
+		size -= t.bytes
+	}
+	return size
 }
 
 const (
@@ -129,6 +173,7 @@ func (pc *postingsCache) acquire(r *searchRun, gen int64) (*postingsEntry, error
 		pc.release(e)
 		return nil, err
 	}
+	e.runs++
 	return e, nil
 }
 
@@ -247,9 +292,11 @@ func prependCapped[T any](front, rows []T, limit int, complete *bool) []T {
 	return append(out, rows[:n-len(out)]...)
 }
 
-// release unlocks e, measures it and keeps the cache within its budget.
+// release unlocks e, measures it and keeps the cache within its budget: a
+// conversation's doclists least recently read go first when it alone
+// exceeds it, then the least recently searched conversations.
 func (pc *postingsCache) release(e *postingsEntry) {
-	size := e.size()
+	size := e.trim(pc.budget)
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	defer e.mu.Unlock()
@@ -294,6 +341,7 @@ func (pc *postingsCache) drop() {
 func (r *searchRun) cachedTermRows(term string, fn func(rowid int64) bool) error {
 	if p, ok := r.pe.text[term]; ok {
 		r.pcache.served.Add(1)
+		p.used = r.pe.runs
 		for _, rowid := range p.rows {
 			if !fn(rowid) {
 				return nil
@@ -307,7 +355,7 @@ func (r *searchRun) cachedTermRows(term string, fn func(rowid int64) bool) error
 		})
 	}
 	return readPast(r, nil, r.pcache.rowsCap, r.termRows, term, fn, func(rows []int64, complete bool) {
-		r.pe.text[term] = &textPostings{rows: rows, complete: complete}
+		r.pe.text[term] = &textPostings{rows: rows, complete: complete, used: r.pe.runs}
 	})
 }
 
@@ -333,7 +381,7 @@ func readPast[T any](r *searchRun, cached []T, limit int, read func(string, func
 		return true
 	})
 	if err == nil && skip == 0 {
-		keep(rows, complete)
+		keep(slices.Clip(rows), complete)
 	}
 	return err
 }
@@ -342,6 +390,7 @@ func readPast[T any](r *searchRun, cached []T, limit int, read func(string, func
 func (r *searchRun) cachedOtherRows(term string, fn func(c docRow) bool) error {
 	if p, ok := r.pe.other[term]; ok {
 		r.pcache.served.Add(1)
+		p.used = r.pe.runs
 		for _, c := range p.rows {
 			if !fn(c) {
 				return nil
@@ -355,6 +404,6 @@ func (r *searchRun) cachedOtherRows(term string, fn func(c docRow) bool) error {
 		})
 	}
 	return readPast(r, nil, r.pcache.rowsCap, r.otherRows, term, fn, func(rows []docRow, complete bool) {
-		r.pe.other[term] = &otherPostings{rows: rows, complete: complete}
+		r.pe.other[term] = &otherPostings{rows: rows, complete: complete, used: r.pe.runs}
 	})
 }

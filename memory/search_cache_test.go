@@ -24,7 +24,7 @@ func TestSearchCacheMatchesIndex(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t, t.TempDir())
 	s := st.sqlite
-	s.postings.from, s.postings.rowsCap = 1, 30
+	s.postings.from, s.postings.rowsCap, s.postings.budget = 1, 30, 16<<10
 	r := rand.New(rand.NewPCG(7, 21))
 	vocab := strings.Fields("apple boat cloud dance river stone light music garden window travel coffee " +
 		"mountain letter market winter summer yellow bridge forest candle engine island jacket kitten " +
