@@ -57,7 +57,11 @@ var exactSearchTuning = searchTuning{exactUpTo: math.MaxInt64, commonDF: math.Ma
 // length, and which doclists a message is in (and how often, for the few
 // where a stem repeats or is in the sender's name) give its term
 // frequencies: BM25 is computed in Go from doclists, and only the messages
-// returned are read from the messages table.
+// returned are read from the messages table. In a conversation of at least
+// 10,000 messages the doclists read are kept for its next searches (the
+// postings cache, search_cache.go: bounded, versioned by the conversation's
+// search_gen and message count, so a search only ever sees the rows its
+// read transaction holds), and the messages added since are indexed in Go.
 //
 // Pruning, the one approximation, bounds the doclist entries read. In a
 // conversation of up to exactUpTo (5,000) messages nothing is pruned: the
