@@ -28,8 +28,9 @@ import (
 // (its lock), so it always describes the snapshot of the search holding it.
 //
 // Bounded: only conversations of at least postingsFrom messages are cached,
-// the entries' doclists take at most postingsBudget bytes in all (the least
-// recently searched conversations go first), and drop empties it.
+// the entries' doclists take at most postingsBudget bytes in all (a
+// conversation's least recently read doclists go first when it alone takes
+// more, then the least recently searched conversations).
 type postingsCache struct {
 	mu      sync.Mutex
 	entries map[int64]*postingsEntry
@@ -158,7 +159,7 @@ func (pc *postingsCache) acquire(r *searchRun, gen int64) (*postingsEntry, error
 	pc.mu.Unlock()
 	e.mu.Lock()
 	pc.mu.Lock()
-	if pc.entries[r.conv] != e { // dropped meanwhile
+	if pc.entries[r.conv] != e { // evicted meanwhile
 		pc.mu.Unlock()
 		e.mu.Unlock()
 		return nil, nil
@@ -206,7 +207,7 @@ func (e *postingsEntry) advance(r *searchRun, gen int64) (bool, error) {
 }
 
 // addNewer adds to e the messages added since its state; false when those
-// are not all the change (a message added with a smaller id: e is dropped).
+// are not all the change (a message added with a smaller id: e starts again).
 func (e *postingsEntry) addNewer(r *searchRun) (bool, error) {
 	type added struct {
 		rowid int64
@@ -322,16 +323,6 @@ func (pc *postingsCache) release(e *postingsEntry) {
 		pc.bytes -= old.bytes
 		old.bytes = 0
 		delete(pc.entries, old.conv)
-	}
-}
-
-// drop empties the cache (entries in use go when released).
-func (pc *postingsCache) drop() {
-	pc.mu.Lock()
-	defer pc.mu.Unlock()
-	for conv, e := range pc.entries {
-		pc.bytes -= e.bytes
-		delete(pc.entries, conv)
 	}
 }
 
