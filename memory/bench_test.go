@@ -267,7 +267,8 @@ func ids(msgs []memory.Message) []int64 {
 // from the database file (page_reads), the index's segments (each term is
 // sought in every one), the time (ns/op includes the append;
 // search_ms not) and the CPU time of the process (search_cpu_ms: less moved
-// by a busy machine).
+// by a busy machine). With cache=false, every doclist is read from the
+// index (WithoutPostingsCache), as before the postings cache.
 //
 //	go test -run='^$' -bench=SearchTurnArchive -benchtime=200x ./memory/
 func BenchmarkSearchTurnArchive(b *testing.B) {
@@ -291,8 +292,15 @@ func BenchmarkSearchTurnArchive(b *testing.B) {
 	defer s.Close()
 	key := pipeline.Key{Channel: "telegram", Chat: "424242"} // the fixture's conversation
 	people := []string{"João", "Sofia", "Rui", "Helena", "Kenji"}
-	for _, words := range []int{4, 30} {
-		b.Run(fmt.Sprintf("words=%d", words), func(b *testing.B) {
+	for _, c := range []struct {
+		words int
+		cache bool
+	}{{4, true}, {30, true}, {4, false}, {30, false}} {
+		words := c.words
+		b.Run(fmt.Sprintf("words=%d/cache=%v", words, c.cache), func(b *testing.B) {
+			if !c.cache {
+				defer s.WithoutPostingsCache()()
+			}
 			g := chattext.NewWords(uint64(21 + words))
 			work, stop := memory.SearchWork(s)
 			defer stop()
@@ -317,7 +325,7 @@ func BenchmarkSearchTurnArchive(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if n%10 == 0 {
+				if n%10 == 0 && len(act) >= 28 {
 					if _, err := s.Archive(ctx, key, messageIDs(act[:20]), memory.Summary{Text: "They talked."}, 0); err != nil {
 						b.Fatal(err)
 					}

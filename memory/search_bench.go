@@ -11,3 +11,11 @@ func (s *SQLite) WithoutSearchPruning() (restore func()) {
 	s.tune = &exactSearchTuning
 	return func() { s.tune = old }
 }
+
+// WithoutPostingsCache reads every doclist from the index, as if no search
+// had run before, until restore is called.
+func (s *SQLite) WithoutPostingsCache() (restore func()) {
+	old := s.postings
+	s.postings = nil
+	return func() { s.postings = old }
+}

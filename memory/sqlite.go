@@ -45,6 +45,9 @@ type SQLite struct {
 	// searchConns holds the reader connections' searchConn
 	// (*sqlite3.Conn → *searchConn; closeSearchStmts drops one).
 	searchConns sync.Map
+	// postings keeps big conversations' doclists between searches (nil:
+	// none; see search_cache.go).
+	postings *postingsCache
 	// searchTrace, when set (experiments), sees every finished search.
 	searchTrace func(*searchRun)
 	// applied names the migrations this open applied (bot migrate prints them).
@@ -147,7 +150,7 @@ func openSQLite(ctx context.Context, path, vfs string, log *slog.Logger) (*SQLit
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	s := &SQLite{path: path, w: w, ckpt: ckpt, mrg: mrg}
+	s := &SQLite{path: path, w: w, ckpt: ckpt, mrg: mrg, postings: newPostingsCache()}
 	if err := s.migrate(ctx); err != nil {
 		return nil, errors.Join(err, w.Close(), ckpt.close())
 	}

@@ -57,7 +57,11 @@ var exactSearchTuning = searchTuning{exactUpTo: math.MaxInt64, commonDF: math.Ma
 // length, and which doclists a message is in (and how often, for the few
 // where a stem repeats or is in the sender's name) give its term
 // frequencies: BM25 is computed in Go from doclists, and only the messages
-// returned are read from the messages table.
+// returned are read from the messages table. In a conversation of at least
+// 10,000 messages the doclists read are kept for its next searches (the
+// postings cache, search_cache.go: bounded, versioned by the conversation's
+// search_gen and message count, so a search only ever sees the rows its
+// read transaction holds), and the messages added since are indexed in Go.
 //
 // Pruning, the one approximation, bounds the doclist entries read. In a
 // conversation of up to exactUpTo (5,000) messages nothing is pruned: the
@@ -134,7 +138,7 @@ func (s *SQLite) search(ctx context.Context, key pipeline.Key, q Query, also boo
 		}()
 		v, _ := s.searchConns.LoadOrStore(c, &searchConn{stmts: map[string]*sqlite3.Stmt{}})
 		sc := v.(*searchConn)
-		sr := &searchRun{c: c, tune: s.searchTuning(), key: key, q: q, sc: sc, posts: sc.posts[:0], trace: s.searchTrace}
+		sr := &searchRun{c: c, tune: s.searchTuning(), key: key, q: q, sc: sc, posts: sc.posts[:0], pcache: s.postings, trace: s.searchTrace}
 		defer sr.close()
 		var err error
 		hits, err = sr.run(phrases)
@@ -202,6 +206,8 @@ type searchRun struct {
 	winSize      int64 // messages in the window
 	candidates   int   // messages scored
 	ranked       bool  // the phrases are read: top may rank them (again)
+	pcache       *postingsCache
+	pe           *postingsEntry // the conversation's cached doclists (locked), or nil
 
 	// searchTrace only
 	trace                   func(*searchRun) // the store's searchTrace
@@ -240,6 +246,10 @@ func (s *SQLite) closeSearchStmts(c *sqlite3.Conn) error {
 }
 
 func (r *searchRun) close() {
+	if r.pe != nil {
+		r.pcache.release(r.pe)
+		r.pe = nil
+	}
 	for _, st := range r.sc.stmts {
 		_ = st.Reset()
 	}
@@ -303,7 +313,7 @@ func (r *searchRun) each(query string, fn func(*sqlite3.Stmt) bool, args ...any)
 }
 
 const (
-	sqlSearchConv = `SELECT id, search_docs, search_tokens FROM conversations WHERE key = ?1`
+	sqlSearchConv = `SELECT id, search_docs, search_tokens, search_gen FROM conversations WHERE key = ?1`
 	// The id of the conversation's ?3-th newest archived (?2 = 0) or active
 	// (?2 = 1) message, and how many of the others are at least as new.
 	sqlWindowCut = `SELECT id, (SELECT count(*) FROM messages WHERE conv = ?1 AND is_active = 1 - ?2 AND id >= w.id)
@@ -329,9 +339,10 @@ const activeCap = 4096
 
 func (r *searchRun) run(phrases [][]string) ([]Hit, error) {
 	found := false
+	var gen int64
 	r.phase("conv")
 	if err := r.each(sqlSearchConv, func(st *sqlite3.Stmt) bool {
-		r.conv, r.nDocs, r.nToks, found = st.ColumnInt64(0), st.ColumnInt64(1), st.ColumnInt64(2), true
+		r.conv, r.nDocs, r.nToks, gen, found = st.ColumnInt64(0), st.ColumnInt64(1), st.ColumnInt64(2), st.ColumnInt64(3), true
 		return true
 	}, r.key.String()); err != nil {
 		return nil, err
@@ -341,6 +352,12 @@ func (r *searchRun) run(phrases [][]string) ([]Hit, error) {
 	}
 	r.avgdl = float64(r.nToks) / float64(r.nDocs)
 	r.prefix = ftsConvPrefix(r.conv)
+	r.phase("cache")
+	pe, err := r.pcache.acquire(r, gen)
+	if err != nil {
+		return nil, err
+	}
+	r.pe = pe
 
 	// Distinct phrases; a repeated one still counts once per repetition.
 	r.slot = make([]int, len(phrases))
@@ -434,7 +451,11 @@ func (r *searchRun) readTerm(pi int, p *searchPhrase, limit int) error {
 	text := r.sc.rows[:0]
 	defer func() { r.sc.rows = text[:0] }()
 	crossed := false
-	err := r.termRows(ftsTerm(r.prefix, ftsKindText, p.toks[0]), func(rowid int64) bool {
+	termRows, otherRows := r.termRows, r.otherRows
+	if r.pe != nil {
+		termRows, otherRows = r.cachedTermRows, r.cachedOtherRows
+	}
+	err := termRows(ftsTerm(r.prefix, ftsKindText, p.toks[0]), func(rowid int64) bool {
 		if !crossed && rowid < r.cutRowid {
 			// Its first message older than the window: how frequent is
 			// the term in the window?
@@ -461,7 +482,7 @@ func (r *searchRun) readTerm(pi int, p *searchPhrase, limit int) error {
 	// and repeats in the text (column extra).
 	more := map[int64]float64{}
 	rest := 0
-	err = r.otherRows(ftsTerm(r.prefix, ftsKindRest, p.toks[0]), func(c docRow) bool {
+	err = otherRows(ftsTerm(r.prefix, ftsKindRest, p.toks[0]), func(c docRow) bool {
 		rest++
 		if !truncated || c.rowid >= text[len(text)-1] {
 			// In the sender's name, or another occurrence in the text.

@@ -1,0 +1,400 @@
+package memory
+
+import (
+	"cmp"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ncruces/go-sqlite3"
+	"github.com/recallbot/recall/memory/internal/fts"
+)
+
+// postingsCache owns the doclists that searches of big conversations read,
+// kept between searches: a busy conversation's next search reads the index
+// only for the words it has not met yet, and the messages added since the
+// last search, which it indexes itself (search_index.go's derivation).
+//
+// A conversation's entry holds, for each term read, the newest part of its
+// doclist (at most postingsCap entries; complete when the doclist is no
+// longer), as the index held it in one state of the conversation: its
+// search_gen (migration 0006: it changes with everything but an added
+// message), its search_docs (its messages) and the greatest id among them.
+// A search reads those three in its read transaction and uses the entry
+// only when they tell the same rows, or rows added since (more messages,
+// the same search_gen, and as many messages of greater id as were added;
+// then they are added to the entry first). A search whose snapshot is older
+// than the entry reads the index. An entry is used by one search at a time
+// (its lock), so it always describes the snapshot of the search holding it.
+//
+// Bounded: only conversations of at least postingsFrom messages are cached,
+// the entries' doclists take at most postingsBudget bytes in all (a
+// conversation's least recently read doclists go first when it alone takes
+// more, then the least recently searched conversations).
+type postingsCache struct {
+	mu      sync.Mutex
+	entries map[int64]*postingsEntry
+	bytes   int // of every unlocked entry's doclists, as last measured
+	tick    uint64
+	from    int64 // postingsFrom
+	budget  int   // postingsBudget
+	rowsCap int   // postingsCap
+	// served counts the doclists read from the cache, added the times
+	// messages were added to an entry (tests).
+	served, added atomic.Int64
+}
+
+const (
+	postingsFrom   = 10_000
+	postingsBudget = 4 << 20
+	// postingsCap: a term's doclist is cached up to this many entries,
+	// what a pruned search reads of a term at most (commonDF+1), and a few
+	// for the messages added since.
+	postingsCap = 1216
+)
+
+func newPostingsCache() *postingsCache {
+	return &postingsCache{entries: map[int64]*postingsEntry{}, from: postingsFrom, budget: postingsBudget, rowsCap: postingsCap}
+}
+
+// postingsEntry is one conversation's cached doclists.
+type postingsEntry struct {
+	mu    sync.Mutex
+	conv  int64
+	state postingsState
+	used  uint64 // the cache's tick when last searched
+	bytes int    // size when last released
+	runs  uint64 // searches that used it
+	text  map[string]*textPostings
+	other map[string]*otherPostings
+}
+
+// postingsState is what a conversation's index held: its search_gen, its
+// messages and their greatest id.
+type postingsState struct {
+	gen, docs, maxID int64
+}
+
+// textPostings and otherPostings are a term's doclist, newest first: whole
+// when complete, else its newest entries.
+type textPostings struct {
+	rows     []int64
+	complete bool
+	used     uint64 // the entry's runs when last read
+}
+
+type otherPostings struct {
+	rows     []docRow
+	complete bool
+	used     uint64
+}
+
+func (p *textPostings) size(term string) int  { return len(term) + 8*cap(p.rows) + 64 }
+func (p *otherPostings) size(term string) int { return len(term) + 16*cap(p.rows) + 64 }
+
+func (e *postingsEntry) size() int {
+	n := 0
+	for k, p := range e.text {
+		n += p.size(k)
+	}
+	for k, p := range e.other {
+		n += p.size(k)
+	}
+	return n
+}
+
+// trim drops the doclists least recently read until e takes at most limit
+// bytes, and returns its size.
+func (e *postingsEntry) trim(limit int) int {
+	size := e.size()
+	if size <= limit {
+		return size
+	}
+	type term struct {
+		key   string
+		text  bool
+		used  uint64
+		bytes int
+	}
+	var all []term
+	for k, p := range e.text {
+		all = append(all, term{k, true, p.used, p.size(k)})
+	}
+	for k, p := range e.other {
+		all = append(all, term{k, false, p.used, p.size(k)})
+	}
+	slices.SortFunc(all, func(a, b term) int { return cmp.Compare(a.used, b.used) })
+	for _, t := range all {
+		if size <= limit {
+			break
+		}
+		if t.text {
+			delete(e.text, t.key)
+		} else {
+			delete(e.other, t.key)
+		}
+		size -= t.bytes
+	}
+	return size
+}
+
+const (
+	sqlConvMaxID = `SELECT (SELECT max(id) FROM messages WHERE conv = ?1 AND is_active = 0), (SELECT max(id) FROM messages WHERE conv = ?1 AND is_active = 1)`
+	sqlConvAdded = `SELECT id, text, sender_name FROM messages WHERE conv = ?1 AND is_active IN (0, 1) AND id > ?2 ORDER BY id`
+)
+
+// acquire returns conv's entry, locked and brought to the search's
+// snapshot (gen and docs read in its transaction), or nil when the search
+// reads the index itself. The caller releases it.
+func (pc *postingsCache) acquire(r *searchRun, gen int64) (*postingsEntry, error) {
+	if pc == nil || r.nDocs < pc.from {
+		return nil, nil
+	}
+	pc.mu.Lock()
+	e := pc.entries[r.conv]
+	if e == nil {
+		e = &postingsEntry{conv: r.conv}
+		pc.entries[r.conv] = e
+	}
+	pc.mu.Unlock()
+	e.mu.Lock()
+	pc.mu.Lock()
+	if pc.entries[r.conv] != e { // evicted meanwhile
+		pc.mu.Unlock()
+		e.mu.Unlock()
+		return nil, nil
+	}
+	pc.bytes -= e.bytes
+	e.bytes = 0
+	pc.tick++
+	e.used = pc.tick
+	pc.mu.Unlock()
+	ok, err := e.advance(r, gen)
+	if err != nil || !ok {
+		pc.release(e)
+		return nil, err
+	}
+	e.runs++
+	return e, nil
+}
+
+// advance brings e to the search's snapshot; false when it cannot (the
+// snapshot is older than e).
+func (e *postingsEntry) advance(r *searchRun, gen int64) (bool, error) {
+	switch {
+	case e.text != nil && e.state.gen == gen && e.state.docs == r.nDocs:
+		return true, nil
+	case e.text != nil && e.state.gen == gen && e.state.docs > r.nDocs:
+		return false, nil // an older snapshot
+	case e.text != nil && e.state.gen == gen:
+		ok, err := e.addNewer(r)
+		if err != nil || ok {
+			return ok, err
+		}
+	}
+	// A new state: start empty.
+	var maxID int64
+	err := r.each(sqlConvMaxID, func(st *sqlite3.Stmt) bool {
+		maxID = max(st.ColumnInt64(0), st.ColumnInt64(1))
+		return true
+	}, r.conv)
+	if err != nil {
+		return false, err
+	}
+	e.state = postingsState{gen: gen, docs: r.nDocs, maxID: maxID}
+	e.text, e.other = map[string]*textPostings{}, map[string]*otherPostings{}
+	return true, nil
+}
+
+// addNewer adds to e the messages added since its state; false when those
+// are not all the change (a message added with a smaller id: e starts again).
+func (e *postingsEntry) addNewer(r *searchRun) (bool, error) {
+	type added struct {
+		rowid int64
+		text  map[string]bool
+		other map[string]docRow
+	}
+	var news []added
+	maxID := e.state.maxID
+	var bad error
+	err := r.each(sqlConvAdded, func(st *sqlite3.Stmt) bool {
+		id := st.ColumnInt64(0)
+		textToks, senderToks := fts.Tokens(st.ColumnText(1)), fts.Tokens(st.ColumnText(2))
+		rowid, err := ftsRowid(id, len(textToks)+len(senderToks))
+		if err != nil {
+			bad = err
+			return false
+		}
+		a := added{rowid: rowid, text: map[string]bool{}, other: map[string]docRow{}}
+		for _, t := range textToks {
+			if a.text[t] {
+				c := a.other[t]
+				c.rowid = rowid
+				c.extra++
+				a.other[t] = c
+			}
+			a.text[t] = true
+		}
+		for _, t := range senderToks {
+			c := a.other[t]
+			c.rowid = rowid
+			c.sender++
+			a.other[t] = c
+		}
+		news = append(news, a)
+		maxID = max(maxID, id)
+		return true
+	}, r.conv, e.state.maxID)
+	if err == nil {
+		err = bad
+	}
+	if err != nil || int64(len(news)) != r.nDocs-e.state.docs {
+		return false, err
+	}
+	textPrefix, otherPrefix := r.prefix+string(rune(ftsKindText)), r.prefix+string(rune(ftsKindRest))
+	for k, p := range e.text {
+		stem := k[len(textPrefix):]
+		var front []int64
+		for i := len(news) - 1; i >= 0; i-- { // newest first
+			if news[i].text[stem] {
+				front = append(front, news[i].rowid)
+			}
+		}
+		if len(front) > 0 {
+			p.rows = prependCapped(front, p.rows, r.pcache.rowsCap, &p.complete)
+		}
+	}
+	for k, p := range e.other {
+		stem := k[len(otherPrefix):]
+		var front []docRow
+		for i := len(news) - 1; i >= 0; i-- {
+			if c, ok := news[i].other[stem]; ok {
+				front = append(front, c)
+			}
+		}
+		if len(front) > 0 {
+			p.rows = prependCapped(front, p.rows, r.pcache.rowsCap, &p.complete)
+		}
+	}
+	e.state.docs, e.state.maxID = r.nDocs, maxID
+	r.pcache.added.Add(1)
+	return true, nil
+}
+
+// prependCapped returns front followed by rows, at most limit of them
+// (then no longer complete).
+func prependCapped[T any](front, rows []T, limit int, complete *bool) []T {
+	n := min(len(front)+len(rows), limit)
+	if n < len(front)+len(rows) {
+		*complete = false
+	}
+	out := make([]T, 0, n)
+	out = append(out, front[:min(len(front), n)]...)
+	return append(out, rows[:n-len(out)]...)
+}
+
+// release unlocks e, measures it and keeps the cache within its budget: a
+// conversation's doclists least recently read go first when it alone
+// exceeds it, then the least recently searched conversations.
+func (pc *postingsCache) release(e *postingsEntry) {
+	size := e.trim(pc.budget)
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	defer e.mu.Unlock()
+	if pc.entries[e.conv] != e {
+		return
+	}
+	if size == 0 {
+		delete(pc.entries, e.conv)
+		return
+	}
+	e.bytes = size
+	pc.bytes += size
+	for pc.bytes > pc.budget {
+		var old *postingsEntry
+		for _, o := range pc.entries {
+			if o.bytes > 0 && (old == nil || o.used < old.used) {
+				old = o
+			}
+		}
+		if old == nil {
+			return
+		}
+		pc.bytes -= old.bytes
+		old.bytes = 0
+		delete(pc.entries, old.conv)
+	}
+}
+
+// cachedTermRows is termRows through the entry: the cached doclist, then the
+// index past it when fn wants more; a term not cached yet is read from the
+// index and cached.
+func (r *searchRun) cachedTermRows(term string, fn func(rowid int64) bool) error {
+	if p, ok := r.pe.text[term]; ok {
+		r.pcache.served.Add(1)
+		p.used = r.pe.runs
+		for _, rowid := range p.rows {
+			if !fn(rowid) {
+				return nil
+			}
+		}
+		if p.complete {
+			return nil
+		}
+		return readPast(r, p.rows, r.pcache.rowsCap, r.termRows, term, fn, func(rows []int64, complete bool) {
+			p.rows, p.complete = rows, complete
+		})
+	}
+	return readPast(r, nil, r.pcache.rowsCap, r.termRows, term, fn, func(rows []int64, complete bool) {
+		r.pe.text[term] = &textPostings{rows: rows, complete: complete, used: r.pe.runs}
+	})
+}
+
+// readPast reads a term's doclist from the index past the cached rows (none
+// when the term is not cached), giving fn the rows after them, and keeps
+// what it read in the cache (up to limit rows) with keep.
+func readPast[T any](r *searchRun, cached []T, limit int, read func(string, func(T) bool) error, term string, fn func(T) bool, keep func(rows []T, complete bool)) error {
+	skip, rows, complete := len(cached), cached, true
+	err := read(term, func(row T) bool {
+		if skip > 0 {
+			skip--
+			return true
+		}
+		if len(rows) < limit {
+			rows = append(rows, row)
+		} else {
+			complete = false
+		}
+		if !fn(row) {
+			complete = false
+			return false
+		}
+		return true
+	})
+	if err == nil && skip == 0 {
+		keep(slices.Clip(rows), complete)
+	}
+	return err
+}
+
+// cachedOtherRows is cachedTermRows for otherRows.
+func (r *searchRun) cachedOtherRows(term string, fn func(c docRow) bool) error {
+	if p, ok := r.pe.other[term]; ok {
+		r.pcache.served.Add(1)
+		p.used = r.pe.runs
+		for _, c := range p.rows {
+			if !fn(c) {
+				return nil
+			}
+		}
+		if p.complete {
+			return nil
+		}
+		return readPast(r, p.rows, r.pcache.rowsCap, r.otherRows, term, fn, func(rows []docRow, complete bool) {
+			p.rows, p.complete = rows, complete
+		})
+	}
+	return readPast(r, nil, r.pcache.rowsCap, r.otherRows, term, fn, func(rows []docRow, complete bool) {
+		r.pe.other[term] = &otherPostings{rows: rows, complete: complete, used: r.pe.runs}
+	})
+}
