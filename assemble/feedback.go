@@ -1,6 +1,7 @@
 package assemble
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"strings"
@@ -131,10 +132,10 @@ func (a *Assembler) expansionWords(ctx context.Context, key pipeline.Key, text s
 	if err != nil {
 		return nil
 	}
-	slices.SortFunc(around, func(x, y memory.Message) int { return compareID(x.ID, y.ID) })
+	slices.SortFunc(around, func(x, y memory.Message) int { return cmp.Compare(x.ID, y.ID) })
 	for i, h := range top {
 		texts[i] = h.Message.Text
-		j, found := slices.BinarySearchFunc(around, h.Message.ID, func(m memory.Message, id int64) int { return compareID(m.ID, id) })
+		j, found := slices.BinarySearchFunc(around, h.Message.ID, func(m memory.Message, id int64) int { return cmp.Compare(m.ID, id) })
 		if !found {
 			continue
 		}

@@ -1,6 +1,7 @@
 package assemble
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -194,7 +195,7 @@ func (a *Assembler) recallPass(ctx context.Context, req Request, exclude []int64
 			msgs = append(msgs, h.Message)
 		}
 	}
-	slices.SortFunc(msgs, func(x, y memory.Message) int { return compareID(x.ID, y.ID) })
+	slices.SortFunc(msgs, func(x, y memory.Message) int { return cmp.Compare(x.ID, y.ID) })
 	// seeds are the messages whose neighbours msgs holds: the hits and
 	// the messages up to exchangeReach-1 from them.
 	seeds := make(map[int64]bool, 3*len(ids))
@@ -275,7 +276,7 @@ func (a *Assembler) fill(msgs []memory.Message, follows []bool, e []float64, sco
 		case e[x] < e[y]:
 			return 1
 		}
-		return -compareID(msgs[x].ID, msgs[y].ID) // newer first on ties
+		return -cmp.Compare(msgs[x].ID, msgs[y].ID) // newer first on ties
 	})
 	pos := make(map[int64]int, len(msgs)) // a message's index in msgs
 	for i, m := range msgs {
@@ -347,39 +348,13 @@ type reacher interface {
 }
 
 // around returns the messages up to reach steps before and after each of
-// ids, sorted by id, ids themselves among them or not: from one read when
-// the source can (without them), else from one Around a step, each from
-// the messages the last one added.
+// ids, without ids, sorted by id: from one read when the source can, else
+// one Around a step (memory.AroundSteps).
 func (a *Assembler) around(ctx context.Context, key pipeline.Key, ids []int64, reach int) ([]memory.Message, error) {
 	if r, ok := a.src.(reacher); ok {
 		return r.AroundReach(ctx, key, ids, reach)
 	}
-	asked := make(map[int64]bool, len(ids))
-	for _, id := range ids {
-		asked[id] = true
-	}
-	msgs, err := a.src.Around(ctx, key, ids)
-	for step := 1; step < reach && err == nil; step++ {
-		var further []int64
-		for _, m := range msgs {
-			if !asked[m.ID] {
-				asked[m.ID] = true
-				further = append(further, m.ID)
-			}
-		}
-		if len(further) == 0 {
-			break
-		}
-		var next []memory.Message
-		if next, err = a.src.Around(ctx, key, further); err == nil {
-			msgs = append(msgs, next...)
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	slices.SortFunc(msgs, func(x, y memory.Message) int { return compareID(x.ID, y.ID) })
-	return slices.CompactFunc(msgs, func(x, y memory.Message) bool { return x.ID == y.ID }), nil
+	return memory.AroundSteps(ctx, a.src.Around, key, ids, reach)
 }
 
 // withinSearcher is a Source that answers a question naming a time from
@@ -401,16 +376,6 @@ func (a *Assembler) searchWithin(ctx context.Context, key pipeline.Key, q memory
 	q.From, q.To = time.Time{}, time.Time{}
 	all, err = a.src.Search(ctx, key, q)
 	return within, all, err
-}
-
-func compareID(x, y int64) int {
-	switch {
-	case x < y:
-		return -1
-	case x > y:
-		return 1
-	}
-	return 0
 }
 
 func absDur(d time.Duration) time.Duration {

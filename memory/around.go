@@ -40,14 +40,22 @@ func aroundReach(ctx context.Context, b Backend, key pipeline.Key, ids []int64, 
 	return aroundSteps(ctx, b, key, ids, reach)
 }
 
-// aroundSteps answers AroundReach with one Around a step.
+// aroundSteps answers AroundReach from b with one Around a step.
 func aroundSteps(ctx context.Context, b Backend, key pipeline.Key, ids []int64, reach int) ([]Message, error) {
+	return AroundSteps(ctx, b.Around, key, ids, reach)
+}
+
+// AroundSteps answers AroundReach with around (one step around ids, as
+// Store.Around), each step from the messages the last one added: the
+// messages up to reach steps around ids, without ids, each once, oldest
+// first. For a source that has no AroundReach of its own.
+func AroundSteps(ctx context.Context, around func(context.Context, pipeline.Key, []int64) ([]Message, error), key pipeline.Key, ids []int64, reach int) ([]Message, error) {
 	asked := make(map[int64]bool, len(ids))
 	seeds := make(map[int64]bool, len(ids))
 	for _, id := range ids {
 		asked[id], seeds[id] = true, true
 	}
-	msgs, err := b.Around(ctx, key, ids)
+	msgs, err := around(ctx, key, ids)
 	for step := 1; step < reach && err == nil; step++ {
 		var further []int64
 		for _, m := range msgs {
@@ -60,7 +68,7 @@ func aroundSteps(ctx context.Context, b Backend, key pipeline.Key, ids []int64, 
 			break
 		}
 		var next []Message
-		if next, err = b.Around(ctx, key, further); err == nil {
+		if next, err = around(ctx, key, further); err == nil {
 			msgs = append(msgs, next...)
 		}
 	}
@@ -68,15 +76,7 @@ func aroundSteps(ctx context.Context, b Backend, key pipeline.Key, ids []int64, 
 		return nil, err
 	}
 	msgs = slices.DeleteFunc(msgs, func(m Message) bool { return seeds[m.ID] })
-	slices.SortFunc(msgs, func(x, y Message) int {
-		switch {
-		case x.ID < y.ID:
-			return -1
-		case x.ID > y.ID:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(msgs, func(x, y Message) int { return cmp.Compare(x.ID, y.ID) })
 	return slices.CompactFunc(msgs, func(x, y Message) bool { return x.ID == y.ID }), nil
 }
 

@@ -356,47 +356,37 @@ func Recall(ctx context.Context, chats []RecallChat, o RecallOptions) (RecallRes
 				}
 				return float64(n) / float64(len(ev))
 			}
-			t0 := time.Now()
-			p, err := asm.Build(ctx, assemble.Request{Key: key, Text: q.Question, Memory: true, Now: now})
-			took := time.Since(t0)
-			if err != nil {
-				return res, fmt.Errorf("%s: %q: %w", c.Name, q.Question, err)
-			}
-			var prompt strings.Builder
-			for _, m := range p.Messages[:len(p.Messages)-1] { // not the question itself
-				prompt.WriteString(m.Content + "\n")
-			}
-			add(ours, oursCat, q.Category, frac(prompt.String()), p.Breakdown.Part(assemble.PartSnippets).Tokens, took)
-			{
+			// score asks the question through a and adds what its
+			// snippets found to r.
+			score := func(a *assemble.Assembler, r *RecallScore, cats map[string]*catSum, with string) error {
 				t0 := time.Now()
-				p, err := fbAsm.Build(ctx, assemble.Request{Key: key, Text: q.Question, Memory: true, Now: now})
+				p, err := a.Build(ctx, assemble.Request{Key: key, Text: q.Question, Memory: true, Now: now})
 				took := time.Since(t0)
 				if err != nil {
-					return res, fmt.Errorf("%s: %q with feedback: %w", c.Name, q.Question, err)
+					return fmt.Errorf("%s: %q%s: %w", c.Name, q.Question, with, err)
 				}
 				var prompt strings.Builder
-				for _, m := range p.Messages[:len(p.Messages)-1] {
+				for _, m := range p.Messages[:len(p.Messages)-1] { // not the question itself
 					prompt.WriteString(m.Content + "\n")
 				}
-				add(fb, fbCat, q.Category, frac(prompt.String()), p.Breakdown.Part(assemble.PartSnippets).Tokens, took)
+				add(r, cats, q.Category, frac(prompt.String()), p.Breakdown.Part(assemble.PartSnippets).Tokens, took)
+				return nil
+			}
+			if err := score(asm, ours, oursCat, ""); err != nil {
+				return res, err
+			}
+			if err := score(fbAsm, fb, fbCat, " with feedback"); err != nil {
+				return res, err
 			}
 			if hybridAsm != nil {
-				t0 := time.Now()
-				p, err := hybridAsm.Build(ctx, assemble.Request{Key: key, Text: q.Question, Memory: true, Now: now})
-				took := time.Since(t0)
-				if err != nil {
-					return res, fmt.Errorf("%s: %q with embeddings: %w", c.Name, q.Question, err)
+				if err := score(hybridAsm, hyb, hybCat, " with embeddings"); err != nil {
+					return res, err
 				}
-				var prompt strings.Builder
-				for _, m := range p.Messages[:len(p.Messages)-1] {
-					prompt.WriteString(m.Content + "\n")
-				}
-				add(hyb, hybCat, q.Category, frac(prompt.String()), p.Breakdown.Part(assemble.PartSnippets).Tokens, took)
 			}
 
-			t0 = time.Now()
+			t0 := time.Now()
 			hits, err := st.Search(ctx, key, memory.Query{Text: q.Question, Limit: 20, TokenBudget: o.Budget})
-			took = time.Since(t0)
+			took := time.Since(t0)
 			if err != nil {
 				return res, err
 			}
