@@ -3,8 +3,6 @@ package memory_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -27,28 +25,8 @@ import (
 //	go test -run='^$' -bench=SearchAfterDelete -benchtime=200x ./memory/
 func BenchmarkSearchAfterDelete(b *testing.B) {
 	ctx := context.Background()
-	src, err := figures.TurnFixture(ctx, 100_000, os.Stderr)
-	if err != nil {
-		b.Fatal(err)
-	}
-	data, err := os.ReadFile(src)
-	if err != nil {
-		b.Fatal(err)
-	}
 	key := pipeline.Key{Channel: "telegram", Chat: "424242"} // the fixture's conversation
-	open := func(name string) *memory.SQLite {
-		path := filepath.Join(b.TempDir(), name+".db")
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			b.Fatal(err)
-		}
-		s, err := memory.OpenSQLite(ctx, path)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { s.Close() })
-		return s
-	}
-	intact, purged := open("intact"), open("purged")
+	intact, purged := openTurnFixture(b, "intact"), openTurnFixture(b, "purged")
 	var platformID string
 	if err := purged.DB().QueryRowContext(ctx, `SELECT m.platform_id FROM messages m JOIN conversations c ON c.id = m.conv
 		WHERE c.key = ? AND m.is_active = 0 AND m.role = 'user' AND m.platform_id != '' ORDER BY m.id LIMIT 1 OFFSET 25000`, key.String()).Scan(&platformID); err != nil {

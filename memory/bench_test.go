@@ -273,23 +273,7 @@ func ids(msgs []memory.Message) []int64 {
 //	go test -run='^$' -bench=SearchTurnArchive -benchtime=200x ./memory/
 func BenchmarkSearchTurnArchive(b *testing.B) {
 	ctx := context.Background()
-	src, err := figures.TurnFixture(ctx, 100_000, os.Stderr)
-	if err != nil {
-		b.Fatal(err)
-	}
-	data, err := os.ReadFile(src)
-	if err != nil {
-		b.Fatal(err)
-	}
-	path := filepath.Join(b.TempDir(), "recall.db")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		b.Fatal(err)
-	}
-	s, err := memory.OpenSQLite(ctx, path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := openTurnFixture(b, "recall")
 	key := pipeline.Key{Channel: "telegram", Chat: "424242"} // the fixture's conversation
 	people := []string{"João", "Sofia", "Rui", "Helena", "Kenji"}
 	for _, c := range []struct {
@@ -360,4 +344,30 @@ func messageIDs(msgs []memory.Message) []int64 {
 		out[i] = m.ID
 	}
 	return out
+}
+
+// openTurnFixture opens a copy of the bench's turn fixture (100k archived
+// messages in one conversation, telegram/424242) named name, closed and
+// removed when b ends.
+func openTurnFixture(b *testing.B, name string) *memory.SQLite {
+	b.Helper()
+	ctx := context.Background()
+	src, err := figures.TurnFixture(ctx, 100_000, os.Stderr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	data, err := os.ReadFile(src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(b.TempDir(), name+".db")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	s, err := memory.OpenSQLite(ctx, path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
 }
