@@ -54,11 +54,11 @@ func BenchmarkSearchAfterDelete(b *testing.B) {
 			n := 0
 			search := func(i int, q memory.Query) {
 				fetches, stop := memory.SearchPageFetches(sides[i])
-				c := processCPU()
+				c := figures.ProcessCPU()
 				if _, err := sides[i].Search(ctx, key, q); err != nil {
 					b.Fatal(err)
 				}
-				cpu[i] += processCPU() - c
+				cpu[i] += figures.ProcessCPU() - c
 				_, p := fetches()
 				stop()
 				pages[i] += p

@@ -321,11 +321,11 @@ func BenchmarkSearchTurnArchive(b *testing.B) {
 				}
 				segs += n
 				q := memory.Query{Text: text, Limit: 30, Exclude: messageIDs(act[max(0, len(act)-8):])}
-				t, c := time.Now(), processCPU()
+				t, c := time.Now(), figures.ProcessCPU()
 				if _, err := s.Search(ctx, key, q); err != nil {
 					b.Fatal(err)
 				}
-				took, cpu = took+time.Since(t), cpu+processCPU()-c
+				took, cpu = took+time.Since(t), cpu+figures.ProcessCPU()-c
 			}
 			searches, stmts, rows, pages := work()
 			b.ReportMetric(float64(stmts)/float64(searches), "stmts/search")

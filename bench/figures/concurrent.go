@@ -146,7 +146,7 @@ func Concurrent(ctx context.Context, o ConcurrentOptions) (ConcurrentResult, err
 	}
 	d := pipeline.NewDispatcher(r.handler, 2*o.Concurrency, warns.logger())
 	rec := &recorder{got: make(map[pipeline.Key][]pipeline.Outbound, o.Convs)}
-	cpu0, start := processCPU(), time.Now()
+	cpu0, start := ProcessCPU(), time.Now()
 	for t := range o.Turns {
 		for c := range o.Convs {
 			in := pipeline.Inbound{
@@ -161,7 +161,7 @@ func Concurrent(ctx context.Context, o ConcurrentOptions) (ConcurrentResult, err
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	err = d.Shutdown(sctx)
 	cancel()
-	res.Wall, res.CPU = time.Since(start), processCPU()-cpu0
+	res.Wall, res.CPU = time.Since(start), ProcessCPU()-cpu0
 	if o.HeapProfile != nil && err == nil {
 		runtime.GC()
 		err = pprof.WriteHeapProfile(o.HeapProfile)

@@ -4,5 +4,5 @@ package figures
 
 import "time"
 
-// processCPU is not measured on this platform: the cpu_ms metrics read 0.
-func processCPU() time.Duration { return 0 }
+// ProcessCPU is not measured on this platform: the cpu_ms metrics read 0.
+func ProcessCPU() time.Duration { return 0 }

@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// processCPU is the CPU time (user + system) this process has used, all
+// ProcessCPU is the CPU time (user + system) this process has used, all
 // goroutines included.
-func processCPU() time.Duration {
+func ProcessCPU() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0

@@ -115,12 +115,12 @@ func SearchArchive(ctx context.Context, st *memory.Store, stockPath string, key 
 	var res SearchResult
 	oursIDs, stockIDs := make([][]int64, len(queries)), make([][]int64, len(queries))
 	run := func(f func(string) ([]memory.Hit, error), qi int, to *[]SearchSample, who string, ids [][]int64) error {
-		t, cpu := time.Now(), processCPU()
+		t, cpu := time.Now(), ProcessCPU()
 		h, err := f(queries[qi])
 		if err != nil {
 			return fmt.Errorf("%s %.40q: %w", who, queries[qi], err)
 		}
-		*to = append(*to, SearchSample{qi, time.Since(t), processCPU() - cpu, len(h)})
+		*to = append(*to, SearchSample{qi, time.Since(t), ProcessCPU() - cpu, len(h)})
 		if ids != nil && ids[qi] == nil {
 			ids[qi] = []int64{}
 			for _, x := range h {

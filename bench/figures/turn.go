@@ -35,9 +35,9 @@ func (d *convDriver) turn(ctx context.Context, h pipeline.Handler) (took, cpu ti
 		Text: d.g.Text(d.g.Between(3, 30), d.people), Time: time.Now(),
 	}
 	before, _ := d.out.state()
-	cpu0, start := processCPU(), time.Now()
+	cpu0, start := ProcessCPU(), time.Now()
 	err = h.Handle(ctx, &pipeline.Turn{In: in, Out: &d.out})
-	took, cpu = time.Since(start), processCPU()-cpu0
+	took, cpu = time.Since(start), ProcessCPU()-cpu0
 	if err != nil {
 		return took, cpu, fmt.Errorf("turn %d of %s: %w", d.n, d.key, err)
 	}
