@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -43,7 +42,6 @@ func Start(t testing.TB, opts ClusterOptions) *Cluster {
 	if bin == "" {
 		t.Skip("PostgreSQL's initdb is not installed (apt-get install postgresql, or run .ci/postgres once)")
 	}
-	var cred *syscall.Credential
 	uid, gid := -1, -1
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
@@ -52,7 +50,6 @@ func Start(t testing.TB, opts ClusterOptions) *Cluster {
 		}
 		uid, _ = strconv.Atoi(u.Uid)
 		gid, _ = strconv.Atoi(u.Gid)
-		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 	}
 	dir, err := os.MkdirTemp("", "recall-pg.")
 	if err != nil {
@@ -70,8 +67,8 @@ func Start(t testing.TB, opts ClusterOptions) *Cluster {
 	run := func(name string, args ...string) error {
 		cmd := exec.Command(filepath.Join(bin, name), args...)
 		cmd.Dir = dir
-		if cred != nil {
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		if uid >= 0 {
+			runAs(cmd, uid, gid)
 		}
 		out, err := cmd.CombinedOutput()
 		if err != nil {
