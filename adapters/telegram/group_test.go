@@ -304,13 +304,15 @@ func TestAlbumsAndMediaBurstsGetOneNotice(t *testing.T) {
 		From: &models.User{ID: 222, FirstName: "Bob"}, Sticker: &models.Sticker{FileID: "stk"}}
 	api.Push(models.Update{Message: sticker})
 	api.SendText(bob, 222, "hello?")
-	api.Wait("the answer to Bob's question", func(calls []fakeCall) bool {
+	// The notice goes out on its own, not in the turn queue: it may come
+	// after the answer to the question.
+	api.Wait("the answer to Bob's question and the sticker's notice", func(calls []fakeCall) bool {
+		answered, noticed := false, false
 		for _, c := range filterCalls(calls, "sendMessage") {
-			if c.Fields["text"] == "echo: hello?" {
-				return true
-			}
+			answered = answered || c.Fields["text"] == "echo: hello?"
+			noticed = noticed || c.Fields["text"] == TextOnlyReply
 		}
-		return false
+		return answered && noticed
 	})
 	if n := len(api.Sent(111)); n != 1 {
 		t.Errorf("Ada's captioned album got %d answers, want 1", n)
