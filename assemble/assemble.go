@@ -120,6 +120,7 @@ type Assembler struct {
 	// feedbackOn: the archive is searched again with the words of the
 	// best hits' exchanges (WithFeedback, feedback.go).
 	feedbackOn bool
+	stems      *stemCache // feedback's
 }
 
 // Option configures an Assembler.
@@ -137,7 +138,7 @@ func InLocation(loc *time.Location) Option {
 
 // New returns an Assembler.
 func New(src Source, counter llm.Counter, b Budget, opts ...Option) *Assembler {
-	a := &Assembler{src: src, count: counter, budget: b, loc: time.Local}
+	a := &Assembler{src: src, count: counter, budget: b, loc: time.Local, stems: &stemCache{}}
 	for _, o := range opts {
 		o(a)
 	}

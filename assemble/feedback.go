@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/recallbot/recall/memory"
 	"github.com/recallbot/recall/pipeline"
@@ -31,6 +32,11 @@ const (
 	// fbCommon: an expansion word in more than this share of the
 	// conversation's messages is left out (memory.Query.MaxShare).
 	fbCommon = 0.1
+	// fbMaxAsked: a question of more search words than this is searched
+	// as it is: it says more than the expansion would add (feedback helps
+	// short questions, whose words miss the answer's), and its own search
+	// already costs the most (a long message is the slowest turn).
+	fbMaxAsked = fbTerms
 )
 
 // feedbacks are a recall's expansions: of its hits in the time the
@@ -58,21 +64,40 @@ type expansion struct {
 // question's words came up, is found: "where did Jack go on holiday?"
 // finds "we landed in Lisbon" through the exchanges that spoke of the
 // holiday and the flight. It costs a read of the best hits' neighbours and
-// a second search (README, note 15); off without WithFeedback.
-func (a *Assembler) feedback(ctx context.Context, key pipeline.Key, q memory.Query, hits []memory.Hit, exp *expansion) ([]memory.Hit, error) {
+// a second search, beside the read of the other hits' neighbours (README,
+// note 15); off without WithFeedback. A question of more than fbMaxAsked
+// words is searched as it is.
+func (a *Assembler) feedback(ctx context.Context, key pipeline.Key, q memory.Query, hits []memory.Hit, exp *expansion, near *neighbours) ([]memory.Hit, error) {
 	if !a.feedbackOn {
+		return hits, nil
+	}
+	asked := len(memory.Terms(q.Text))
+	if asked > fbMaxAsked {
 		return hits, nil
 	}
 	if !exp.done {
 		exp.done = true
-		exp.words = a.expansionWords(ctx, key, q.Text, hits)
+		exp.words = a.expansionWords(ctx, key, q.Text, hits, near)
 	}
 	if len(exp.words) == 0 {
 		return hits, nil
 	}
-	asked := len(memory.Terms(q.Text))
-	q.Text, q.MaxShare = strings.Join(exp.words, " "), fbCommon
+	q.Text, q.MaxShare, q.TextOnly = strings.Join(exp.words, " "), fbCommon, true
+	// While the words are searched, the neighbours of the question's own
+	// hits are read (the snippets need them): the turn waits for the
+	// longer of the two, not both.
+	read := make(chan error, 1)
+	go func() {
+		msgs := make([]memory.Message, len(hits))
+		for i, h := range hits {
+			msgs[i] = h.Message
+		}
+		read <- a.reach(ctx, key, msgs, near)
+	}()
 	more, err := a.src.Search(ctx, key, q)
+	if rerr := <-read; err == nil {
+		err = rerr
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -105,34 +130,34 @@ func (a *Assembler) feedback(ctx context.Context, key pipeline.Key, q memory.Que
 
 // expansionWords picks the expansion words of text from its hits (see
 // feedback): none when there are too few hits to learn from.
-func (a *Assembler) expansionWords(ctx context.Context, key pipeline.Key, text string, hits []memory.Hit) []string {
+func (a *Assembler) expansionWords(ctx context.Context, key pipeline.Key, text string, hits []memory.Hit, near *neighbours) []string {
 	if len(hits) < 2 {
 		return nil
 	}
 	asked := map[string]bool{}
 	for _, w := range memory.Terms(text) {
-		asked[memory.Stem(w)] = true
+		asked[a.stems.of(w)] = true
 	}
 	if len(asked) == 0 {
 		return nil
 	}
 	top := hits[:min(fbDocs, len(hits))]
 	total := 0.0
-	ids := make([]int64, len(top))
+	msgs := make([]memory.Message, len(top))
 	for i, h := range top {
 		total += h.Score
-		ids[i] = h.Message.ID
+		msgs[i] = h.Message
 	}
 	if total <= 0 {
 		return nil
 	}
-	// Each hit's exchange: the hit and its neighbours within exchangeGap.
-	texts := make([]string, len(top))
-	around, err := a.src.Around(ctx, key, ids)
-	if err != nil {
+	// Each hit's exchange: the hit and its neighbours within exchangeGap,
+	// read as the snippets will read them (near).
+	if err := a.reach(ctx, key, msgs, near); err != nil {
 		return nil
 	}
-	slices.SortFunc(around, func(x, y memory.Message) int { return cmp.Compare(x.ID, y.ID) })
+	around := near.sorted()
+	texts := make([]string, len(top))
 	for i, h := range top {
 		texts[i] = h.Message.Text
 		j, found := slices.BinarySearchFunc(around, h.Message.ID, func(m memory.Message, id int64) int { return cmp.Compare(m.ID, id) })
@@ -154,7 +179,7 @@ func (a *Assembler) expansionWords(ctx context.Context, key pipeline.Key, text s
 	for i, h := range top {
 		var stems []string
 		for _, w := range memory.Terms(texts[i]) {
-			s := memory.Stem(w)
+			s := a.stems.of(w)
 			if s == "" || strings.Contains(s, " ") || asked[s] || slices.Contains(stems, s) {
 				continue
 			}
@@ -185,4 +210,33 @@ func cmpDesc(x, y float64) int {
 		return 1
 	}
 	return 0
+}
+
+// stemCache remembers how the search reads words (memory.Stem), for
+// feedback: the words of a conversation's exchanges come up turn after
+// turn, and stemming them again cost a turn about as much as reading them.
+// It holds at most stemCacheSize words, emptied when full.
+type stemCache struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+const stemCacheSize = 1 << 14
+
+// of is memory.Stem(w).
+func (c *stemCache) of(w string) string {
+	c.mu.Lock()
+	s, ok := c.m[w]
+	c.mu.Unlock()
+	if ok {
+		return s
+	}
+	s = memory.Stem(w)
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= stemCacheSize {
+		c.m = make(map[string]string)
+	}
+	c.m[w] = s
+	c.mu.Unlock()
+	return s
 }

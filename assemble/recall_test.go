@@ -463,3 +463,73 @@ func TestSnippetsFeedback(t *testing.T) {
 		t.Errorf("without feedback the answer was found: the test shows nothing")
 	}
 }
+
+// readCounter is a Source that counts the searches and every hit whose
+// neighbours are read (Around, AroundReach).
+type readCounter struct {
+	*memory.Store
+	searches int
+	asked    map[int64]int
+}
+
+func (c *readCounter) Search(ctx context.Context, key pipeline.Key, q memory.Query) ([]memory.Hit, error) {
+	c.searches++
+	return c.Store.Search(ctx, key, q)
+}
+
+func (c *readCounter) Around(ctx context.Context, key pipeline.Key, ids []int64) ([]memory.Message, error) {
+	for _, id := range ids {
+		c.asked[id]++
+	}
+	return c.Store.Around(ctx, key, ids)
+}
+
+func (c *readCounter) AroundReach(ctx context.Context, key pipeline.Key, ids []int64, reach int) ([]memory.Message, error) {
+	for _, id := range ids {
+		c.asked[id]++
+	}
+	return c.Store.AroundReach(ctx, key, ids, reach)
+}
+
+// TestFeedbackReadsOnce: with feedback a turn reads the messages around
+// each hit once (feedback's best hits' exchanges are the snippets' own
+// read), and searches twice; a long message (more words than feedback
+// adds) is searched once, as it is: it says enough on its own.
+func TestFeedbackReadsOnce(t *testing.T) {
+	lines := []line{
+		{"Anna", at(2, 18, 0), "we are back from the holiday in Portugal"},
+		{"Ben", at(2, 18, 2), "welcome back! how was Lisbon?"},
+		{"Ben", at(5, 20, 0), "the holiday photos from Portugal are online"},
+		{"Anna", at(5, 20, 3), "the ones from Lisbon are my favourite"},
+		{"Anna", at(9, 12, 0), "my sunglasses stayed on the tram in Lisbon, gone forever"},
+	}
+	for d := range 20 { // fewer than a search asks for: one pass
+		lines = append(lines, line{[]string{"Anna", "Ben"}[d%2], at(12, 8, d), fmt.Sprintf("holiday plans for the garden, printer, bakery and concert, round %d", d)})
+	}
+	st := archivedGroup(t, memory.StorageSQLite, lines)
+	for _, c := range []struct {
+		question string
+		searches int
+	}{
+		{"what went missing on the Portugal holiday?", 2},
+		{"what went missing on the Portugal holiday with the garden printer bakery concert tickets tram ride photos online?", 1},
+	} {
+		rc := &readCounter{Store: st, asked: map[int64]int{}}
+		p, err := assemble.New(rc, words{}, assemble.DefaultBudget, assemble.WithFeedback()).Build(context.Background(),
+			assemble.Request{Key: group, Text: c.question, Memory: true, Now: at(30, 12, 0)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rc.searches != c.searches {
+			t.Errorf("%q: %d searches, want %d", c.question, rc.searches, c.searches)
+		}
+		if len(rc.asked) == 0 || len(p.Breakdown.Snippets) == 0 {
+			t.Fatalf("%q: no neighbours read, snippets %q", c.question, texts(p.Breakdown.Snippets))
+		}
+		for id, n := range rc.asked {
+			if n > 1 {
+				t.Errorf("%q: the neighbours of message %d read %d times", c.question, id, n)
+			}
+		}
+	}
+}

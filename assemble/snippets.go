@@ -98,8 +98,9 @@ func (a *Assembler) recall(ctx context.Context, req Request, exclude []int64, bu
 	defer req.hybrid.wait()
 	limit := max(10, budget/tokensPerHit)
 	var fb feedbacks // found by the first pass, searched by every pass
+	var near neighbours
 	for {
-		snips, used, more, err := a.recallPass(ctx, req, exclude, budget, limit, &fb)
+		snips, used, more, err := a.recallPass(ctx, req, exclude, budget, limit, &fb, &near)
 		if err != nil || !more || used >= budget-budget/10 || limit >= 1000 {
 			return snips, err
 		}
@@ -109,7 +110,7 @@ func (a *Assembler) recall(ctx context.Context, req Request, exclude []int64, bu
 
 // recallPass is one try of recall with limit hits per search; more reports
 // whether a search returned as many as it was asked for.
-func (a *Assembler) recallPass(ctx context.Context, req Request, exclude []int64, budget, limit int, fb *feedbacks) (out []Snippet, used int, more bool, err error) {
+func (a *Assembler) recallPass(ctx context.Context, req Request, exclude []int64, budget, limit int, fb *feedbacks, near *neighbours) (out []Snippet, used int, more bool, err error) {
 	var hits, all []memory.Hit
 	text := req.Text
 	q := memory.Query{Text: text, Limit: limit, Exclude: exclude}
@@ -119,7 +120,7 @@ func (a *Assembler) recallPass(ctx context.Context, req Request, exclude []int64
 		hits, all, err = a.searchWithin(ctx, req.Key, q)
 		more = len(hits) >= limit
 		if err == nil && len(hits) > 0 {
-			hits, err = a.feedback(ctx, req.Key, q, hits, &fb.within) // pseudo-relevance feedback (feedback.go)
+			hits, err = a.feedback(ctx, req.Key, q, hits, &fb.within, near) // pseudo-relevance feedback (feedback.go)
 		}
 		q.From, q.To = time.Time{}, time.Time{}
 	} else {
@@ -129,7 +130,7 @@ func (a *Assembler) recallPass(ctx context.Context, req Request, exclude []int64
 	// feedback search finds as many as asked for nearly always.
 	full := len(all) >= limit
 	if err == nil {
-		all, err = a.feedback(ctx, req.Key, q, all, &fb.all)
+		all, err = a.feedback(ctx, req.Key, q, all, &fb.all, near)
 	}
 	if err != nil {
 		return nil, 0, false, err
@@ -181,10 +182,16 @@ func (a *Assembler) recallPass(ctx context.Context, req Request, exclude []int64
 		return nil, 0, more, nil
 	}
 	// The messages around the hits, exchangeReach each way, and the hits.
-	msgs, err := a.around(ctx, req.Key, ids, exchangeReach)
-	if err != nil {
+	asked := make([]memory.Message, 0, len(ids))
+	for _, h := range hits {
+		if _, ok := score[h.Message.ID]; ok {
+			asked = append(asked, h.Message)
+		}
+	}
+	if err := a.reach(ctx, req.Key, asked, near); err != nil {
 		return nil, 0, false, err
 	}
+	msgs := near.of(ids)
 	have := make(map[int64]bool, len(msgs)+len(ids))
 	for _, m := range msgs {
 		have[m.ID] = true
@@ -339,6 +346,86 @@ func (a *Assembler) insert(day *Snippet, m SnippetMessage, follow func(prev, nex
 	}
 	day.Tokens = before
 	return -1
+}
+
+// neighbours are the messages a recall has read around its hits,
+// exchangeReach each way, and the hits: feedback reads its best hits'
+// first, and the snippets' own read leaves them out.
+type neighbours struct {
+	reached map[int64]bool           // the hits whose neighbours msgs holds
+	msgs    map[int64]memory.Message // those hits and their neighbours
+}
+
+// reach reads the neighbours of those of hits whose neighbours near does
+// not hold yet.
+func (a *Assembler) reach(ctx context.Context, key pipeline.Key, hits []memory.Message, near *neighbours) error {
+	var rest []memory.Message
+	for _, m := range hits {
+		if !near.reached[m.ID] && !slices.ContainsFunc(rest, func(r memory.Message) bool { return r.ID == m.ID }) {
+			rest = append(rest, m)
+		}
+	}
+	if len(rest) == 0 {
+		return nil
+	}
+	ids := make([]int64, len(rest))
+	for i, m := range rest {
+		ids[i] = m.ID
+	}
+	msgs, err := a.around(ctx, key, ids, exchangeReach)
+	if err != nil {
+		return err
+	}
+	if near.reached == nil {
+		near.reached, near.msgs = map[int64]bool{}, map[int64]memory.Message{}
+	}
+	for _, m := range rest {
+		near.reached[m.ID] = true
+		near.msgs[m.ID] = m
+	}
+	for _, m := range msgs {
+		near.msgs[m.ID] = m
+	}
+	return nil
+}
+
+// of returns the neighbours of ids (each read by reach) up to exchangeReach
+// each way, without ids themselves, sorted by id. near holds every
+// message within exchangeReach of a hit it reached, so a hit's neighbours
+// are the messages next to it among near's, by id.
+func (near *neighbours) of(ids []int64) []memory.Message {
+	held := near.sorted()
+	in := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		in[id] = true
+	}
+	take := make([]bool, len(held))
+	for i, m := range held {
+		if in[m.ID] {
+			for j := max(0, i-exchangeReach); j <= min(len(held)-1, i+exchangeReach); j++ {
+				if !in[held[j].ID] {
+					take[j] = true
+				}
+			}
+		}
+	}
+	var out []memory.Message
+	for i, m := range held {
+		if take[i] {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// sorted is every message near holds, by id.
+func (near *neighbours) sorted() []memory.Message {
+	held := make([]memory.Message, 0, len(near.msgs))
+	for _, m := range near.msgs {
+		held = append(held, m)
+	}
+	slices.SortFunc(held, func(x, y memory.Message) int { return cmp.Compare(x.ID, y.ID) })
+	return held
 }
 
 // reacher is a Source that reads the messages several steps around ids at

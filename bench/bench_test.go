@@ -80,8 +80,8 @@ func BenchmarkTurnOverheadHybrid(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		hy, ft = append(hy, res.Hybrid...), append(ft, res.FullText...)
-		hyCPU, ftCPU = append(hyCPU, res.HybridCPU...), append(ftCPU, res.FullTextCPU...)
+		hy, ft = append(hy, res.Variant...), append(ft, res.Base...)
+		hyCPU, ftCPU = append(hyCPU, res.VariantCPU...), append(ftCPU, res.BaseCPU...)
 	}
 	ms, pct, sum := figures.MS, figures.Pct, figures.Sum
 	b.ReportMetric(ms(pct(hy, 0.50)), "p50_ms")

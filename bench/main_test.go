@@ -40,6 +40,8 @@ func TestTinyRun(t *testing.T) {
 		"turn overhead p99 (chain without LLM) vs fresh conversation",
 		"turn overhead p50 with embeddings (0-ms fake endpoint) vs full text only",
 		"turn overhead p99 with embeddings (0-ms fake endpoint) vs full text only",
+		"turn overhead p50 with feedback (memory.feedback) vs without",
+		"turn overhead p99 with feedback (memory.feedback) vs without",
 		"first turn with embeddings (its index loads; the turn waits ≤ 300 ms for it) vs a later p50",
 		"database bytes per embedded message (256 dims) vs the message itself",
 		"throughput, C=5 LLM calls in flight, vs ideal C/20ms",
@@ -49,7 +51,7 @@ func TestTinyRun(t *testing.T) {
 	env := runEnv{}
 	if testing.Short() {
 		names = slices.DeleteFunc(names, func(n string) bool { return n == "turn" })
-		want = slices.Delete(want, 2, 8)
+		want = slices.Delete(want, 2, 10)
 	} else if u := os.Getenv(pgtest.EnvURL); u != "" {
 		// With a PostgreSQL server: the turn figure's rows on it too.
 		env.postgres = u
@@ -58,7 +60,7 @@ func TestTinyRun(t *testing.T) {
 				t.Error(err)
 			}
 		})
-		want = slices.Insert(want, 8,
+		want = slices.Insert(want, 10,
 			"turn overhead p50 (chain without LLM) on PostgreSQL vs SQLite",
 			"turn overhead p99 (chain without LLM) on PostgreSQL vs SQLite")
 	}

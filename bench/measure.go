@@ -228,18 +228,35 @@ func measureTurn(ctx context.Context, e *runEnv) ([]row, error) {
 	}
 	hs := fmt.Sprintf("%d turns each, alternating; %s archived, 256 dims", sc.turns, thousands(int64(sc.turnArchived)))
 	for _, p := range []float64{0.5, 0.99} {
-		o, f := figures.MS(figures.Pct(h.Hybrid, p)), figures.MS(figures.Pct(h.FullText, p))
+		o, f := figures.MS(figures.Pct(h.Variant, p)), figures.MS(figures.Pct(h.Base, p))
 		rows = append(rows, row{
 			Figure: "turn overhead p" + strconv.Itoa(int(p*100)) + " with embeddings (0-ms fake endpoint) vs full text only",
 			Ours:   fmtMS(o), Baseline: fmtMS(f), Ratio: fmtRatio(o, f), Scale: hs,
-			Values: map[string]float64{"ms": o, "fulltext_ms": f, "asm_ms": figures.MS(figures.Pct(h.HybridAsm, p)), "fulltext_asm_ms": figures.MS(figures.Pct(h.FullTextAsm, p)),
-				"cpu_ms_mean": figures.MS(figures.Sum(h.HybridCPU)) / float64(max(1, len(h.HybridCPU)))},
+			Values: map[string]float64{"ms": o, "fulltext_ms": f, "asm_ms": figures.MS(figures.Pct(h.VariantAsm, p)), "fulltext_asm_ms": figures.MS(figures.Pct(h.BaseAsm, p)),
+				"cpu_ms_mean": figures.MS(figures.Sum(h.VariantCPU)) / float64(max(1, len(h.VariantCPU)))},
+		})
+	}
+	// The same turns with pseudo-relevance feedback on (memory.feedback),
+	// alternating with it off.
+	fb, err := figures.TurnOverheadFeedback(ctx, figures.TurnOptions{Archived: sc.turnArchived, Turns: sc.turns, Warmup: sc.warmup, Progress: e.log})
+	if err != nil {
+		return nil, fmt.Errorf("with feedback: %w", err)
+	}
+	fs := fmt.Sprintf("%d turns each, alternating; %s archived", sc.turns, thousands(int64(sc.turnArchived)))
+	for _, p := range []float64{0.5, 0.99} {
+		o, f := figures.MS(figures.Pct(fb.Variant, p)), figures.MS(figures.Pct(fb.Base, p))
+		rows = append(rows, row{
+			Figure: "turn overhead p" + strconv.Itoa(int(p*100)) + " with feedback (memory.feedback) vs without",
+			Ours:   fmtMS(o), Baseline: fmtMS(f), Ratio: fmtRatio(o, f), Scale: fs,
+			Values: map[string]float64{"ms": o, "without_ms": f, "asm_ms": figures.MS(figures.Pct(fb.VariantAsm, p)), "without_asm_ms": figures.MS(figures.Pct(fb.BaseAsm, p)),
+				"cpu_ms_mean":         figures.MS(figures.Sum(fb.VariantCPU)) / float64(max(1, len(fb.VariantCPU))),
+				"without_cpu_ms_mean": figures.MS(figures.Sum(fb.BaseCPU)) / float64(max(1, len(fb.BaseCPU)))},
 		})
 	}
 	perMsg := float64(h.FixtureBytes[1]-h.FixtureBytes[0]) / float64(max(1, h.Vectors))
 	rows = append(rows,
-		row{Figure: "first turn with embeddings (its index loads; the turn waits ≤ 300 ms for it) vs a later p50", Ours: fmtMS(figures.MS(h.FirstHybrid)),
-			Baseline: fmtMS(figures.MS(figures.Pct(h.Hybrid, 0.5))), Ratio: fmtRatio(figures.MS(h.FirstHybrid), figures.MS(figures.Pct(h.Hybrid, 0.5))), Scale: hs},
+		row{Figure: "first turn with embeddings (its index loads; the turn waits ≤ 300 ms for it) vs a later p50", Ours: fmtMS(figures.MS(h.FirstVariant)),
+			Baseline: fmtMS(figures.MS(figures.Pct(h.Variant, 0.5))), Ratio: fmtRatio(figures.MS(h.FirstVariant), figures.MS(figures.Pct(h.Variant, 0.5))), Scale: hs},
 		row{Figure: "database bytes per embedded message (256 dims) vs the message itself", Ours: fmt.Sprintf("%.0f B", perMsg),
 			Baseline: fmt.Sprintf("%.0f B", float64(h.FixtureBytes[0])/float64(sc.turnArchived)), Ratio: fmtRatio(perMsg, float64(h.FixtureBytes[0])/float64(sc.turnArchived)), Scale: hs,
 			Values: map[string]float64{"bytes_per_vector": perMsg}},

@@ -482,6 +482,9 @@ func (r *searchRun) readTerm(pi int, p *searchPhrase, limit int) error {
 	// and repeats in the text (column extra).
 	more := map[int64]float64{}
 	rest := 0
+	if r.q.TextOnly {
+		otherRows = noRows // Query.TextOnly
+	}
 	err = otherRows(ftsTerm(r.prefix, ftsKindRest, p.toks[0]), func(c docRow) bool {
 		rest++
 		if !truncated || c.rowid >= text[len(text)-1] {
@@ -527,6 +530,9 @@ func (r *searchRun) readTerm(pi int, p *searchPhrase, limit int) error {
 	r.used += len(text) + rest
 	return nil
 }
+
+// noRows is a doclist read that finds nothing.
+func noRows(string, func(docRow) bool) error { return nil }
 
 // mostInWindow is how many messages a phrase may be in before it is
 // common: Query.MaxShare of the window's (the phrase is then left out),

@@ -130,6 +130,14 @@ type Query struct {
 	// query of many words reads a bounded number of index entries; JSON
 	// and Postgres, which read every message anyway, rank every phrase.
 	MaxShare float64
+	// TextOnly, when set, counts a phrase once in each message whose text
+	// has it: not in the sender's name, a repeat not counted again. The
+	// SQLite search then reads one index entry list per word instead of
+	// two; for words that stand beside the question's at a small weight
+	// (feedback's), where how often a message repeats one says little.
+	// SQLite honours it; JSON and Postgres, which have every count at
+	// hand, rank as usual.
+	TextOnly bool
 }
 
 // inTime reports whether t is in the query's time range.

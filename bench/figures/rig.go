@@ -52,6 +52,9 @@ type rigConfig struct {
 	// databaseURL (database.url), when set, keeps the conversations in
 	// that PostgreSQL database instead of dir.
 	databaseURL string
+	// configure, when set, changes the configuration last (a setting a
+	// figure compares, such as memory.feedback).
+	configure func(*config.Config)
 }
 
 // rig is the application as package app builds it, with config.Default()
@@ -84,6 +87,9 @@ func newRig(ctx context.Context, rc rigConfig) (*rig, error) {
 	}
 	if rc.embeddings.Enabled() {
 		cfg.Memory.Embeddings = rc.embeddings
+	}
+	if rc.configure != nil {
+		rc.configure(&cfg)
 	}
 	a, err := app.New(ctx, cfg, app.Parts{
 		Model: rc.model, Logger: log, ForegroundSummaries: !rc.bgSummary,

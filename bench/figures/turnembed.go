@@ -6,10 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"time"
-
-	"github.com/recallbot/recall/bench/chattext"
-	"github.com/recallbot/recall/chat"
 
 	"github.com/recallbot/recall/config"
 	"github.com/recallbot/recall/embed"
@@ -70,22 +66,20 @@ func benchEmbeddings(srv *llmtest.Server) config.Embeddings {
 	return e
 }
 
-// HybridResult holds the turns of TurnOverheadHybrid.
+// HybridResult holds the turns of TurnOverheadHybrid: Base with full text
+// only, Variant with hybrid retrieval.
 type HybridResult struct {
-	FullText, Hybrid       []time.Duration // the big conversation's chain, per turn
-	FullTextAsm, HybridAsm []time.Duration // its assembly
-	FullTextCPU, HybridCPU []time.Duration // process CPU time during each turn
-	FirstHybrid            time.Duration   // the first hybrid turn: the index of the archive's vectors is loaded
-	Vectors                int64           // messages embedded in the fixture
-	FixtureBytes           [2]int64        // the fixture's size without and with the vectors
+	PairResult
+	Vectors      int64    // messages embedded in the fixture
+	FixtureBytes [2]int64 // the fixture's size without and with the vectors
 }
 
 // TurnOverheadHybrid measures the turn of TurnOverhead with hybrid
-// retrieval on beside the same turn with full text only: two rigs on two
-// copies of the embedded turn fixture, one with memory.embeddings pointing
-// at a fake endpoint that answers at once (and its background worker
-// embedding the new messages), one without; turns alternate between them,
-// the same messages in the same order, so both see the same machine noise.
+// retrieval on beside the same turn with full text only (turnPair), on
+// copies of the embedded turn fixture: the variant's memory.embeddings
+// points at a fake endpoint that answers at once (and its background
+// worker embeds the new messages). Its first turn loads the index of the
+// archive's vectors (PairResult.FirstVariant).
 func TurnOverheadHybrid(ctx context.Context, o TurnOptions) (HybridResult, error) {
 	var res HybridResult
 	plain, err := TurnFixture(ctx, o.Archived, o.Progress)
@@ -99,68 +93,12 @@ func TurnOverheadHybrid(ctx context.Context, o TurnOptions) (HybridResult, error
 	res.FixtureBytes = [2]int64{fileSize(plain), fileSize(src)}
 	srv := llmtest.Start(llmtest.Echo(""))
 	defer srv.Close()
-	g := chattext.NewWords(11)
-	var rigs [2]*rig
-	var lat [2]*latencies
-	for i := range rigs {
-		dir, err := mkdirTemp(o.TempDir, "recall-turn-hybrid-")
-		if err != nil {
-			return res, err
-		}
-		defer removeAll(dir)
-		if err := copyFile(src, filepath.Join(dir, "recall.db")); err != nil {
-			return res, err
-		}
-		lat[i] = &latencies{}
-		rc := rigConfig{
-			dir: dir, bgSummary: true, allowed: []string{"telegram:" + turnUser},
-			model:   &fakeModel{replies: g.Pool(64, 12, 80, turnPeople), summaries: g.Pool(16, 60, 110, turnPeople)},
-			wrapAsm: func(a chat.Assembler) chat.Assembler { return &timedAssembler{Assembler: a, lat: lat[i]} },
-		}
-		if i == 1 {
-			rc.embeddings = benchEmbeddings(srv)
-		}
-		r, err := newRig(ctx, rc)
-		if err != nil {
-			return res, err
-		}
-		defer r.close()
-		rigs[i] = r
-	}
-	if err := rigs[1].store.SQLite().DB().QueryRowContext(ctx, `SELECT count(*) FROM message_embeddings`).Scan(&res.Vectors); err != nil {
+	res.PairResult, err = turnPair(ctx, o, src, func(rc *rigConfig) { rc.embeddings = benchEmbeddings(srv) }, func(_, hybrid *rig) error {
+		return hybrid.store.SQLite().DB().QueryRowContext(ctx, `SELECT count(*) FROM message_embeddings`).Scan(&res.Vectors)
+	})
+	if err != nil {
 		return res, err
 	}
-	drivers := [2]*convDriver{}
-	for i := range drivers {
-		drivers[i] = &convDriver{key: turnKey, user: turnUser, name: turnName, people: turnPeople, g: chattext.NewWords(21)}
-	}
-	for w := range o.Warmup {
-		for i := range rigs {
-			took, _, err := drivers[i].turn(ctx, rigs[i].handler)
-			if err != nil {
-				return res, err
-			}
-			if i == 1 && w == 0 {
-				res.FirstHybrid = took
-			}
-		}
-	}
-	for i := range lat {
-		lat[i].reset()
-	}
-	for range o.Turns {
-		t, c, err := drivers[0].turn(ctx, rigs[0].handler)
-		if err != nil {
-			return res, err
-		}
-		res.FullText, res.FullTextCPU = append(res.FullText, t), append(res.FullTextCPU, c)
-		t, c, err = drivers[1].turn(ctx, rigs[1].handler)
-		if err != nil {
-			return res, err
-		}
-		res.Hybrid, res.HybridCPU = append(res.Hybrid, t), append(res.HybridCPU, c)
-	}
-	res.FullTextAsm, res.HybridAsm = lat[0].of(turnKey), lat[1].of(turnKey)
 	if n := srv.EmbeddingCalls(); len(n) == 0 {
 		return res, fmt.Errorf("the hybrid rig never called the embeddings endpoint")
 	}
