@@ -131,3 +131,50 @@ func BenchmarkFill(b *testing.B) {
 		a.fill(msgs, follows, contextScores(msgs, follows, score, seeds), score, nil, "", "garden fence", 1500)
 	}
 }
+
+// TestInsertCountsAsWhole: a day's block grown message by message (fill's
+// insert, which counts only the lines an insert changes) counts what the
+// whole block counts, and a message that does not fit leaves the block as
+// it was.
+func TestInsertCountsAsWhole(t *testing.T) {
+	count := llm.NewCounter("gpt-4o-mini")
+	a := &Assembler{count: count}
+	r := rand.New(rand.NewPCG(3, 4))
+	t0 := time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)
+	for round := range 200 {
+		ids := r.Perm(12)
+		var day Snippet
+		follows := map[int64]bool{} // message id → the next id follows it
+		for id := range 12 {
+			follows[int64(id)] = r.IntN(3) > 0
+		}
+		follow := func(x, y SnippetMessage) bool { return y.ID == x.ID+1 && follows[x.ID] }
+		for k, id := range ids {
+			m := SnippetMessage{ID: int64(id), Role: memory.RoleUser, Sender: []string{"Ana", "Ben"}[r.IntN(2)],
+				Time: t0.Add(time.Duration(id) * time.Hour), Text: strings.Repeat("word ", 1+r.IntN(9))}
+			if r.IntN(2) == 0 {
+				m.tokens = count.Count(m.Text)
+			}
+			if k == 0 {
+				day.Messages = []SnippetMessage{m}
+				a.countSnippet(&day)
+				continue
+			}
+			room := r.IntN(30)
+			was := FormatSnippet(day, 0)
+			wasTokens := day.Tokens
+			grown, ok := a.insert(&day, m, follow, room)
+			whole := day
+			whole.Messages = append([]SnippetMessage(nil), day.Messages...)
+			a.countSnippet(&whole)
+			switch {
+			case whole.Tokens != day.Tokens:
+				t.Fatalf("round %d: the block counts %d after inserts, %d counted whole\n%s", round, day.Tokens, whole.Tokens, FormatSnippet(day, 0))
+			case !ok && (FormatSnippet(day, 0) != was || day.Tokens != wasTokens):
+				t.Fatalf("round %d: a message that did not fit changed the block:\n%s\nwas\n%s", round, FormatSnippet(day, 0), was)
+			case ok && (grown > room || day.Tokens != wasTokens+grown):
+				t.Fatalf("round %d: grew by %d (room %d), tokens %d from %d", round, grown, room, day.Tokens, wasTokens)
+			}
+		}
+	}
+}

@@ -309,7 +309,7 @@ func (a *Assembler) fill(msgs []memory.Message, follows []bool, e []float64, sco
 			used += one.Tokens
 			continue
 		}
-		if grown := a.insert(&out[d], one.Messages[0], follow, budget-used); grown >= 0 {
+		if grown, ok := a.insert(&out[d], one.Messages[0], follow, budget-used); ok {
 			used += grown
 		}
 	}
@@ -317,10 +317,11 @@ func (a *Assembler) fill(msgs []memory.Message, follows []bool, e []float64, sco
 }
 
 // insert adds m to day's block in time order (by id) when it grows the
-// block by at most room tokens, and returns by how much (-1: not added).
-// A message is marked Gap unless follow says it comes right after the one
-// before it.
-func (a *Assembler) insert(day *Snippet, m SnippetMessage, follow func(prev, next SnippetMessage) bool, room int) int {
+// block by at most room tokens, and returns by how much; ok false: not
+// added. A message that joins two exchanges can shrink the block (the "…"
+// line and the next speaker's name go). A message is marked Gap unless
+// follow says it comes right after the one before it.
+func (a *Assembler) insert(day *Snippet, m SnippetMessage, follow func(prev, next SnippetMessage) bool, room int) (grown int, ok bool) {
 	at := len(day.Messages)
 	for j, x := range day.Messages {
 		if x.ID > m.ID {
@@ -328,24 +329,29 @@ func (a *Assembler) insert(day *Snippet, m SnippetMessage, follow func(prev, nex
 			break
 		}
 	}
+	// Only the new line and the one after it change (lineTokens).
+	before := 0
+	if at < len(day.Messages) {
+		before = a.lineTokens(day, at)
+	}
 	m.Gap = at > 0 && !follow(day.Messages[at-1], m)
 	day.Messages = slices.Insert(day.Messages, at, m)
 	var nextGap bool
+	after := a.lineTokens(day, at)
 	if at+1 < len(day.Messages) {
 		nextGap = day.Messages[at+1].Gap
 		day.Messages[at+1].Gap = !follow(m, day.Messages[at+1])
+		after += a.lineTokens(day, at+1)
 	}
-	before := day.Tokens
-	a.countSnippet(day)
-	if grown := day.Tokens - before; grown <= room {
-		return grown
+	if grown = after - before; grown <= room {
+		day.Tokens += grown
+		return grown, true
 	}
 	day.Messages = slices.Delete(day.Messages, at, at+1)
 	if at < len(day.Messages) {
 		day.Messages[at].Gap = nextGap
 	}
-	day.Tokens = before
-	return -1
+	return 0, false
 }
 
 // neighbours are the messages a recall has read around its hits,
@@ -637,35 +643,43 @@ func snippetText(s Snippet) string { return strings.Join(snippetLines(s), "\n") 
 // whole.
 func (a *Assembler) countSnippet(s *Snippet) {
 	n := 0
-	space, newline := a.count.Count(" "), a.count.Count("\n")
-	for i, m := range s.Messages {
-		if i > 0 {
-			n += newline
-		}
-		start := lineStart(*s, i)
-		switch start {
-		case startDay:
-			n += a.count.Count(dateHeader(m.Time)) + space
-		case startGap:
-			n += a.count.Count(gapLine) + newline
-		}
-		if !m.counted {
-			if m.tokens > 0 && !strings.ContainsAny(m.Text, "\r\n") {
-				m.named, m.alone = a.count.Count(m.Sender+":")+space+m.tokens, m.tokens
-			} else {
-				text := flatten(m.Text)
-				m.named, m.alone = a.count.Count(m.Sender+": "+text), a.count.Count(text)
-			}
-			m.counted = true
-			s.Messages[i] = m
-		}
-		if start == startGoesOn {
-			n += m.alone
-		} else {
-			n += m.named
-		}
+	for i := range s.Messages {
+		n += a.lineTokens(s, i)
 	}
 	s.Tokens = n
+}
+
+// lineTokens is what message i of s adds to the block's count (see
+// countSnippet): its line, the newline before it, and a date or "…" line
+// it starts with. It depends on message i and the one before it only.
+func (a *Assembler) lineTokens(s *Snippet, i int) int {
+	space, newline := a.count.Count(" "), a.count.Count("\n")
+	n := 0
+	if i > 0 {
+		n += newline
+	}
+	m := s.Messages[i]
+	start := lineStart(*s, i)
+	switch start {
+	case startDay:
+		n += a.count.Count(dateHeader(m.Time)) + space
+	case startGap:
+		n += a.count.Count(gapLine) + newline
+	}
+	if !m.counted {
+		if m.tokens > 0 && !strings.ContainsAny(m.Text, "\r\n") {
+			m.named, m.alone = a.count.Count(m.Sender+":")+space+m.tokens, m.tokens
+		} else {
+			text := flatten(m.Text)
+			m.named, m.alone = a.count.Count(m.Sender+": "+text), a.count.Count(text)
+		}
+		m.counted = true
+		s.Messages[i] = m
+	}
+	if start == startGoesOn {
+		return n + m.alone
+	}
+	return n + m.named
 }
 
 // FormatSnippet renders a snippet for a user (/search, /context): its
