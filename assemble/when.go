@@ -220,12 +220,38 @@ var whenRules = []whenRule{
 
 var spaces = regexp.MustCompile(`\s+`)
 
+// timeStems are pieces of text without which no rule of whenRules
+// matches, but for those with digits: the months' first three letters,
+// "day" (yesterday, today, the weekdays, days ago), "week", "month",
+// "year", "morning".
+var timeStems = []string{"jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
+	"day", "week", "month", "year", "morning"}
+
+// mayNameTime reports whether text may hold a time expression: a digit or
+// one of timeStems (in any case). Most messages hold neither, and skip the
+// rules' regular expressions.
+func mayNameTime(text string) bool {
+	if strings.ContainsAny(text, "0123456789") {
+		return true
+	}
+	lower := strings.ToLower(text)
+	for _, s := range timeStems {
+		if strings.Contains(lower, s) {
+			return true
+		}
+	}
+	return false
+}
+
 // parseWhen finds the first time expression of text (by the rules' order)
 // and returns its range in loc, relative to now, with the text without it.
 // ok is false when text names no time.
 func parseWhen(text string, now time.Time, loc *time.Location) (when, bool) {
 	if loc == nil {
 		loc = time.Local
+	}
+	if !mayNameTime(text) {
+		return when{}, false
 	}
 	now = now.In(loc)
 	for _, r := range whenRules {

@@ -1,6 +1,8 @@
 package assemble
 
 import (
+	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 )
@@ -86,4 +88,29 @@ func FuzzParseWhen(f *testing.F) {
 			t.Errorf("parseWhen(%q): rest %q is no shorter", text, w.rest)
 		}
 	})
+}
+
+// TestMayNameTimeNeverHidesAMatch: the quick check before the rules never
+// turns away a text one of them matches, whatever its case.
+func TestMayNameTimeNeverHidesAMatch(t *testing.T) {
+	words := []string{"on", "in", "the", "last", "past", "this", "of", "ago", "two", "a", "few", "7th", "2024", "16.01.2024", "2024-01-07",
+		"JANUARY", "Feb", "march", "Apr", "MAY", "june", "Jul", "august", "Sept", "october", "Nov", "December",
+		"yesterday", "TODAY", "Morning", "week", "weekend", "Month", "YEAR", "days", "weeks", "Monday", "sunday", "SATURDAY",
+		"dinner", "with", "Anna", "what", "did", "we", "say"}
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 20000 {
+		var b []string
+		for range 1 + r.IntN(6) {
+			b = append(b, words[r.IntN(len(words))])
+		}
+		text := strings.Join(b, " ")
+		if mayNameTime(text) {
+			continue
+		}
+		for _, rule := range whenRules {
+			if rule.re.MatchString(text) {
+				t.Fatalf("%q: a rule matches, but mayNameTime says no time", text)
+			}
+		}
+	}
 }
