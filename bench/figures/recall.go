@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/recallbot/recall/assemble"
+	"github.com/recallbot/recall/config"
 	"github.com/recallbot/recall/embed"
 	"github.com/recallbot/recall/llm"
 	"github.com/recallbot/recall/memory"
@@ -232,8 +233,11 @@ type RecallScore struct {
 type RecallResult struct {
 	Ours, Baseline, Stock RecallScore
 	Hybrid                *RecallScore // with RecallOptions.Embeddings
-	Feedback              RecallScore  // ours with assemble.WithFeedback
-	Chats, Turns          int
+	// Plain and Feedback are the snippets without and with pseudo-relevance
+	// feedback (assemble.WithFeedback); Ours is the one memory.feedback's
+	// default chooses.
+	Plain, Feedback RecallScore
+	Chats, Turns    int
 }
 
 // Recall imports every chat as an archived group conversation (both
@@ -267,11 +271,16 @@ func Recall(ctx context.Context, chats []RecallChat, o RecallOptions) (RecallRes
 	budget.Snippets = o.Budget
 	asm := assemble.New(st, counter, budget)
 	fbAsm := assemble.New(st, counter, budget, assemble.WithFeedback())
+	feedbackOn := config.Default().Memory.Feedback
 	var hybridAsm *assemble.Assembler
 	if o.Embeddings != nil {
 		s := embed.NewSearcher(st.SQLite(), o.Embeddings, embed.SearcherOptions{Timeout: time.Minute, LoadWait: time.Hour})
 		defer func() { _ = s.Close(context.Background()) }()
-		hybridAsm = assemble.New(st, counter, budget, assemble.WithVectors(s))
+		opts := []assemble.Option{assemble.WithVectors(s)}
+		if feedbackOn {
+			opts = append(opts, assemble.WithFeedback())
+		}
+		hybridAsm = assemble.New(st, counter, budget, opts...)
 	}
 
 	type catSum struct{ sum, n float64 }
@@ -439,8 +448,12 @@ func Recall(ctx context.Context, chats []RecallChat, o RecallOptions) (RecallRes
 		}
 		return *s
 	}
-	res.Ours, res.Baseline, res.Stock = finish(ours, oursCat), finish(base, baseCat), finish(stock, stockCat)
+	res.Plain, res.Baseline, res.Stock = finish(ours, oursCat), finish(base, baseCat), finish(stock, stockCat)
 	res.Feedback = finish(fb, fbCat)
+	res.Ours = res.Plain
+	if feedbackOn {
+		res.Ours = res.Feedback
+	}
 	if o.Embeddings != nil {
 		h := finish(hyb, hybCat)
 		res.Hybrid = &h
