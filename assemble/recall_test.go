@@ -417,6 +417,18 @@ func TestSnippetsOneBlockADay(t *testing.T) {
 	})
 }
 
+// holidayLines are a holiday's talk, and days later the answer to "what
+// went missing on the Portugal holiday?" in other words.
+func holidayLines() []line {
+	return []line{
+		{"Anna", at(2, 18, 0), "we are back from the holiday in Portugal"},
+		{"Ben", at(2, 18, 2), "welcome back! how was Lisbon?"},
+		{"Ben", at(5, 20, 0), "the holiday photos from Portugal are online"},
+		{"Anna", at(5, 20, 3), "the ones from Lisbon are my favourite"},
+		{"Anna", at(9, 12, 0), "my sunglasses stayed on the tram in Lisbon, gone forever"},
+	}
+}
+
 // TestSnippetsFeedback: a question whose answer shares no word with it
 // ("what went missing on the Portugal holiday?" — "my sunglasses stayed on
 // the tram in Lisbon") finds it through the talk its words came up in: the
@@ -424,13 +436,7 @@ func TestSnippetsOneBlockADay(t *testing.T) {
 // (pseudo-relevance feedback). The answer was written days later, next to
 // no message that matches.
 func TestSnippetsFeedback(t *testing.T) {
-	lines := []line{
-		{"Anna", at(2, 18, 0), "we are back from the holiday in Portugal"},
-		{"Ben", at(2, 18, 2), "welcome back! how was Lisbon?"},
-		{"Ben", at(5, 20, 0), "the holiday photos from Portugal are online"},
-		{"Anna", at(5, 20, 3), "the ones from Lisbon are my favourite"},
-		{"Anna", at(9, 12, 0), "my sunglasses stayed on the tram in Lisbon, gone forever"},
-	}
+	lines := holidayLines()
 	topics := []string{"the printer jammed again", "football practice moved to Thursday", "the cat knocked over a plant",
 		"new bakery opened on the corner", "my phone battery died", "the concert tickets sold out", "rain all week",
 		"the neighbours painted their fence", "dinner was pasta", "the train was late"}
@@ -496,13 +502,7 @@ func (c *readCounter) AroundReach(ctx context.Context, key pipeline.Key, ids []i
 // read), and searches twice; a long message (more words than feedback
 // adds) is searched once, as it is: it says enough on its own.
 func TestFeedbackReadsOnce(t *testing.T) {
-	lines := []line{
-		{"Anna", at(2, 18, 0), "we are back from the holiday in Portugal"},
-		{"Ben", at(2, 18, 2), "welcome back! how was Lisbon?"},
-		{"Ben", at(5, 20, 0), "the holiday photos from Portugal are online"},
-		{"Anna", at(5, 20, 3), "the ones from Lisbon are my favourite"},
-		{"Anna", at(9, 12, 0), "my sunglasses stayed on the tram in Lisbon, gone forever"},
-	}
+	lines := holidayLines()
 	for d := range 20 { // fewer than a search asks for: one pass
 		lines = append(lines, line{[]string{"Anna", "Ben"}[d%2], at(12, 8, d), fmt.Sprintf("holiday plans for the garden, printer, bakery and concert, round %d", d)})
 	}

@@ -227,15 +227,7 @@ func measureTurn(ctx context.Context, e *runEnv) ([]row, error) {
 		return nil, fmt.Errorf("with embeddings: %w", err)
 	}
 	hs := fmt.Sprintf("%d turns each, alternating; %s archived, 256 dims", sc.turns, thousands(int64(sc.turnArchived)))
-	for _, p := range []float64{0.5, 0.99} {
-		o, f := figures.MS(figures.Pct(h.Variant, p)), figures.MS(figures.Pct(h.Base, p))
-		rows = append(rows, row{
-			Figure: "turn overhead p" + strconv.Itoa(int(p*100)) + " with embeddings (0-ms fake endpoint) vs full text only",
-			Ours:   fmtMS(o), Baseline: fmtMS(f), Ratio: fmtRatio(o, f), Scale: hs,
-			Values: map[string]float64{"ms": o, "fulltext_ms": f, "asm_ms": figures.MS(figures.Pct(h.VariantAsm, p)), "fulltext_asm_ms": figures.MS(figures.Pct(h.BaseAsm, p)),
-				"cpu_ms_mean": figures.MS(figures.Sum(h.VariantCPU)) / float64(max(1, len(h.VariantCPU)))},
-		})
-	}
+	rows = append(rows, pairRows(h.PairResult, "with embeddings (0-ms fake endpoint) vs full text only", "fulltext", hs)...)
 	// The same turns with pseudo-relevance feedback on (memory.feedback),
 	// alternating with it off.
 	fb, err := figures.TurnOverheadFeedback(ctx, figures.TurnOptions{Archived: sc.turnArchived, Turns: sc.turns, Warmup: sc.warmup, Progress: e.log})
@@ -243,16 +235,7 @@ func measureTurn(ctx context.Context, e *runEnv) ([]row, error) {
 		return nil, fmt.Errorf("with feedback: %w", err)
 	}
 	fs := fmt.Sprintf("%d turns each, alternating; %s archived", sc.turns, thousands(int64(sc.turnArchived)))
-	for _, p := range []float64{0.5, 0.99} {
-		o, f := figures.MS(figures.Pct(fb.Variant, p)), figures.MS(figures.Pct(fb.Base, p))
-		rows = append(rows, row{
-			Figure: "turn overhead p" + strconv.Itoa(int(p*100)) + " with feedback (memory.feedback) vs without",
-			Ours:   fmtMS(o), Baseline: fmtMS(f), Ratio: fmtRatio(o, f), Scale: fs,
-			Values: map[string]float64{"ms": o, "without_ms": f, "asm_ms": figures.MS(figures.Pct(fb.VariantAsm, p)), "without_asm_ms": figures.MS(figures.Pct(fb.BaseAsm, p)),
-				"cpu_ms_mean":         figures.MS(figures.Sum(fb.VariantCPU)) / float64(max(1, len(fb.VariantCPU))),
-				"without_cpu_ms_mean": figures.MS(figures.Sum(fb.BaseCPU)) / float64(max(1, len(fb.BaseCPU)))},
-		})
-	}
+	rows = append(rows, pairRows(fb, "with feedback (memory.feedback) vs without", "without", fs)...)
 	perMsg := float64(h.FixtureBytes[1]-h.FixtureBytes[0]) / float64(max(1, h.Vectors))
 	rows = append(rows,
 		row{Figure: "first turn with embeddings (its index loads; the turn waits ≤ 300 ms for it) vs a later p50", Ours: fmtMS(figures.MS(h.FirstVariant)),
@@ -263,6 +246,24 @@ func measureTurn(ctx context.Context, e *runEnv) ([]row, error) {
 	)
 	pg, err := measureTurnPostgres(ctx, e)
 	return append(rows, pg...), err
+}
+
+// pairRows are the p50 and p99 rows of a figure of two rigs alternating
+// (figures.PairResult): "turn overhead pNN <what>", the variant's turns
+// beside the base's, whose values are named with base.
+func pairRows(pr figures.PairResult, what, base, scale string) []row {
+	var rows []row
+	mean := func(d []time.Duration) float64 { return figures.MS(figures.Sum(d)) / float64(max(1, len(d))) }
+	for _, p := range []float64{0.5, 0.99} {
+		o, f := figures.MS(figures.Pct(pr.Variant, p)), figures.MS(figures.Pct(pr.Base, p))
+		rows = append(rows, row{
+			Figure: "turn overhead p" + strconv.Itoa(int(p*100)) + " " + what,
+			Ours:   fmtMS(o), Baseline: fmtMS(f), Ratio: fmtRatio(o, f), Scale: scale,
+			Values: map[string]float64{"ms": o, base + "_ms": f, "asm_ms": figures.MS(figures.Pct(pr.VariantAsm, p)), base + "_asm_ms": figures.MS(figures.Pct(pr.BaseAsm, p)),
+				"cpu_ms_mean": mean(pr.VariantCPU), base + "_cpu_ms_mean": mean(pr.BaseCPU)},
+		})
+	}
+	return rows
 }
 
 func measureConcurrency(ctx context.Context, e *runEnv) ([]row, error) {

@@ -5,20 +5,28 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/recallbot/recall/pipeline"
 )
 
-// TestSearchMaxShare: a search that leaves out common words (the archive
-// snippets' feedback search) ranks "pizza night" by "night" alone when
-// "pizza" is in more than the share asked for; without it, "pizza" counts.
-func TestSearchMaxShare(t *testing.T) {
+// searchStore opens an SQLite store for a search test, with the key of
+// its conversation and a time to write its messages from.
+func searchStore(t *testing.T) (context.Context, *SQLite, pipeline.Key, time.Time) {
+	t.Helper()
 	ctx := context.Background()
 	s, err := OpenSQLite(ctx, filepath.Join(t.TempDir(), "recall.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	key := cfKey("telegram", "1")
-	t0 := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	return ctx, s, cfKey("telegram", "1"), time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+}
+
+// TestSearchMaxShare: a search that leaves out common words (the archive
+// snippets' feedback search) ranks "pizza night" by "night" alone when
+// "pizza" is in more than the share asked for; without it, "pizza" counts.
+func TestSearchMaxShare(t *testing.T) {
+	ctx, s, key, t0 := searchStore(t)
 	var msgs []Message
 	for i, text := range []string{"good night", "pizza", "pizza again", "pizza tonight", "bread", "bread and cheese",
 		"we moved to Lisbon", "Lisbon is sunny", "rain", "more rain"} {
@@ -56,14 +64,7 @@ func TestSearchMaxShare(t *testing.T) {
 // a word in the sender's name, and a message repeating the word ranks as
 // one saying it once; the usual search finds the name and counts repeats.
 func TestSearchTextOnly(t *testing.T) {
-	ctx := context.Background()
-	s, err := OpenSQLite(ctx, filepath.Join(t.TempDir(), "recall.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	key := cfKey("telegram", "1")
-	t0 := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	ctx, s, key, t0 := searchStore(t)
 	var msgs []Message
 	for i, m := range []struct{ sender, text string }{
 		{"Ana", "rose garden today"}, // the word once

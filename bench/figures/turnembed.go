@@ -93,7 +93,7 @@ func TurnOverheadHybrid(ctx context.Context, o TurnOptions) (HybridResult, error
 	res.FixtureBytes = [2]int64{fileSize(plain), fileSize(src)}
 	srv := llmtest.Start(llmtest.Echo(""))
 	defer srv.Close()
-	res.PairResult, err = turnPair(ctx, o, src, func(rc *rigConfig) { rc.embeddings = benchEmbeddings(srv) }, func(_, hybrid *rig) error {
+	res.PairResult, err = turnPair(ctx, o, src, [2]func(*rigConfig){nil, func(rc *rigConfig) { rc.embeddings = benchEmbeddings(srv) }}, func(_, hybrid *rig) error {
 		return hybrid.store.SQLite().DB().QueryRowContext(ctx, `SELECT count(*) FROM message_embeddings`).Scan(&res.Vectors)
 	})
 	if err != nil {

@@ -21,11 +21,11 @@ type PairResult struct {
 }
 
 // turnPair runs the big conversation's turns of TurnOverhead on two rigs,
-// each on its own copy of the fixture src, the second configured by
-// variant; turns alternate between them, the same messages in the same
+// each on its own copy of the fixture src, configured by configure[0] and
+// configure[1] (nil: as by default); turns alternate between them, the same messages in the same
 // order, so both see the same machine noise. ready, when set, sees the
 // rigs before the first turn.
-func turnPair(ctx context.Context, o TurnOptions, src string, variant func(*rigConfig), ready func(base, variant *rig) error) (PairResult, error) {
+func turnPair(ctx context.Context, o TurnOptions, src string, configure [2]func(*rigConfig), ready func(base, variant *rig) error) (PairResult, error) {
 	var res PairResult
 	g := chattext.NewWords(11)
 	var rigs [2]*rig
@@ -45,8 +45,8 @@ func turnPair(ctx context.Context, o TurnOptions, src string, variant func(*rigC
 			model:   &fakeModel{replies: g.Pool(64, 12, 80, turnPeople), summaries: g.Pool(16, 60, 110, turnPeople)},
 			wrapAsm: func(a chat.Assembler) chat.Assembler { return &timedAssembler{Assembler: a, lat: lat[i]} },
 		}
-		if i == 1 {
-			variant(&rc)
+		if configure[i] != nil {
+			configure[i](&rc)
 		}
 		r, err := newRig(ctx, rc)
 		if err != nil {
@@ -96,13 +96,15 @@ func turnPair(ctx context.Context, o TurnOptions, src string, variant func(*rigC
 
 // TurnOverheadFeedback measures the turn of TurnOverhead with
 // memory.feedback on beside the same turn with it off (turnPair), on
-// copies of the turn fixture: Variant is the turn with feedback.
+// copies of the turn fixture, whatever its default: Variant is the turn
+// with feedback, Base without.
 func TurnOverheadFeedback(ctx context.Context, o TurnOptions) (PairResult, error) {
 	src, err := TurnFixture(ctx, o.Archived, o.Progress)
 	if err != nil {
 		return PairResult{}, err
 	}
-	return turnPair(ctx, o, src, func(rc *rigConfig) {
-		rc.configure = func(c *config.Config) { c.Memory.Feedback = true }
-	}, nil)
+	feedback := func(on bool) func(*rigConfig) {
+		return func(rc *rigConfig) { rc.configure = func(c *config.Config) { c.Memory.Feedback = on } }
+	}
+	return turnPair(ctx, o, src, [2]func(*rigConfig){feedback(false), feedback(true)}, nil)
 }
