@@ -267,8 +267,10 @@ func ids(msgs []memory.Message) []int64 {
 // from the database file (page_reads), the index's segments (each term is
 // sought in every one), the time (ns/op includes the append;
 // search_ms not) and the CPU time of the process (search_cpu_ms: less moved
-// by a busy machine). With cache=false, every doclist is read from the
-// index (WithoutPostingsCache), as before the postings cache.
+// by a busy machine). Then the messages two steps around the hits are read,
+// as the snippets do (AroundReach: around_ms, around_cpu_ms). With
+// cache=false, every doclist is read from the index (WithoutPostingsCache),
+// as before the postings cache.
 //
 //	go test -run='^$' -bench=SearchTurnArchive -benchtime=200x ./memory/
 func BenchmarkSearchTurnArchive(b *testing.B) {
@@ -288,7 +290,7 @@ func BenchmarkSearchTurnArchive(b *testing.B) {
 			g := chattext.NewWords(uint64(21 + words))
 			work, stop := memory.SearchWork(s)
 			defer stop()
-			var took, cpu time.Duration
+			var took, cpu, aroundTook, aroundCPU time.Duration
 			n, segs := 0, 0
 			for b.Loop() {
 				// A turn: the user's message and the reply are written, a
@@ -322,10 +324,20 @@ func BenchmarkSearchTurnArchive(b *testing.B) {
 				segs += n
 				q := memory.Query{Text: text, Limit: 30, Exclude: messageIDs(act[max(0, len(act)-8):])}
 				t, c := time.Now(), figures.ProcessCPU()
-				if _, err := s.Search(ctx, key, q); err != nil {
+				hits, err := s.Search(ctx, key, q)
+				if err != nil {
 					b.Fatal(err)
 				}
 				took, cpu = took+time.Since(t), cpu+figures.ProcessCPU()-c
+				ids := make([]int64, len(hits))
+				for i, h := range hits {
+					ids[i] = h.Message.ID
+				}
+				t, c = time.Now(), figures.ProcessCPU()
+				if _, err := s.AroundReach(ctx, key, ids, 2); err != nil {
+					b.Fatal(err)
+				}
+				aroundTook, aroundCPU = aroundTook+time.Since(t), aroundCPU+figures.ProcessCPU()-c
 			}
 			searches, stmts, rows, pages := work()
 			b.ReportMetric(float64(stmts)/float64(searches), "stmts/search")
@@ -334,6 +346,8 @@ func BenchmarkSearchTurnArchive(b *testing.B) {
 			b.ReportMetric(float64(segs)/float64(n), "index_segments")
 			b.ReportMetric(figures.MS(took)/float64(n), "search_ms")
 			b.ReportMetric(figures.MS(cpu)/float64(n), "search_cpu_ms")
+			b.ReportMetric(figures.MS(aroundTook)/float64(n), "around_ms")
+			b.ReportMetric(figures.MS(aroundCPU)/float64(n), "around_cpu_ms")
 		})
 	}
 }
