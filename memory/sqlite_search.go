@@ -115,29 +115,7 @@ func (s *SQLite) search(ctx context.Context, key pipeline.Key, q Query, also boo
 	if len(phrases) == 0 {
 		return nil, nil, nil
 	}
-	conn, err := s.r.Conn(ctx)
-	if err != nil {
-		return nil, nil, fmt.Errorf("searching %s: %w", key, err)
-	}
-	defer conn.Close()
-	err = conn.Raw(func(dc any) error {
-		rc, ok := dc.(interface{ Raw() *sqlite3.Conn })
-		if !ok {
-			return fmt.Errorf("unexpected driver connection %T", dc)
-		}
-		c := rc.Raw()
-		old := c.SetInterrupt(ctx)
-		defer c.SetInterrupt(old)
-		// One read transaction: every statement sees the same data.
-		if err := c.Exec(`BEGIN`); err != nil {
-			return err
-		}
-		defer func() {
-			c.SetInterrupt(context.Background())
-			_ = c.Exec(`ROLLBACK`)
-		}()
-		v, _ := s.searchConns.LoadOrStore(c, &searchConn{stmts: map[string]*sqlite3.Stmt{}})
-		sc := v.(*searchConn)
+	err = s.read(ctx, func(c *sqlite3.Conn, sc *searchConn) error {
 		sr := &searchRun{c: c, tune: s.searchTuning(), key: key, q: q, sc: sc, posts: sc.posts[:0], pcache: s.postings, trace: s.searchTrace}
 		defer sr.close()
 		var err error
@@ -160,6 +138,35 @@ func (s *SQLite) search(ctx context.Context, key pipeline.Key, q Query, also boo
 		all = BudgetHits(all, q)
 	}
 	return hits, all, nil
+}
+
+// read runs fn in one read transaction (every statement sees the same
+// data) on a reader connection, with what the connection keeps between
+// reads (its statements, prepared once: searchConn).
+func (s *SQLite) read(ctx context.Context, fn func(*sqlite3.Conn, *searchConn) error) error {
+	conn, err := s.r.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		rc, ok := dc.(interface{ Raw() *sqlite3.Conn })
+		if !ok {
+			return fmt.Errorf("unexpected driver connection %T", dc)
+		}
+		c := rc.Raw()
+		old := c.SetInterrupt(ctx)
+		defer c.SetInterrupt(old)
+		if err := c.Exec(`BEGIN`); err != nil {
+			return err
+		}
+		defer func() {
+			c.SetInterrupt(context.Background())
+			_ = c.Exec(`ROLLBACK`)
+		}()
+		v, _ := s.searchConns.LoadOrStore(c, &searchConn{stmts: map[string]*sqlite3.Stmt{}})
+		return fn(c, v.(*searchConn))
+	})
 }
 
 func (s *SQLite) searchTuning() searchTuning {
@@ -225,9 +232,9 @@ func (r *searchRun) phase(name string) {
 	}
 }
 
-// searchConn is what a reader connection keeps between searches: its
-// prepared statements and scratch buffers (a connection runs one search at a
-// time).
+// searchConn is what a reader connection keeps between reads (searches,
+// AroundReach): its prepared statements and scratch buffers (a connection
+// runs one read at a time).
 type searchConn struct {
 	stmts map[string]*sqlite3.Stmt
 	rows  []int64
@@ -820,22 +827,30 @@ func (r *searchRun) fetch(ids []int64) (map[int64]*Message, error) {
 		if st.ColumnInt64(0) != r.conv {
 			return true
 		}
-		m := &Message{Key: r.key}
-		m.ID = st.ColumnInt64(1)
-		m.Role = Role(st.ColumnText(2))
-		m.SenderID = st.ColumnText(3)
-		m.SenderName = st.ColumnText(4)
-		m.PlatformID = st.ColumnText(5)
-		m.ReplyTo = st.ColumnText(6)
-		m.Text = st.ColumnText(7)
-		m.Time = time.UnixMilli(st.ColumnInt64(8)).UTC()
-		m.Tokens = st.ColumnInt(9)
-		m.Active = st.ColumnInt(10) == 1
-		m.ChunkID = st.ColumnInt64(11)
-		out[m.ID] = m
+		m := stmtMessage(st, 1, r.key)
+		out[m.ID] = &m
 		return true
 	}, jsonIDs(ids))
 	return out, err
+}
+
+// stmtMessage is the message of key in st's current row, whose columns
+// from, on are msgColumns.
+func stmtMessage(st *sqlite3.Stmt, from int, key pipeline.Key) Message {
+	return Message{
+		Key:        key,
+		ID:         st.ColumnInt64(from),
+		Role:       Role(st.ColumnText(from + 1)),
+		SenderID:   st.ColumnText(from + 2),
+		SenderName: st.ColumnText(from + 3),
+		PlatformID: st.ColumnText(from + 4),
+		ReplyTo:    st.ColumnText(from + 5),
+		Text:       st.ColumnText(from + 6),
+		Time:       time.UnixMilli(st.ColumnInt64(from + 7)).UTC(),
+		Tokens:     st.ColumnInt(from + 8),
+		Active:     st.ColumnInt(from+9) == 1,
+		ChunkID:    st.ColumnInt64(from + 10),
+	}
 }
 
 func matchTerm(terms ...string) string { return `"` + strings.Join(terms, " ") + `"` }
