@@ -131,7 +131,9 @@ func (s *SQLite) AroundReach(ctx context.Context, key pipeline.Key, ids []int64,
 		}, key.String()); err != nil || !found {
 			return err
 		}
-		a := aroundRead{r: r, reach: reach, asked: map[int64]bool{}, got: map[int64]int{}}
+		// Sized for a conversation written alone (the first read answers).
+		n := len(ids) * (2*reach + 1)
+		a := aroundRead{r: r, reach: reach, asked: make(map[int64]bool, n), got: make(map[int64]int, n), msgs: make([]Message, 0, n)}
 		var err error
 		out, err = a.run(ids)
 		if s.aroundTrace != nil {
@@ -157,7 +159,7 @@ type aroundRead struct {
 }
 
 func (a *aroundRead) run(ids []int64) ([]Message, error) {
-	a.keep = map[int64]bool{}
+	a.keep = make(map[int64]bool, 2*a.reach*len(ids))
 	todo := ids
 	for i, w := range []int64{int64(a.reach), int64(aroundWindow * a.reach)} {
 		if err := a.readWindows(todo, w, i); err != nil {

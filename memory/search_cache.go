@@ -303,14 +303,21 @@ func (e *postingsEntry) addNewer(r *searchRun) (bool, error) {
 }
 
 // prependCapped returns front followed by rows, at most limit of them
-// (then no longer complete).
+// (then no longer complete): in rows' array when it holds them (a common
+// term's doclist, cached up to limit already), else in a new one.
 func prependCapped[T any](front, rows []T, limit int, complete *bool) []T {
 	n := min(len(front)+len(rows), limit)
 	if n < len(front)+len(rows) {
 		*complete = false
 	}
+	if front = front[:min(len(front), n)]; n <= cap(rows) {
+		out := rows[:n]
+		copy(out[len(front):], rows[:n-len(front)])
+		copy(out, front)
+		return out
+	}
 	out := make([]T, 0, n)
-	out = append(out, front[:min(len(front), n)]...)
+	out = append(out, front...)
 	return append(out, rows[:n-len(out)]...)
 }
 
