@@ -122,7 +122,7 @@ func (s *SQLite) AroundReach(ctx context.Context, key pipeline.Key, ids []int64,
 	}
 	var out []Message
 	err := s.read(ctx, func(c *sqlite3.Conn, sc *searchConn) error {
-		r := &searchRun{c: c, sc: sc, key: key}
+		r := &searchRun{c: c, sc: sc, key: key} // runs the statements (each), no search
 		defer r.close()
 		found := false
 		if err := r.each(sqlSearchConv, func(st *sqlite3.Stmt) bool {
@@ -158,6 +158,7 @@ type aroundRead struct {
 	reads [3]int         // statements run: by window of reach, by window of aroundWindow×reach, step by step
 }
 
+// run returns the messages around ids (see SQLite.AroundReach).
 func (a *aroundRead) run(ids []int64) ([]Message, error) {
 	a.keep = make(map[int64]bool, 2*a.reach*len(ids))
 	todo := ids
