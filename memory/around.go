@@ -133,7 +133,7 @@ func (s *SQLite) AroundReach(ctx context.Context, key pipeline.Key, ids []int64,
 		}
 		// Sized for a conversation written alone (the first read answers).
 		n := len(ids) * (2*reach + 1)
-		a := aroundRead{r: r, reach: reach, asked: make(map[int64]bool, n), got: make(map[int64]int, n), msgs: make([]Message, 0, n)}
+		a := aroundRead{r: r, reach: reach, asked: make(map[int64]bool, n), got: make(map[int64]bool, n), msgs: make([]Message, 0, n)}
 		var err error
 		out, err = a.run(ids)
 		if s.aroundTrace != nil {
@@ -151,9 +151,10 @@ func (s *SQLite) AroundReach(ctx context.Context, key pipeline.Key, ids []int64,
 type aroundRead struct {
 	r     *searchRun
 	reach int
+	seeds map[int64]bool // the ids asked around
 	asked map[int64]bool // the ids read
-	got   map[int64]int  // of those, the conversation's: their index in msgs
-	msgs  []Message      // the conversation's messages read
+	got   map[int64]bool // of those, the conversation's
+	msgs  []Message      // the conversation's messages read, but seeds
 	keep  map[int64]bool // the neighbours found
 	reads [3]int         // statements run: by window of reach, by window of aroundWindow×reach, step by step
 }
@@ -161,6 +162,12 @@ type aroundRead struct {
 // run returns the messages around ids (see SQLite.AroundReach).
 func (a *aroundRead) run(ids []int64) ([]Message, error) {
 	a.keep = make(map[int64]bool, 2*a.reach*len(ids))
+	// Without ids themselves (those of the conversation: the others have
+	// no neighbours); the caller has them.
+	a.seeds = make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		a.seeds[id] = true
+	}
 	todo := ids
 	for i, w := range []int64{int64(a.reach), int64(aroundWindow * a.reach)} {
 		if err := a.readWindows(todo, w, i); err != nil {
@@ -183,20 +190,14 @@ func (a *aroundRead) run(ids []int64) ([]Message, error) {
 			return nil, err
 		}
 	}
-	// Without ids themselves (those of the conversation: the others have
-	// no neighbours).
-	seeds := make(map[int64]bool, len(ids))
-	for _, id := range ids {
-		seeds[id] = true
-	}
 	out := make([]Message, 0, len(a.keep)+len(far))
 	for _, m := range a.msgs {
-		if a.keep[m.ID] && !seeds[m.ID] {
+		if a.keep[m.ID] {
 			out = append(out, m)
 		}
 	}
 	for _, m := range far {
-		if !seeds[m.ID] {
+		if !a.seeds[m.ID] {
 			out = append(out, m)
 		}
 	}
@@ -220,9 +221,11 @@ func (a *aroundRead) readWindows(hits []int64, w int64, stage int) error {
 	}
 	a.reads[stage]++
 	return a.r.each(sqlAroundWindow, func(st *sqlite3.Stmt) bool {
-		m := stmtMessage(st, 0, a.r.key)
-		a.got[m.ID] = len(a.msgs)
-		a.msgs = append(a.msgs, m)
+		id := st.ColumnInt64(0)
+		a.got[id] = true
+		if !a.seeds[id] {
+			a.msgs = append(a.msgs, stmtMessage(st, 0, a.r.key))
+		}
 		return true
 	}, a.r.conv, jsonIDs(want))
 }
@@ -233,7 +236,7 @@ func (a *aroundRead) readWindows(hits []int64, w int64, stage int) error {
 func (a *aroundRead) unsure(hits []int64) []int64 {
 	var out []int64
 	for _, id := range hits {
-		if _, ok := a.got[id]; !ok {
+		if !a.got[id] {
 			continue // not the conversation's: no neighbours
 		}
 		if !a.walk(id, -1) || !a.walk(id, 1) {
@@ -252,7 +255,7 @@ func (a *aroundRead) walk(id, dir int64) bool {
 		if !a.asked[x] {
 			return false // (ids below 1 are never read)
 		}
-		if _, ok := a.got[x]; ok {
+		if a.got[x] {
 			a.keep[x] = true
 			met++
 		}
