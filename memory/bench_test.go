@@ -270,7 +270,10 @@ func ids(msgs []memory.Message) []int64 {
 // by a busy machine). Then the messages two steps around the hits are read,
 // as the snippets do (AroundReach: around_ms, around_cpu_ms). With
 // cache=false, every doclist is read from the index (WithoutPostingsCache),
-// as before the postings cache.
+// as before the postings cache; with cache=full, the cache holds its whole
+// budget before the first search measured (a bot that has answered a few
+// hundred turns of the conversation: each search then drops what it adds),
+// cache_MiB is what it holds at the end.
 //
 //	go test -run='^$' -bench=SearchTurnArchive -benchtime=200x ./memory/
 func BenchmarkSearchTurnArchive(b *testing.B) {
@@ -280,12 +283,23 @@ func BenchmarkSearchTurnArchive(b *testing.B) {
 	people := []string{"João", "Sofia", "Rui", "Helena", "Kenji"}
 	for _, c := range []struct {
 		words int
-		cache bool
-	}{{4, true}, {30, true}, {4, false}, {30, false}} {
+		cache string
+	}{{4, "true"}, {30, "true"}, {4, "false"}, {30, "false"}, {30, "full"}} {
 		words := c.words
-		b.Run(fmt.Sprintf("words=%d/cache=%v", words, c.cache), func(b *testing.B) {
-			if !c.cache {
+		b.Run(fmt.Sprintf("words=%d/cache=%s", words, c.cache), func(b *testing.B) {
+			switch c.cache {
+			case "false":
 				defer s.WithoutPostingsCache()()
+			case "full":
+				fill := chattext.NewWords(7)
+				for i := 0; i < 5000 && !memory.PostingsFull(s); i++ {
+					if _, err := s.Search(ctx, key, memory.Query{Text: fill.Text(fill.Between(3, 30), people), Limit: 30}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if !memory.PostingsFull(s) {
+					b.Fatal("the postings cache is not full after 5,000 searches")
+				}
 			}
 			g := chattext.NewWords(uint64(21 + words))
 			work, stop := memory.SearchWork(s)
@@ -348,6 +362,9 @@ func BenchmarkSearchTurnArchive(b *testing.B) {
 			b.ReportMetric(figures.MS(cpu)/float64(n), "search_cpu_ms")
 			b.ReportMetric(figures.MS(aroundTook)/float64(n), "around_ms")
 			b.ReportMetric(figures.MS(aroundCPU)/float64(n), "around_cpu_ms")
+			if c.cache == "full" {
+				b.ReportMetric(float64(memory.PostingsBytes(s))/(1<<20), "cache_MiB")
+			}
 		})
 	}
 }

@@ -82,3 +82,16 @@ func SearchWork(s *SQLite) (work func() (searches, statements, rows, pageReads i
 	}
 	return func() (int64, int64, int64, int64) { return n, stmts, rows, pages }, func() { s.searchTrace = nil }
 }
+
+// PostingsBytes is the size of the doclists s's postings cache holds.
+func PostingsBytes(s *SQLite) int {
+	s.postings.mu.Lock()
+	defer s.postings.mu.Unlock()
+	return s.postings.bytes
+}
+
+// PostingsFull reports whether s's postings cache holds nearly its budget
+// (within a common term's doclist of it).
+func PostingsFull(s *SQLite) bool {
+	return PostingsBytes(s) >= s.postings.budget-16*postingsCap
+}
