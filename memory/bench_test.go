@@ -369,6 +369,51 @@ func BenchmarkSearchTurnArchive(b *testing.B) {
 	}
 }
 
+// BenchmarkSearchTimeRange is what a search of a time ("in May", "in
+// 2025") in the turn fixture's conversation (100,000 messages over two
+// years) asks first: the ids that bound its messages of that time, through
+// the conversation's own index (index) and through the time index
+// filtered by conversation, as before (scan); time_ms per call.
+//
+//	go test -run='^$' -bench=SearchTimeRange -benchtime=20x ./memory/
+func BenchmarkSearchTimeRange(b *testing.B) {
+	ctx := context.Background()
+	s := openTurnFixture(b, "time")
+	key := pipeline.Key{Channel: "telegram", Chat: "424242"}
+	for _, r := range []struct {
+		name     string
+		from, to time.Time
+	}{
+		{"week", time.Date(2025, 5, 5, 0, 0, 0, 0, time.UTC), time.Date(2025, 5, 12, 0, 0, 0, 0, time.UTC)},
+		{"month", time.Date(2025, 5, 1, 0, 0, 0, 0, time.UTC), time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC)},
+		{"year", time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)},
+	} {
+		wlo, whi, err := memory.TimeIDs(ctx, s, key, r.from, r.to, true)
+		if err != nil || wlo == 0 {
+			b.Fatalf("the scan: ids %d to %d, %v", wlo, whi, err)
+		}
+		for _, scan := range []bool{true, false} {
+			b.Run(fmt.Sprintf("%s/scan=%v", r.name, scan), func(b *testing.B) {
+				var took time.Duration
+				n := 0
+				for b.Loop() {
+					t := time.Now()
+					lo, hi, err := memory.TimeIDs(ctx, s, key, r.from, r.to, scan)
+					took += time.Since(t)
+					n++
+					if err != nil {
+						b.Fatal(err)
+					}
+					if lo != wlo || hi != whi {
+						b.Fatalf("ids %d to %d, the scan's %d to %d", lo, hi, wlo, whi)
+					}
+				}
+				b.ReportMetric(figures.MS(took)/float64(n), "time_ms")
+			})
+		}
+	}
+}
+
 func messageIDs(msgs []memory.Message) []int64 {
 	out := make([]int64, len(msgs))
 	for i, m := range msgs {

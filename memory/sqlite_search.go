@@ -335,8 +335,22 @@ const (
 	// rowids slowly in ascending order).
 	sqlWindowRows = `SELECT rowid, recall_tf(messages_fts, ?2) FROM messages_fts WHERE messages_fts MATCH ?1 AND rowid >= ?3 ORDER BY rowid DESC`
 	sqlActiveIDs  = `SELECT id FROM messages WHERE conv = ?1 AND is_active = 1` // no LIMIT ?: see sqlite.go, "No bound LIMIT"
-	// The ids of the conversation's messages written in [?2, ?3) ms.
-	sqlTimeIDs     = `SELECT min(id), max(id) FROM messages WHERE +conv = ?1 AND created_at >= ?2 AND created_at < ?3`
+	// The least and greatest ids of the conversation's messages written in
+	// [?2, ?3) ms. Every message written then (g: its index holds their
+	// ids, no row is read) lies between those of all conversations; from
+	// each end of that span, the conversation's first message of the time
+	// is found through its own index (archived, then active), reading its
+	// rows in id order only until one is. Filtering the time index by
+	// conversation read every row of the time instead (25 ms for a year of
+	// 50,000 messages, 13 this way: sqlTimeIDsScan in the tests).
+	sqlTimeIDs = `WITH g(lo, hi) AS MATERIALIZED (SELECT min(id), max(id) FROM messages WHERE created_at >= ?2 AND created_at < ?3),
+	f(a0, a1) AS MATERIALIZED (SELECT
+		(SELECT id FROM messages WHERE conv = ?1 AND is_active = 0 AND id >= (SELECT lo FROM g) AND id <= (SELECT hi FROM g) AND created_at >= ?2 AND created_at < ?3 ORDER BY id LIMIT 1),
+		(SELECT id FROM messages WHERE conv = ?1 AND is_active = 1 AND id >= (SELECT lo FROM g) AND id <= (SELECT hi FROM g) AND created_at >= ?2 AND created_at < ?3 ORDER BY id LIMIT 1)),
+	l(b0, b1) AS MATERIALIZED (SELECT
+		(SELECT id FROM messages WHERE conv = ?1 AND is_active = 0 AND id >= (SELECT lo FROM g) AND id <= (SELECT hi FROM g) AND created_at >= ?2 AND created_at < ?3 ORDER BY id DESC LIMIT 1),
+		(SELECT id FROM messages WHERE conv = ?1 AND is_active = 1 AND id >= (SELECT lo FROM g) AND id <= (SELECT hi FROM g) AND created_at >= ?2 AND created_at < ?3 ORDER BY id DESC LIMIT 1))
+	SELECT min(coalesce(a0, a1), coalesce(a1, a0)), max(coalesce(b0, b1), coalesce(b1, b0)) FROM f, l`
 	sqlSearchFetch = `SELECT m.conv, ` + msgColumns + ` FROM messages m WHERE m.id IN (SELECT value FROM json_each(?1))`
 )
 
