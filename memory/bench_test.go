@@ -267,8 +267,13 @@ func ids(msgs []memory.Message) []int64 {
 // from the database file (page_reads), the index's segments (each term is
 // sought in every one), the time (ns/op includes the append;
 // search_ms not) and the CPU time of the process (search_cpu_ms: less moved
-// by a busy machine). With cache=false, every doclist is read from the
-// index (WithoutPostingsCache), as before the postings cache.
+// by a busy machine). Then the messages two steps around the hits are read,
+// as the snippets do (AroundReach: around_ms, around_cpu_ms). With
+// cache=false, every doclist is read from the index (WithoutPostingsCache),
+// as before the postings cache; with cache=full, the cache holds its whole
+// budget before the first search measured (a bot that has answered a few
+// hundred turns of the conversation: each search then drops what it adds),
+// cache_MiB is what it holds at the end.
 //
 //	go test -run='^$' -bench=SearchTurnArchive -benchtime=200x ./memory/
 func BenchmarkSearchTurnArchive(b *testing.B) {
@@ -278,17 +283,28 @@ func BenchmarkSearchTurnArchive(b *testing.B) {
 	people := []string{"João", "Sofia", "Rui", "Helena", "Kenji"}
 	for _, c := range []struct {
 		words int
-		cache bool
-	}{{4, true}, {30, true}, {4, false}, {30, false}} {
+		cache string
+	}{{4, "true"}, {30, "true"}, {4, "false"}, {30, "false"}, {30, "full"}} {
 		words := c.words
-		b.Run(fmt.Sprintf("words=%d/cache=%v", words, c.cache), func(b *testing.B) {
-			if !c.cache {
+		b.Run(fmt.Sprintf("words=%d/cache=%s", words, c.cache), func(b *testing.B) {
+			switch c.cache {
+			case "false":
 				defer s.WithoutPostingsCache()()
+			case "full":
+				fill := chattext.NewWords(7)
+				for i := 0; i < 5000 && !memory.PostingsFull(s); i++ {
+					if _, err := s.Search(ctx, key, memory.Query{Text: fill.Text(fill.Between(3, 30), people), Limit: 30}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if !memory.PostingsFull(s) {
+					b.Fatal("the postings cache is not full after 5,000 searches")
+				}
 			}
 			g := chattext.NewWords(uint64(21 + words))
 			work, stop := memory.SearchWork(s)
 			defer stop()
-			var took, cpu time.Duration
+			var took, cpu, aroundTook, aroundCPU time.Duration
 			n, segs := 0, 0
 			for b.Loop() {
 				// A turn: the user's message and the reply are written, a
@@ -322,10 +338,20 @@ func BenchmarkSearchTurnArchive(b *testing.B) {
 				segs += n
 				q := memory.Query{Text: text, Limit: 30, Exclude: messageIDs(act[max(0, len(act)-8):])}
 				t, c := time.Now(), figures.ProcessCPU()
-				if _, err := s.Search(ctx, key, q); err != nil {
+				hits, err := s.Search(ctx, key, q)
+				if err != nil {
 					b.Fatal(err)
 				}
 				took, cpu = took+time.Since(t), cpu+figures.ProcessCPU()-c
+				ids := make([]int64, len(hits))
+				for i, h := range hits {
+					ids[i] = h.Message.ID
+				}
+				t, c = time.Now(), figures.ProcessCPU()
+				if _, err := s.AroundReach(ctx, key, ids, 2); err != nil {
+					b.Fatal(err)
+				}
+				aroundTook, aroundCPU = aroundTook+time.Since(t), aroundCPU+figures.ProcessCPU()-c
 			}
 			searches, stmts, rows, pages := work()
 			b.ReportMetric(float64(stmts)/float64(searches), "stmts/search")
@@ -334,7 +360,57 @@ func BenchmarkSearchTurnArchive(b *testing.B) {
 			b.ReportMetric(float64(segs)/float64(n), "index_segments")
 			b.ReportMetric(figures.MS(took)/float64(n), "search_ms")
 			b.ReportMetric(figures.MS(cpu)/float64(n), "search_cpu_ms")
+			b.ReportMetric(figures.MS(aroundTook)/float64(n), "around_ms")
+			b.ReportMetric(figures.MS(aroundCPU)/float64(n), "around_cpu_ms")
+			if c.cache == "full" {
+				b.ReportMetric(float64(memory.PostingsBytes(s))/(1<<20), "cache_MiB")
+			}
 		})
+	}
+}
+
+// BenchmarkSearchTimeRange is what a search of a time ("in May", "in
+// 2025") in the turn fixture's conversation (100,000 messages over two
+// years) asks first: the ids that bound its messages of that time, through
+// the conversation's own index (index) and through the time index
+// filtered by conversation, as before (scan); time_ms per call.
+//
+//	go test -run='^$' -bench=SearchTimeRange -benchtime=20x ./memory/
+func BenchmarkSearchTimeRange(b *testing.B) {
+	ctx := context.Background()
+	s := openTurnFixture(b, "time")
+	key := pipeline.Key{Channel: "telegram", Chat: "424242"}
+	for _, r := range []struct {
+		name     string
+		from, to time.Time
+	}{
+		{"week", time.Date(2025, 5, 5, 0, 0, 0, 0, time.UTC), time.Date(2025, 5, 12, 0, 0, 0, 0, time.UTC)},
+		{"month", time.Date(2025, 5, 1, 0, 0, 0, 0, time.UTC), time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC)},
+		{"year", time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)},
+	} {
+		wlo, whi, err := memory.TimeIDs(ctx, s, key, r.from, r.to, true)
+		if err != nil || wlo == 0 {
+			b.Fatalf("the scan: ids %d to %d, %v", wlo, whi, err)
+		}
+		for _, scan := range []bool{true, false} {
+			b.Run(fmt.Sprintf("%s/scan=%v", r.name, scan), func(b *testing.B) {
+				var took time.Duration
+				n := 0
+				for b.Loop() {
+					t := time.Now()
+					lo, hi, err := memory.TimeIDs(ctx, s, key, r.from, r.to, scan)
+					took += time.Since(t)
+					n++
+					if err != nil {
+						b.Fatal(err)
+					}
+					if lo != wlo || hi != whi {
+						b.Fatalf("ids %d to %d, the scan's %d to %d", lo, hi, wlo, whi)
+					}
+				}
+				b.ReportMetric(figures.MS(took)/float64(n), "time_ms")
+			})
+		}
 	}
 }
 

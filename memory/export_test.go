@@ -2,7 +2,9 @@ package memory
 
 import (
 	"context"
+	"database/sql"
 	"strings"
+	"time"
 
 	"github.com/ncruces/go-sqlite3"
 	"github.com/recallbot/recall/memory/internal/fts"
@@ -81,4 +83,34 @@ func SearchWork(s *SQLite) (work func() (searches, statements, rows, pageReads i
 		pages += misses
 	}
 	return func() (int64, int64, int64, int64) { return n, stmts, rows, pages }, func() { s.searchTrace = nil }
+}
+
+// PostingsBytes is the size of the doclists s's postings cache holds.
+func PostingsBytes(s *SQLite) int {
+	s.postings.mu.Lock()
+	defer s.postings.mu.Unlock()
+	return s.postings.bytes
+}
+
+// PostingsFull reports whether s's postings cache holds nearly its budget
+// (within a common term's doclist of it).
+func PostingsFull(s *SQLite) bool {
+	return PostingsBytes(s) >= s.postings.budget-16*postingsCap
+}
+
+// TimeIDs runs what a search of a time range asks first: the ids bounding
+// the messages of conversation key written in [from, to), through
+// sqlTimeIDs, or with scan through the plain query it replaced.
+func TimeIDs(ctx context.Context, s *SQLite, key pipeline.Key, from, to time.Time, scan bool) (lo, hi int64, err error) {
+	q := sqlTimeIDs
+	if scan {
+		q = sqlTimeIDsScan
+	}
+	conv, err := convID(ctx, s.rd, key)
+	if err != nil {
+		return 0, 0, err
+	}
+	var l, h sql.NullInt64
+	err = s.r.QueryRowContext(ctx, q, conv, from.UnixMilli(), to.UnixMilli()).Scan(&l, &h)
+	return l.Int64, h.Int64, err
 }

@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"cmp"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -40,8 +39,9 @@ type postingsCache struct {
 	budget  int   // postingsBudget
 	rowsCap int   // postingsCap
 	// served counts the doclists read from the cache, added the times
-	// messages were added to an entry (tests).
-	served, added atomic.Int64
+	// messages were added to an entry, dropped the doclists dropped to
+	// keep an entry within the budget (tests).
+	served, added, dropped atomic.Int64
 }
 
 const (
@@ -64,9 +64,20 @@ type postingsEntry struct {
 	state postingsState
 	used  uint64 // the cache's tick when last searched
 	bytes int    // size when last released
-	runs  uint64 // searches that used it
 	text  map[string]*textPostings
 	other map[string]*otherPostings
+	// lru links the doclists, the most recently read first; held is
+	// their size (kept by touch and resize).
+	lru  postingsLink
+	held int
+}
+
+// postingsLink is a cached doclist's place in its entry's lru list.
+type postingsLink struct {
+	prev, next *postingsLink
+	key        string
+	text       bool // in the entry's text map, else in other
+	bytes      int  // its size as held counts it
 }
 
 // postingsState is what a conversation's index held: its search_gen, its
@@ -78,64 +89,75 @@ type postingsState struct {
 // textPostings and otherPostings are a term's doclist, newest first: whole
 // when complete, else its newest entries.
 type textPostings struct {
+	postingsLink
 	rows     []int64
 	complete bool
-	used     uint64 // the entry's runs when last read
 }
 
 type otherPostings struct {
+	postingsLink
 	rows     []docRow
 	complete bool
-	used     uint64
 }
 
 func (p *textPostings) size(term string) int  { return len(term) + 8*cap(p.rows) + 64 }
 func (p *otherPostings) size(term string) int { return len(term) + 16*cap(p.rows) + 64 }
 
-func (e *postingsEntry) size() int {
-	n := 0
-	for k, p := range e.text {
-		n += p.size(k)
+// reset empties e.
+func (e *postingsEntry) reset() {
+	e.text, e.other = map[string]*textPostings{}, map[string]*otherPostings{}
+	e.lru.prev, e.lru.next, e.held = &e.lru, &e.lru, 0
+}
+
+// setText caches p as term's text doclist, read just now (p may be the
+// one cached already, its rows changed).
+func (e *postingsEntry) setText(term string, p *textPostings) {
+	e.text[term] = p
+	p.key, p.text = term, true
+	e.touch(&p.postingsLink, p.size(term))
+}
+
+// setOther is setText for the other doclists.
+func (e *postingsEntry) setOther(term string, p *otherPostings) {
+	e.other[term] = p
+	p.key = term
+	e.touch(&p.postingsLink, p.size(term))
+}
+
+// touch moves l to the front of the lru list (adding it when not in it)
+// and counts it at size bytes.
+func (e *postingsEntry) touch(l *postingsLink, size int) {
+	if l.next != nil {
+		l.prev.next, l.next.prev = l.next, l.prev
 	}
-	for k, p := range e.other {
-		n += p.size(k)
-	}
-	return n
+	l.prev, l.next = &e.lru, e.lru.next
+	e.lru.next.prev = l
+	e.lru.next = l
+	e.resize(l, size)
+}
+
+// resize counts l, in the list, at size bytes.
+func (e *postingsEntry) resize(l *postingsLink, size int) {
+	e.held += size - l.bytes
+	l.bytes = size
 }
 
 // trim drops the doclists least recently read until e takes at most limit
-// bytes, and returns its size.
-func (e *postingsEntry) trim(limit int) int {
-	size := e.size()
-	if size <= limit {
-		return size
-	}
-	type term struct {
-		key   string
-		text  bool
-		used  uint64
-		bytes int
-	}
-	var all []term
-	for k, p := range e.text {
-		all = append(all, term{k, true, p.used, p.size(k)})
-	}
-	for k, p := range e.other {
-		all = append(all, term{k, false, p.used, p.size(k)})
-	}
-	slices.SortFunc(all, func(a, b term) int { return cmp.Compare(a.used, b.used) })
-	for _, t := range all {
-		if size <= limit {
-			break
-		}
-		if t.text {
-			delete(e.text, t.key)
+// bytes, and returns its size and how many it dropped.
+func (e *postingsEntry) trim(limit int) (size, dropped int) {
+	for e.held > limit && e.lru.prev != &e.lru {
+		dropped++
+		l := e.lru.prev
+		l.prev.next, l.next.prev = l.next, l.prev
+		l.prev, l.next = nil, nil
+		if l.text {
+			delete(e.text, l.key)
 		} else {
-			delete(e.other, t.key)
+			delete(e.other, l.key)
 		}
-		size -= t.bytes
+		e.held -= l.bytes
 	}
-	return size
+	return e.held, dropped
 }
 
 const (
@@ -174,7 +196,6 @@ func (pc *postingsCache) acquire(r *searchRun, gen int64) (*postingsEntry, error
 		pc.release(e)
 		return nil, err
 	}
-	e.runs++
 	return e, nil
 }
 
@@ -202,7 +223,7 @@ func (e *postingsEntry) advance(r *searchRun, gen int64) (bool, error) {
 		return false, err
 	}
 	e.state = postingsState{gen: gen, docs: r.nDocs, maxID: maxID}
-	e.text, e.other = map[string]*textPostings{}, map[string]*otherPostings{}
+	e.reset()
 	return true, nil
 }
 
@@ -251,30 +272,30 @@ func (e *postingsEntry) addNewer(r *searchRun) (bool, error) {
 	if err != nil || int64(len(news)) != r.nDocs-e.state.docs {
 		return false, err
 	}
-	textPrefix, otherPrefix := r.prefix+string(rune(ftsKindText)), r.prefix+string(rune(ftsKindRest))
-	for k, p := range e.text {
-		stem := k[len(textPrefix):]
-		var front []int64
-		for i := len(news) - 1; i >= 0; i-- { // newest first
-			if news[i].text[stem] {
-				front = append(front, news[i].rowid)
+	// Each cached doclist gains the new messages that hold its term, newest
+	// first: the new messages' terms are looked up (not every cached one).
+	textFront, otherFront := map[string][]int64{}, map[string][]docRow{}
+	for i := len(news) - 1; i >= 0; i-- { // newest first
+		for stem := range news[i].text {
+			if k := ftsTerm(r.prefix, ftsKindText, stem); e.text[k] != nil {
+				textFront[k] = append(textFront[k], news[i].rowid)
 			}
 		}
-		if len(front) > 0 {
-			p.rows = prependCapped(front, p.rows, r.pcache.rowsCap, &p.complete)
+		for stem, c := range news[i].other {
+			if k := ftsTerm(r.prefix, ftsKindRest, stem); e.other[k] != nil {
+				otherFront[k] = append(otherFront[k], c)
+			}
 		}
 	}
-	for k, p := range e.other {
-		stem := k[len(otherPrefix):]
-		var front []docRow
-		for i := len(news) - 1; i >= 0; i-- {
-			if c, ok := news[i].other[stem]; ok {
-				front = append(front, c)
-			}
-		}
-		if len(front) > 0 {
-			p.rows = prependCapped(front, p.rows, r.pcache.rowsCap, &p.complete)
-		}
+	for k, front := range textFront {
+		p := e.text[k]
+		p.rows = prependCapped(front, p.rows, r.pcache.rowsCap, &p.complete)
+		e.resize(&p.postingsLink, p.size(k))
+	}
+	for k, front := range otherFront {
+		p := e.other[k]
+		p.rows = prependCapped(front, p.rows, r.pcache.rowsCap, &p.complete)
+		e.resize(&p.postingsLink, p.size(k))
 	}
 	e.state.docs, e.state.maxID = r.nDocs, maxID
 	r.pcache.added.Add(1)
@@ -282,14 +303,21 @@ func (e *postingsEntry) addNewer(r *searchRun) (bool, error) {
 }
 
 // prependCapped returns front followed by rows, at most limit of them
-// (then no longer complete).
+// (then no longer complete): in rows' array when it holds them (a common
+// term's doclist, cached up to limit already), else in a new one.
 func prependCapped[T any](front, rows []T, limit int, complete *bool) []T {
 	n := min(len(front)+len(rows), limit)
 	if n < len(front)+len(rows) {
 		*complete = false
 	}
+	if front = front[:min(len(front), n)]; n <= cap(rows) {
+		out := rows[:n]
+		copy(out[len(front):], rows[:n-len(front)])
+		copy(out, front)
+		return out
+	}
 	out := make([]T, 0, n)
-	out = append(out, front[:min(len(front), n)]...)
+	out = append(out, front...)
 	return append(out, rows[:n-len(out)]...)
 }
 
@@ -297,7 +325,8 @@ func prependCapped[T any](front, rows []T, limit int, complete *bool) []T {
 // conversation's doclists least recently read go first when it alone
 // exceeds it, then the least recently searched conversations.
 func (pc *postingsCache) release(e *postingsEntry) {
-	size := e.trim(pc.budget)
+	size, dropped := e.trim(pc.budget)
+	pc.dropped.Add(int64(dropped))
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	defer e.mu.Unlock()
@@ -332,7 +361,7 @@ func (pc *postingsCache) release(e *postingsEntry) {
 func (r *searchRun) cachedTermRows(term string, fn func(rowid int64) bool) error {
 	if p, ok := r.pe.text[term]; ok {
 		r.pcache.served.Add(1)
-		p.used = r.pe.runs
+		r.pe.touch(&p.postingsLink, p.bytes)
 		for _, rowid := range p.rows {
 			if !fn(rowid) {
 				return nil
@@ -343,10 +372,11 @@ func (r *searchRun) cachedTermRows(term string, fn func(rowid int64) bool) error
 		}
 		return readPast(r, p.rows, r.pcache.rowsCap, r.termRows, term, fn, func(rows []int64, complete bool) {
 			p.rows, p.complete = rows, complete
+			r.pe.setText(term, p)
 		})
 	}
 	return readPast(r, nil, r.pcache.rowsCap, r.termRows, term, fn, func(rows []int64, complete bool) {
-		r.pe.text[term] = &textPostings{rows: rows, complete: complete, used: r.pe.runs}
+		r.pe.setText(term, &textPostings{rows: rows, complete: complete})
 	})
 }
 
@@ -381,7 +411,7 @@ func readPast[T any](r *searchRun, cached []T, limit int, read func(string, func
 func (r *searchRun) cachedOtherRows(term string, fn func(c docRow) bool) error {
 	if p, ok := r.pe.other[term]; ok {
 		r.pcache.served.Add(1)
-		p.used = r.pe.runs
+		r.pe.touch(&p.postingsLink, p.bytes)
 		for _, c := range p.rows {
 			if !fn(c) {
 				return nil
@@ -392,9 +422,10 @@ func (r *searchRun) cachedOtherRows(term string, fn func(c docRow) bool) error {
 		}
 		return readPast(r, p.rows, r.pcache.rowsCap, r.otherRows, term, fn, func(rows []docRow, complete bool) {
 			p.rows, p.complete = rows, complete
+			r.pe.setOther(term, p)
 		})
 	}
 	return readPast(r, nil, r.pcache.rowsCap, r.otherRows, term, fn, func(rows []docRow, complete bool) {
-		r.pe.other[term] = &otherPostings{rows: rows, complete: complete, used: r.pe.runs}
+		r.pe.setOther(term, &otherPostings{rows: rows, complete: complete})
 	})
 }

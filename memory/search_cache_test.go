@@ -19,12 +19,12 @@ import (
 // exported and imported back with their old ids, moved to another chat; in
 // several conversations, pruned and exact, archived only or not. The cache
 // keeps short doclists here (30 entries) so that its truncated ones are
-// read past their end too.
+// read past their end too, in a small budget (8 KiB) so that it drops some.
 func TestSearchCacheMatchesIndex(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t, t.TempDir())
 	s := st.sqlite
-	s.postings.from, s.postings.rowsCap, s.postings.budget = 1, 30, 16<<10
+	s.postings.from, s.postings.rowsCap, s.postings.budget = 1, 30, 8<<10
 	r := rand.New(rand.NewPCG(7, 21))
 	vocab := strings.Fields("apple boat cloud dance river stone light music garden window travel coffee " +
 		"mountain letter market winter summer yellow bridge forest candle engine island jacket kitten " +
@@ -86,6 +86,7 @@ func TestSearchCacheMatchesIndex(t *testing.T) {
 			if !sameHits(got, want) {
 				t.Fatalf("step %d, %s, %q (tuning %+v):\n cached %s\n index  %s", compared, key, q.Text, tune, hitList(got), hitList(want))
 			}
+			checkPostingsSizes(t, s.postings)
 			compared++
 			if len(want) > 0 {
 				withHits++
@@ -180,12 +181,43 @@ func TestSearchCacheMatchesIndex(t *testing.T) {
 			search(keys[r.IntN(len(keys))])
 		}
 	}
-	if withHits < 500 || s.postings.served.Load() < 2000 || s.postings.added.Load() < 50 {
-		t.Fatalf("%d searches with hits, %d doclists served from the cache, %d times messages added to it: the test checks little",
-			withHits, s.postings.served.Load(), s.postings.added.Load())
+	if withHits < 500 || s.postings.served.Load() < 2000 || s.postings.added.Load() < 50 || s.postings.dropped.Load() < 100 {
+		t.Fatalf("%d searches with hits, %d doclists served from the cache, %d times messages added to it, %d doclists dropped: the test checks little",
+			withHits, s.postings.served.Load(), s.postings.added.Load(), s.postings.dropped.Load())
 	}
-	t.Logf("%d searches compared (%d with hits), %d doclists served from the cache, brought up to date %d times",
-		compared, withHits, s.postings.served.Load(), s.postings.added.Load())
+	t.Logf("%d searches compared (%d with hits), %d doclists served from the cache, brought up to date %d times, %d doclists dropped",
+		compared, withHits, s.postings.served.Load(), s.postings.added.Load(), s.postings.dropped.Load())
+}
+
+// checkPostingsSizes fails t when an entry's kept size is not its
+// doclists' size, or the cache holds more than its budget.
+func checkPostingsSizes(t *testing.T, pc *postingsCache) {
+	t.Helper()
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	total := 0
+	for conv, e := range pc.entries {
+		n, listed := 0, 0
+		for k, p := range e.text {
+			n += p.size(k)
+		}
+		for k, p := range e.other {
+			n += p.size(k)
+		}
+		for l := e.lru.next; l != &e.lru; l = l.next {
+			listed++
+		}
+		if listed != len(e.text)+len(e.other) {
+			t.Fatalf("conversation %d: %d doclists cached, %d in the lru list", conv, len(e.text)+len(e.other), listed)
+		}
+		if e.held != n || e.bytes != n {
+			t.Fatalf("conversation %d: cached doclists take %d bytes, the entry says %d (released at %d)", conv, n, e.held, e.bytes)
+		}
+		total += n
+	}
+	if total != pc.bytes || total > pc.budget {
+		t.Fatalf("cached doclists take %d bytes, the cache says %d, budget %d", total, pc.bytes, pc.budget)
+	}
 }
 
 func slicesIndex(keys []pipeline.Key, k pipeline.Key) int {

@@ -100,7 +100,7 @@ func (r *searchRun) topReference() ([]Hit, error) {
 			to = r.q.To.UnixMilli()
 		}
 		found := false
-		if err := r.each(sqlTimeIDs, func(st *sqlite3.Stmt) bool {
+		if err := r.each(sqlTimeIDsScan, func(st *sqlite3.Stmt) bool {
 			if st.ColumnType(0) != sqlite3.NULL {
 				lo, hi, found = st.ColumnInt64(0), st.ColumnInt64(1), true
 			}

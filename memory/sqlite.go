@@ -50,6 +50,9 @@ type SQLite struct {
 	postings *postingsCache
 	// searchTrace, when set (experiments), sees every finished search.
 	searchTrace func(*searchRun)
+	// aroundTrace, when set, hears how many statements of each kind each
+	// AroundReach ran (aroundRead.reads; tests).
+	aroundTrace func(reads [3]int)
 	// applied names the migrations this open applied (bot migrate prints them).
 	applied []string
 }
