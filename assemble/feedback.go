@@ -14,9 +14,9 @@ import (
 // WithFeedback searches the archive twice for snippets: the question, then
 // the words of the exchanges it found best (pseudo-relevance feedback, see
 // feedback). It finds more of what answers a question in other words
-// (REALTALK recall 0.701 from 0.690, bench --only=recall) and costs a
-// turn about 2.7 ms more CPU at 100,000 archived messages (README, note
-// 15).
+// (REALTALK recall 0.702 from 0.691, bench --only=recall) for about 0.6 ms
+// more a turn at 100,000 archived messages (README, note 15). The bot
+// turns it on unless memory.feedback is false.
 func WithFeedback() Option {
 	return func(a *Assembler) { a.feedbackOn = true }
 }
@@ -221,7 +221,7 @@ type stemCache struct {
 	m  map[string]string
 }
 
-const stemCacheSize = 1 << 14
+const stemCacheSize = 1 << 12
 
 // of is memory.Stem(w).
 func (c *stemCache) of(w string) string {

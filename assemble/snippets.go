@@ -129,7 +129,9 @@ func (a *Assembler) recallPass(ctx context.Context, req Request, exclude []int64
 	// Whether there may be more is the question's own search's to say: the
 	// feedback search finds as many as asked for nearly always.
 	full := len(all) >= limit
-	if err == nil {
+	// One feedback a question: the time's hits, which rank first, when it
+	// names a time that has some.
+	if err == nil && len(hits) == 0 {
 		all, err = a.feedback(ctx, req.Key, q, all, &fb.all, near)
 	}
 	if err != nil {

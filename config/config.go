@@ -200,7 +200,7 @@ type Memory struct {
 	RetentionInterval time.Duration `mapstructure:"retention_interval"`
 	WriteQueue        int           `mapstructure:"write_queue"`
 	Timezone          string        `mapstructure:"timezone"` // IANA name for time words in questions; "" = the server's
-	Feedback          bool          `mapstructure:"feedback"` // archive snippets: a second search with the best hits' words (assemble.WithFeedback)
+	Feedback          bool          `mapstructure:"feedback"` // archive snippets: a second search with the best hits' words (assemble.WithFeedback); on by default
 	Budget            Budget        `mapstructure:"budget"`
 	Facts             Facts         `mapstructure:"facts"`
 	Embeddings        Embeddings    `mapstructure:"embeddings"`
@@ -374,6 +374,7 @@ func Default() Config {
 			RetentionDays:     0,
 			RetentionInterval: time.Hour,
 			WriteQueue:        10000,
+			Feedback:          true,
 			Budget: Budget{
 				Total:     8000,
 				System:    1500,
