@@ -53,12 +53,14 @@ const pgSearchActive = `SELECT m.id FROM messages m JOIN conversations c ON c.id
 // all, as Postgres.Search says: the stems rarest first (ties in query
 // order), each whole while it fits what is left, else its newest share of
 // what is left, at least $4; the recursive part is that loop. In a smaller
-// conversation every posting is read.
+// conversation every posting is read. With $6 above 0, a stem in more than
+// that share of the conversation's messages has no row (Query.MaxShare).
 const pgSearchPostings = `WITH RECURSIVE
 c AS (SELECT id, search_docs FROM conversations WHERE key = $1),
 s AS (SELECT t.i, t.term, coalesce(ts.df, 0) AS df, row_number() OVER (ORDER BY coalesce(ts.df, 0), t.i) AS k
 	FROM unnest($2::bytea[]) WITH ORDINALITY t(term, i)
-	LEFT JOIN term_stats ts ON ts.conv = (SELECT id FROM c) AND ts.term = t.term),
+	LEFT JOIN term_stats ts ON ts.conv = (SELECT id FROM c) AND ts.term = t.term
+	WHERE $6::float8 <= 0 OR coalesce(ts.df, 0) <= $6 * (SELECT search_docs FROM c)),
 l(k, i, lim, rest) AS (
 	SELECT 0::bigint, 0::bigint, 0::bigint, $3::bigint
 	UNION ALL
@@ -184,7 +186,16 @@ func (p *Postgres) search(ctx context.Context, key pipeline.Key, q Query, also b
 	// millisecond.
 	b.Queue(pgGenericPlan)
 	b.Queue(pgSearchConv, key.String())
-	b.Queue(pgSearchPostings, key.String(), terms, tune.budget, tune.minPer, tune.exactUpTo)
+	// Query.MaxShare: a word in more than that share of the conversation's
+	// messages is left out (not read: it counts in no message), when every
+	// phrase is one word (a phrase of several is counted from its words).
+	maxShare := q.MaxShare
+	for _, ph := range phrases {
+		if len(ph) > 1 {
+			maxShare = 0
+		}
+	}
+	b.Queue(pgSearchPostings, key.String(), terms, tune.budget, tune.minPer, tune.exactUpTo, maxShare)
 	if q.ArchivedOnly {
 		b.Queue(pgSearchActive, key.String())
 	}

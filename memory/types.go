@@ -127,8 +127,10 @@ type Query struct {
 	// search prunes, over 5,000 messages: in more than this share of its
 	// window, about 1,024): a word that common tells the messages apart
 	// too little to pay for reading where it is. SQLite honours it, so a
-	// query of many words reads a bounded number of index entries; JSON
-	// and Postgres, which read every message anyway, rank every phrase.
+	// query of many words reads a bounded number of index entries;
+	// Postgres too (over all the conversation's messages) when every
+	// phrase is one word; JSON, which reads every message anyway, ranks
+	// every phrase.
 	MaxShare float64
 	// TextOnly, when set, counts a phrase once in each message whose text
 	// has it: not in the sender's name, a repeat not counted again. The
