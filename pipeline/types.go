@@ -10,6 +10,18 @@ import (
 	"unicode"
 )
 
+// SentAt is when a platform says a message was sent (t), believed when it
+// is between 2000 and a day after now (clocks drift; a platform message
+// from later than that, or of the last century, is a forged or broken
+// update): otherwise zero, and the store takes the time it arrived. Such a
+// time could not even be stored (a year after 9999 has no JSON form).
+func SentAt(t, now time.Time) time.Time {
+	if t.Year() < 2000 || t.After(now.Add(24*time.Hour)) {
+		return time.Time{}
+	}
+	return t
+}
+
 // Inbound is one message from a user, normalized by an adapter. Adapters fill
 // it from a platform update with a pure function; the pipeline never sees a
 // platform type.

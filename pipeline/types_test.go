@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 )
 
 func TestInboundUserID(t *testing.T) {
@@ -148,5 +149,29 @@ func TestSendText(t *testing.T) {
 	r.setErr(boom)
 	if err := SendText(context.Background(), r, tgKey, "x"); !errors.Is(err, boom) {
 		t.Errorf("err = %v, want wrapping %v", err, boom)
+	}
+}
+
+// TestSentAt: a platform's send time is believed from 2000 to a day after
+// now; earlier or later (a forged or broken update, a year no store can
+// hold) it is left zero, for the store to take the arrival time.
+func TestSentAt(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		t    time.Time
+		keep bool
+	}{
+		{now.Add(-time.Minute), true},
+		{now.AddDate(-5, 0, 0), true},
+		{now.Add(23 * time.Hour), true}, // the platform's clock ahead of ours
+		{now.Add(25 * time.Hour), false},
+		{time.Unix(17000066666660000, 0).UTC(), false}, // year ~538 million
+		{time.Unix(1, 0).UTC(), false},
+		{time.Date(1999, 12, 31, 23, 0, 0, 0, time.UTC), false},
+	} {
+		got := SentAt(c.t, now)
+		if c.keep && !got.Equal(c.t) || !c.keep && !got.IsZero() {
+			t.Errorf("SentAt(%v) = %v, keep %v", c.t, got, c.keep)
+		}
 	}
 }

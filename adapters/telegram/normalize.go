@@ -142,7 +142,7 @@ func messageInbound(m *models.Message, me Me, groupsReply string) (pipeline.Inbo
 		IsGroup:    group,
 	}
 	if m.Date > 0 {
-		in.Time = time.Unix(int64(m.Date), 0).UTC()
+		in.Time = pipeline.SentAt(time.Unix(int64(m.Date), 0).UTC(), time.Now())
 	}
 	if r := m.ReplyToMessage; r != nil && !isTopicRoot(m, r) {
 		in.ReplyTo = strconv.Itoa(r.ID)

@@ -70,7 +70,7 @@ func toInbound(ev *events.Message, me Me, mapLID func(types.JID) types.JID, grou
 		IsGroup:    group,
 	}
 	if !info.Timestamp.IsZero() {
-		in.Time = info.Timestamp.UTC()
+		in.Time = pipeline.SentAt(info.Timestamp.UTC(), now)
 	}
 	if ci != nil {
 		in.ReplyTo = ci.GetStanzaID()
