@@ -390,37 +390,5 @@ func TestPostgresSearchWithinReadsThePostingsOnce(t *testing.T) {
 // words (the archive snippets' feedback search) ranks "pizza night" by
 // "night" alone when "pizza" is in more than the share asked for.
 func TestPostgresMaxShare(t *testing.T) {
-	p := cfOpenPostgres(t)
-	ctx := context.Background()
-	key := cfKey("telegram", "1")
-	t0 := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
-	var msgs []Message
-	for i, text := range []string{"good night", "pizza", "pizza again", "pizza tonight", "bread", "bread and cheese",
-		"we moved to Lisbon", "Lisbon is sunny", "rain", "more rain"} {
-		msgs = append(msgs, Message{Key: key, Role: RoleUser, SenderName: "Ana", Text: text, Time: t0.Add(time.Duration(i) * time.Minute)})
-	}
-	if _, err := p.Append(ctx, msgs); err != nil {
-		t.Fatal(err)
-	}
-	texts := func(q Query) []string {
-		t.Helper()
-		hits, err := p.Search(ctx, key, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, h := range hits {
-			out = append(out, h.Message.Text)
-		}
-		return out
-	}
-	if got := texts(Query{Text: "pizza night", MaxShare: 0.2}); len(got) != 1 || got[0] != "good night" {
-		t.Errorf("MaxShare 0.2: hits %q, want only \"good night\"", got)
-	}
-	if got := texts(Query{Text: "pizza night", MaxShare: 0.34}); len(got) != 4 {
-		t.Errorf("MaxShare 0.34: hits %q, want the 3 with pizza and \"good night\"", got)
-	}
-	if got := texts(Query{Text: "pizza night"}); len(got) != 4 {
-		t.Errorf("no MaxShare: hits %q, want the 3 with pizza and \"good night\"", got)
-	}
+	checkMaxShare(t, cfOpenPostgres(t))
 }

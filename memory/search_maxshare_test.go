@@ -26,18 +26,26 @@ func searchStore(t *testing.T) (context.Context, *SQLite, pipeline.Key, time.Tim
 // snippets' feedback search) ranks "pizza night" by "night" alone when
 // "pizza" is in more than the share asked for; without it, "pizza" counts.
 func TestSearchMaxShare(t *testing.T) {
-	ctx, s, key, t0 := searchStore(t)
+	_, s, _, _ := searchStore(t)
+	checkMaxShare(t, s)
+}
+
+// checkMaxShare is TestSearchMaxShare on b.
+func checkMaxShare(t *testing.T, b Backend) {
+	t.Helper()
+	ctx, key := context.Background(), cfKey("telegram", "1")
+	t0 := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 	var msgs []Message
 	for i, text := range []string{"good night", "pizza", "pizza again", "pizza tonight", "bread", "bread and cheese",
 		"we moved to Lisbon", "Lisbon is sunny", "rain", "more rain"} {
 		msgs = append(msgs, Message{Key: key, Role: RoleUser, SenderName: "Ana", Text: text, Time: t0.Add(time.Duration(i) * time.Minute)})
 	}
-	if _, err := s.Append(ctx, msgs); err != nil {
+	if _, err := b.Append(ctx, msgs); err != nil {
 		t.Fatal(err)
 	}
 	texts := func(q Query) []string {
 		t.Helper()
-		hits, err := s.Search(ctx, key, q)
+		hits, err := b.Search(ctx, key, q)
 		if err != nil {
 			t.Fatal(err)
 		}
