@@ -239,8 +239,17 @@ func guardURLs(src []byte, root ast.Node) ([]byte, bool) {
 // are guarded).
 func (r *renderer) write(s string) { r.emit(s, nil, true) }
 
-// raw appends s as it is (bullets, URLs, code).
+// raw appends s as it is (bullets, code).
 func (r *renderer) raw(s string) { r.emit(s, nil, false) }
+
+// url appends a link's address as it is written, but for its backticks:
+// no address holds one unescaped, and a run of them would open monospace,
+// so they are guarded.
+func (r *renderer) url(s string) {
+	for _, c := range s {
+		r.d.add(string(c), r.cur, c == '`')
+	}
+}
 
 // emit appends s in the current style, each line passed through esc when it
 // is not nil; after each newline the line prefixes are written.
@@ -427,9 +436,11 @@ func (r *renderer) inline(n ast.Node) {
 		r.inlines(n)
 		if dest != "" && !sameLink(label, dest) {
 			if label == "" {
-				r.raw(dest)
+				r.url(dest)
 			} else {
-				r.raw(" (" + dest + ")")
+				r.raw(" (")
+				r.url(dest)
+				r.raw(")")
 			}
 		}
 	case *ast.Image:
@@ -438,15 +449,17 @@ func (r *renderer) inline(n ast.Node) {
 		r.inlines(n)
 		if dest != "" {
 			if label == "" {
-				r.raw(dest)
+				r.url(dest)
 			} else {
-				r.raw(" (" + dest + ")")
+				r.raw(" (")
+				r.url(dest)
+				r.raw(")")
 			}
 		}
 	case *ast.AutoLink:
 		// As written: a bare "www.…" gets no "http://", an e-mail no
 		// "mailto:".
-		r.raw(string(n.Label(r.src)))
+		r.url(string(n.Label(r.src)))
 	case *ast.RawHTML:
 		var b bytes.Buffer
 		for i := range n.Segments.Len() {
