@@ -223,8 +223,11 @@ type stemCache struct {
 
 const stemCacheSize = 1 << 12
 
-// of is memory.Stem(w).
+// of is memory.Stem(w); a nil cache stems every time.
 func (c *stemCache) of(w string) string {
+	if c == nil {
+		return memory.Stem(w)
+	}
 	c.mu.Lock()
 	s, ok := c.m[w]
 	c.mu.Unlock()

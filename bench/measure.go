@@ -425,6 +425,25 @@ func measureStartup(ctx context.Context, e *runEnv) ([]row, error) {
 	}}, nil
 }
 
+// recallRows are a way of retrieving (what) beside another (vs): evidence
+// recall (carrying values), any evidence found, recall per category,
+// tokens used, retrieval p50 and p99.
+func recallRows(what, vs string, o, b figures.RecallScore, cats []string, scale string, values map[string]float64) []row {
+	score := func(name string, x, y float64, v map[string]float64) row {
+		return row{Figure: what + ": " + name + " vs " + vs, Ours: fmt.Sprintf("%.3f", x), Baseline: fmt.Sprintf("%.3f", y), Ratio: fmtRatio(x, y), Scale: scale, Values: v}
+	}
+	rows := []row{score("evidence recall", o.Recall, b.Recall, values), score("any evidence found", o.AnyFound, b.AnyFound, nil)}
+	for _, c := range cats {
+		rows = append(rows, score("evidence recall, category "+c+",", o.ByCategory[c], b.ByCategory[c], nil))
+	}
+	ms := func(s figures.RecallScore, p float64) float64 { return figures.MS(figures.Pct(s.Latency, p)) }
+	rows = append(rows, row{Figure: what + ": tokens used vs " + vs, Ours: thousands(int64(o.Tokens)), Baseline: thousands(int64(b.Tokens)), Ratio: fmtRatio(o.Tokens, b.Tokens), Scale: scale})
+	for _, p := range []float64{0.5, 0.99} {
+		rows = append(rows, row{Figure: what + ": retrieval p" + strconv.Itoa(int(p*100)) + " vs " + vs, Ours: fmtMS(ms(o, p)), Baseline: fmtMS(ms(b, p)), Ratio: fmtRatio(ms(o, p), ms(b, p)), Scale: scale})
+	}
+	return rows
+}
+
 func measureRecall(ctx context.Context, e *runEnv) ([]row, error) {
 	if e.data == "" {
 		fmt.Fprintln(e.log, "  skipped: --data names REALTALK's data/ folder (github.com/danny911kr/REALTALK)")
@@ -459,47 +478,20 @@ func measureRecall(ctx context.Context, e *runEnv) ([]row, error) {
 	for k, v := range bv {
 		ov["baseline_"+k] = v
 	}
-	rows := []row{
-		{Figure: "archive snippets: evidence recall vs BM25 top-20", Ours: fmt.Sprintf("%.3f", o.Recall), Baseline: fmt.Sprintf("%.3f", b.Recall), Ratio: fmtRatio(o.Recall, b.Recall), Scale: scaleS, Values: ov},
-		{Figure: "archive snippets: any evidence found vs BM25 top-20", Ours: fmt.Sprintf("%.3f", o.AnyFound), Baseline: fmt.Sprintf("%.3f", b.AnyFound), Ratio: fmtRatio(o.AnyFound, b.AnyFound), Scale: scaleS},
-	}
 	cats := make([]string, 0, len(o.ByCategory))
 	for c := range o.ByCategory {
 		cats = append(cats, c)
 	}
 	slices.Sort(cats)
-	for _, c := range cats {
-		rows = append(rows, row{Figure: "archive snippets: evidence recall, category " + c + ", vs BM25 top-20",
-			Ours: fmt.Sprintf("%.3f", o.ByCategory[c]), Baseline: fmt.Sprintf("%.3f", b.ByCategory[c]), Ratio: fmtRatio(o.ByCategory[c], b.ByCategory[c]), Scale: scaleS})
-	}
+	rows := recallRows("archive snippets", "BM25 top-20", o, b, cats, scaleS, ov)
 	rows = append(rows,
-		row{Figure: "archive snippets: tokens used vs BM25 top-20", Ours: thousands(int64(o.Tokens)), Baseline: thousands(int64(b.Tokens)), Ratio: fmtRatio(o.Tokens, b.Tokens), Scale: scaleS},
-		row{Figure: "archive snippets: retrieval p50 vs BM25 top-20", Ours: fmtMS(ov["p50_ms"]), Baseline: fmtMS(bv["p50_ms"]), Ratio: fmtRatio(ov["p50_ms"], bv["p50_ms"]), Scale: scaleS},
-		row{Figure: "archive snippets: retrieval p99 vs BM25 top-20", Ours: fmtMS(ov["p99_ms"]), Baseline: fmtMS(bv["p99_ms"]), Ratio: fmtRatio(ov["p99_ms"], bv["p99_ms"]), Scale: scaleS},
 		row{Figure: "BM25 top-20 evidence recall: ours vs stock FTS5 bm25()", Ours: fmt.Sprintf("%.3f", b.Recall), Baseline: fmt.Sprintf("%.3f", res.Stock.Recall), Ratio: fmtRatio(b.Recall, res.Stock.Recall), Scale: scaleS,
 			Values: map[string]float64{"recall": b.Recall, "stock_recall": res.Stock.Recall, "stock_any_found": res.Stock.AnyFound, "stock_tokens": res.Stock.Tokens,
 				"stock_p50_ms": figures.MS(figures.Pct(res.Stock.Latency, 0.5)), "stock_p99_ms": figures.MS(figures.Pct(res.Stock.Latency, 0.99))}},
 	)
-	{
-		// With feedback beside without, whichever memory.feedback's default
-		// is (ours is that one).
-		f, w := res.Feedback, res.Plain
-		fv, wv := vals(f), vals(w)
-		fs := scaleS + "; assemble.WithFeedback"
-		rows = append(rows,
-			row{Figure: "archive snippets with feedback: evidence recall vs without", Ours: fmt.Sprintf("%.3f", f.Recall), Baseline: fmt.Sprintf("%.3f", w.Recall), Ratio: fmtRatio(f.Recall, w.Recall), Scale: fs, Values: fv},
-			row{Figure: "archive snippets with feedback: any evidence found vs without", Ours: fmt.Sprintf("%.3f", f.AnyFound), Baseline: fmt.Sprintf("%.3f", w.AnyFound), Ratio: fmtRatio(f.AnyFound, w.AnyFound), Scale: fs},
-		)
-		for _, c := range cats {
-			rows = append(rows, row{Figure: "archive snippets with feedback: evidence recall, category " + c + ", vs without",
-				Ours: fmt.Sprintf("%.3f", f.ByCategory[c]), Baseline: fmt.Sprintf("%.3f", w.ByCategory[c]), Ratio: fmtRatio(f.ByCategory[c], w.ByCategory[c]), Scale: fs})
-		}
-		rows = append(rows,
-			row{Figure: "archive snippets with feedback: tokens used vs without", Ours: thousands(int64(f.Tokens)), Baseline: thousands(int64(w.Tokens)), Ratio: fmtRatio(f.Tokens, w.Tokens), Scale: fs},
-			row{Figure: "archive snippets with feedback: retrieval p50 vs without", Ours: fmtMS(fv["p50_ms"]), Baseline: fmtMS(wv["p50_ms"]), Ratio: fmtRatio(fv["p50_ms"], wv["p50_ms"]), Scale: fs},
-			row{Figure: "archive snippets with feedback: retrieval p99 vs without", Ours: fmtMS(fv["p99_ms"]), Baseline: fmtMS(wv["p99_ms"]), Ratio: fmtRatio(fv["p99_ms"], wv["p99_ms"]), Scale: fs},
-		)
-	}
+	// With feedback beside without, whichever memory.feedback's default is
+	// (ours is that one).
+	rows = append(rows, recallRows("archive snippets with feedback", "without", res.Feedback, res.Plain, cats, scaleS+"; assemble.WithFeedback", vals(res.Feedback))...)
 	if h := res.Hybrid; h != nil {
 		hs := scaleS + "; embeddings " + e.embeddings.Model()
 		hv := vals(*h)

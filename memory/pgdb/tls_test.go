@@ -216,17 +216,7 @@ func TestTLSModes(t *testing.T) {
 			[]string{"sslrootcert", "/nonexistent/root.crt"}},
 	}
 	for _, tc := range refused {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := c.connect(t, tc.conn)
-			if err == nil {
-				t.Fatalf("%s: connected", tc.conn)
-			}
-			for _, s := range tc.says {
-				if !strings.Contains(err.Error(), s) {
-					t.Errorf("%s: the error does not say %q: %v", tc.conn, s, err)
-				}
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { c.refused(t, tc.conn, tc.says...) })
 	}
 }
 
@@ -264,17 +254,7 @@ func TestTLSPasswords(t *testing.T) {
 		{"channel binding required, the server asks no password", "host=" + serverName + " user=postgres sslmode=require channel_binding=require",
 			[]string{"channel binding"}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := c.connect(t, tc.conn)
-			if err == nil {
-				t.Fatalf("%s: connected", tc.conn)
-			}
-			for _, s := range tc.says {
-				if !strings.Contains(err.Error(), s) {
-					t.Errorf("%s: the error does not say %q: %v", tc.conn, s, err)
-				}
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { c.refused(t, tc.conn, tc.says...) })
 	}
 }
 
@@ -393,4 +373,18 @@ func fakeTLSServer(t *testing.T, offered []string, got chan<- *pgproto3.SASLInit
 		_ = be.Flush()
 	}()
 	return l.Addr().String()
+}
+
+// refused checks that conn is refused with an error that says each of says.
+func (c *tlsCluster) refused(t *testing.T, conn string, says ...string) {
+	t.Helper()
+	_, err := c.connect(t, conn)
+	if err == nil {
+		t.Fatalf("%s: connected", conn)
+	}
+	for _, s := range says {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("%s: the error does not say %q: %v", conn, s, err)
+		}
+	}
 }
