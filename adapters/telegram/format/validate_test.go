@@ -255,7 +255,20 @@ func checkParts(input string, parts []string, limit int, html bool) (gaps []stri
 		}
 		// Only white space may be skipped before the part's text.
 		k := pos
-		for !strings.HasPrefix(text[k:], pt) {
+		// (A part must end where a character of text ends: "\xe2" is a
+		// prefix of U+2005's bytes, not of the text there.)
+		follows := func(k int) bool {
+			if !strings.HasPrefix(text[k:], pt) {
+				return false
+			}
+			e := k
+			for e < k+len(pt) { // character by character, as the splitter reads
+				_, size := utf8.DecodeRuneInString(text[e:])
+				e += size
+			}
+			return e == k+len(pt)
+		}
+		for !follows(k) {
 			r, size := utf8.DecodeRuneInString(text[k:])
 			if size == 0 || !unicode.IsSpace(r) {
 				return nil, fmt.Errorf("part %d: text %q does not follow at %d (after white space): %q",
