@@ -162,6 +162,14 @@ func (s *SQLite) read(ctx context.Context, fn func(*sqlite3.Conn, *searchConn) e
 		}
 		defer func() {
 			c.SetInterrupt(context.Background())
+			// A statement left stepping would keep the read transaction,
+			// and its snapshot, past ROLLBACK: every later read on this
+			// connection would miss what was written since.
+			for st := range c.Stmts() {
+				if st.Busy() {
+					_ = st.Reset() // its error is the step's, reported by whoever stepped it
+				}
+			}
 			_ = c.Exec(`ROLLBACK`)
 		}()
 		v, _ := s.searchConns.LoadOrStore(c, &searchConn{stmts: map[string]*sqlite3.Stmt{}})
