@@ -362,6 +362,7 @@ func (a *Assembler) insert(day *Snippet, m SnippetMessage, follow func(prev, nex
 type neighbours struct {
 	reached map[int64]bool           // the hits whose neighbours msgs holds
 	msgs    map[int64]memory.Message // those hits and their neighbours
+	held    []memory.Message         // msgs by id (sorted); nil when msgs has changed since
 }
 
 // reach reads the neighbours of those of hits whose neighbours near does
@@ -394,6 +395,7 @@ func (a *Assembler) reach(ctx context.Context, key pipeline.Key, hits []memory.M
 	for _, m := range msgs {
 		near.msgs[m.ID] = m
 	}
+	near.held = nil
 	return nil
 }
 
@@ -426,14 +428,19 @@ func (near *neighbours) of(ids []int64) []memory.Message {
 	return out
 }
 
-// sorted is every message near holds, by id.
+// sorted is every message near holds, by id (feedback's words and the
+// snippets read it; it is sorted again only after reach added some). The
+// caller does not change it.
 func (near *neighbours) sorted() []memory.Message {
-	held := make([]memory.Message, 0, len(near.msgs))
-	for _, m := range near.msgs {
-		held = append(held, m)
+	if near.held != nil || len(near.msgs) == 0 {
+		return near.held
 	}
-	slices.SortFunc(held, func(x, y memory.Message) int { return cmp.Compare(x.ID, y.ID) })
-	return held
+	near.held = make([]memory.Message, 0, len(near.msgs))
+	for _, m := range near.msgs {
+		near.held = append(near.held, m)
+	}
+	slices.SortFunc(near.held, func(x, y memory.Message) int { return cmp.Compare(x.ID, y.ID) })
+	return near.held
 }
 
 // reacher is a Source that reads the messages several steps around ids at
