@@ -15,7 +15,7 @@ func (s *SQLite) WithoutSearchPruning() (restore func()) {
 // WithoutPostingsCache reads every doclist from the index, as if no search
 // had run before, until restore is called.
 func (s *SQLite) WithoutPostingsCache() (restore func()) {
-	old := s.postings
-	s.postings = nil
-	return func() { s.postings = old }
+	old, full := s.postings, s.full
+	s.postings, s.full = nil, nil
+	return func() { s.postings, s.full = old, full }
 }

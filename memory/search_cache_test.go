@@ -21,10 +21,26 @@ import (
 // keeps short doclists here (30 entries) so that its truncated ones are
 // read past their end too, in a small budget (8 KiB) so that it drops some.
 func TestSearchCacheMatchesIndex(t *testing.T) {
+	searchesMatchIndex(t, false)
+}
+
+// TestSearchFullIndexMatchesIndex is TestSearchCacheMatchesIndex with the
+// conversations' whole doclists in memory (search_full.go), built in the
+// background and rebuilt after every change but an append, within a budget
+// that holds two of the three conversations' indexes at most (one is
+// dropped for another now and then).
+func TestSearchFullIndexMatchesIndex(t *testing.T) {
+	searchesMatchIndex(t, true)
+}
+
+func searchesMatchIndex(t *testing.T, full bool) {
 	ctx := context.Background()
 	st := openStore(t, t.TempDir())
 	s := st.sqlite
 	s.postings.from, s.postings.rowsCap, s.postings.budget = 1, 30, 8<<10
+	if full {
+		s.full.from, s.full.budget = 1, 40<<10
+	}
 	r := rand.New(rand.NewPCG(7, 21))
 	vocab := strings.Fields("apple boat cloud dance river stone light music garden window travel coffee " +
 		"mountain letter market winter summer yellow bridge forest candle engine island jacket kitten " +
@@ -70,6 +86,12 @@ func TestSearchCacheMatchesIndex(t *testing.T) {
 		q := Query{Text: text(1 + r.IntN(12)), Limit: []int{5, 20, 40}[r.IntN(3)], ArchivedOnly: r.IntN(2) == 0}
 		if r.IntN(6) == 0 {
 			q.Text += ` "` + vocab[r.IntN(5)] + " " + vocab[r.IntN(5)] + `"`
+		}
+		if full {
+			// The index a search asked for is built before the next.
+			if err := s.WaitSearchIndexes(ctx); err != nil {
+				t.Fatal(err)
+			}
 		}
 		for _, tune := range []searchTuning{testTuning, defaultSearchTuning, exactSearchTuning} {
 			s.tune = &tune
@@ -180,6 +202,16 @@ func TestSearchCacheMatchesIndex(t *testing.T) {
 		if step%3 == 0 {
 			search(keys[r.IntN(len(keys))])
 		}
+	}
+	if full {
+		f := s.full
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if withHits < 500 || f.served < 600 || f.built < 30 || f.retired < 20 {
+			t.Fatalf("%d searches with hits, %d used an index in memory, %d indexes built, %d retired: the test checks little", withHits, f.served, f.built, f.retired)
+		}
+		t.Logf("%d searches compared (%d with hits), %d through an index in memory, %d indexes built, %d retired", compared, withHits, f.served, f.built, f.retired)
+		return
 	}
 	if withHits < 500 || s.postings.served.Load() < 2000 || s.postings.added.Load() < 50 || s.postings.dropped.Load() < 100 {
 		t.Fatalf("%d searches with hits, %d doclists served from the cache, %d times messages added to it, %d doclists dropped: the test checks little",

@@ -48,6 +48,9 @@ type SQLite struct {
 	// postings keeps big conversations' doclists between searches (nil:
 	// none; see search_cache.go).
 	postings *postingsCache
+	// full holds big conversations' whole doclists in memory (nil: none;
+	// see search_full.go).
+	full *fullIndexes
 	// searchTrace, when set (experiments), sees every finished search.
 	searchTrace func(*searchRun)
 	// aroundTrace, when set, hears how many statements of each kind each
@@ -153,7 +156,7 @@ func openSQLite(ctx context.Context, path, vfs string, log *slog.Logger) (*SQLit
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	s := &SQLite{path: path, w: w, ckpt: ckpt, mrg: mrg, postings: newPostingsCache()}
+	s := &SQLite{path: path, w: w, ckpt: ckpt, mrg: mrg, postings: newPostingsCache(), full: newFullIndexes()}
 	if err := s.migrate(ctx); err != nil {
 		return nil, errors.Join(err, w.Close(), ckpt.close())
 	}
@@ -180,6 +183,10 @@ func openSQLite(ctx context.Context, path, vfs string, log *slog.Logger) (*SQLit
 		return nil, errors.Join(err, s.Close())
 	}
 	mrg.start(w)
+	s.full.start(s.buildConvIndex)
+	if err := s.indexBigConversations(ctx); err != nil {
+		return nil, errors.Join(err, s.Close())
+	}
 	return s, nil
 }
 
@@ -195,6 +202,7 @@ func (s *SQLite) DB() *sql.DB { return s.w }
 
 // Close stops the background checkpoints and merges and closes the pools.
 func (s *SQLite) Close() error {
+	s.full.close()
 	s.mrg.close()
 	return errors.Join(s.rc.close(), s.wc.close(), s.ckpt.close(), s.r.Close(), s.w.Close())
 }

@@ -116,7 +116,7 @@ func (s *SQLite) search(ctx context.Context, key pipeline.Key, q Query, also boo
 		return nil, nil, nil
 	}
 	err = s.read(ctx, func(c *sqlite3.Conn, sc *searchConn) error {
-		sr := &searchRun{c: c, tune: s.searchTuning(), key: key, q: q, sc: sc, posts: sc.posts[:0], pcache: s.postings, trace: s.searchTrace}
+		sr := &searchRun{c: c, tune: s.searchTuning(), key: key, q: q, sc: sc, posts: sc.posts[:0], pcache: s.postings, full: s.full, trace: s.searchTrace}
 		defer sr.close()
 		var err error
 		hits, err = sr.run(phrases)
@@ -223,6 +223,8 @@ type searchRun struct {
 	ranked       bool  // the phrases are read: top may rank them (again)
 	pcache       *postingsCache
 	pe           *postingsEntry // the conversation's cached doclists (locked), or nil
+	full         *fullIndexes
+	fe           *fullEntry // the conversation's index in memory (locked), or nil
 
 	// searchTrace only
 	trace                   func(*searchRun) // the store's searchTrace
@@ -261,6 +263,10 @@ func (s *SQLite) closeSearchStmts(c *sqlite3.Conn) error {
 }
 
 func (r *searchRun) close() {
+	if r.fe != nil {
+		r.full.release(r.fe)
+		r.fe = nil
+	}
 	if r.pe != nil {
 		r.pcache.release(r.pe)
 		r.pe = nil
@@ -382,11 +388,17 @@ func (r *searchRun) run(phrases [][]string) ([]Hit, error) {
 	r.avgdl = float64(r.nToks) / float64(r.nDocs)
 	r.prefix = ftsConvPrefix(r.conv)
 	r.phase("cache")
-	pe, err := r.pcache.acquire(r, gen)
+	fe, err := r.full.acquire(r, gen)
 	if err != nil {
 		return nil, err
 	}
-	r.pe = pe
+	if r.fe = fe; fe == nil {
+		pe, err := r.pcache.acquire(r, gen)
+		if err != nil {
+			return nil, err
+		}
+		r.pe = pe
+	}
 
 	// Distinct phrases; a repeated one still counts once per repetition.
 	r.slot = make([]int, len(phrases))
@@ -481,7 +493,10 @@ func (r *searchRun) readTerm(pi int, p *searchPhrase, limit int) error {
 	defer func() { r.sc.rows = text[:0] }()
 	crossed := false
 	termRows, otherRows := r.termRows, r.otherRows
-	if r.pe != nil {
+	switch {
+	case r.fe != nil:
+		termRows, otherRows = r.fullTermRows, r.fullOtherRows
+	case r.pe != nil:
 		termRows, otherRows = r.cachedTermRows, r.cachedOtherRows
 	}
 	err := termRows(ftsTerm(r.prefix, ftsKindText, p.toks[0]), func(rowid int64) bool {
@@ -664,7 +679,29 @@ func (r *searchRun) findWindow() error {
 
 // readWindow reads the common phrases' rows in the window and estimates
 // how many messages contain each.
-func (r *searchRun) readWindow(common []int) error {
+func (r *searchRun) readWindow(all []int) error {
+	common := all
+	if r.fe != nil {
+		// Single terms from the index in memory; phrases of several from
+		// SQLite (it has no positions).
+		common = nil
+		for _, pi := range all {
+			if p := r.ph[pi]; len(p.toks) == 1 {
+				r.fullWindowRows(p)
+			} else {
+				common = append(common, pi)
+			}
+		}
+	}
+	defer func() {
+		for _, pi := range all {
+			p := r.ph[pi]
+			p.df = float64(len(p.list)) * float64(r.nDocs) / float64(r.winSize)
+		}
+	}()
+	if len(common) == 0 {
+		return nil
+	}
 	var expr []string
 	for _, pi := range common {
 		expr = append(expr, r.phraseExpr(r.ph[pi]))
@@ -676,14 +713,7 @@ func (r *searchRun) readWindow(common []int) error {
 			}
 		}
 	})
-	if err := r.each(sqlWindowRows, func(*sqlite3.Stmt) bool { return true }, strings.Join(expr, " OR "), sink, r.cutRowid); err != nil {
-		return err
-	}
-	for _, pi := range common {
-		p := r.ph[pi]
-		p.df = float64(len(p.list)) * float64(r.nDocs) / float64(r.winSize)
-	}
-	return nil
+	return r.each(sqlWindowRows, func(*sqlite3.Stmt) bool { return true }, strings.Join(expr, " OR "), sink, r.cutRowid)
 }
 
 // beats reports whether (score, id) ranks above (s2, id2).

@@ -264,3 +264,13 @@ func (s *timedStore) Append(ctx context.Context, msgs ...memory.Message) error {
 	}
 	return err
 }
+
+// waitSearchIndexes returns once the store's conversations' indexes in
+// memory are built (memory/search_full.go; SQLite only): a figure of
+// turns in a big conversation measures them once the index is there.
+func (r *rig) waitSearchIndexes(ctx context.Context) error {
+	if db := r.store.SQLite(); db != nil {
+		return db.WaitSearchIndexes(ctx)
+	}
+	return nil
+}

@@ -62,6 +62,7 @@ type TurnResult struct {
 	BigCPU, FreshCPU []time.Duration // process CPU time during each turn
 	Asm, Store       []time.Duration // the big conversation's assembly and durable reply write
 	SummaryCalls     int64
+	IndexReady       time.Duration // waited for the big conversation's index in memory
 }
 
 // TurnOverhead measures everything in a turn except the LLM call and the
@@ -109,6 +110,13 @@ func TurnOverhead(ctx context.Context, o TurnOptions) (TurnResult, error) {
 	if st.Archived != int64(o.Archived) {
 		return res, fmt.Errorf("fixture conversation has %d archived messages, want %d", st.Archived, o.Archived)
 	}
+	// The big conversation's index in memory, built in the background from
+	// the start (memory/search_full.go): the figure is the turn once it is.
+	t0 := time.Now()
+	if err := r.waitSearchIndexes(ctx); err != nil {
+		return res, err
+	}
+	res.IndexReady = time.Since(t0)
 	big := &convDriver{key: turnKey, user: turnUser, name: turnName, people: turnPeople, g: chattext.NewWords(21)}
 	fresh := &convDriver{key: freshKey, user: "434343", name: "Marta", people: []string{"Marta", "Nuno"}, g: chattext.NewWords(22)}
 	for range o.Warmup {

@@ -55,6 +55,11 @@ func turnPair(ctx context.Context, o TurnOptions, src string, configure [2]func(
 		defer r.close()
 		rigs[i] = r
 	}
+	for _, r := range rigs {
+		if err := r.waitSearchIndexes(ctx); err != nil {
+			return res, err
+		}
+	}
 	if ready != nil {
 		if err := ready(rigs[0], rigs[1]); err != nil {
 			return res, err
