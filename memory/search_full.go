@@ -362,6 +362,34 @@ func (r *searchRun) fullWindowRows(p *searchPhrase) {
 	}
 }
 
+// findWindowFull is findWindow through the conversation's index in
+// memory, which lists its messages (the window's are the newest): only
+// which are active is read. False when there are too many of those.
+func (r *searchRun) findWindowFull() (bool, error) {
+	active, err := r.activeIDs()
+	if err != nil || active == nil {
+		return false, err
+	}
+	rows := r.fe.x.rows
+	// The window-th newest archived message (or active, when there are
+	// fewer archived), and how many of the others are at least as new.
+	for _, isActive := range []bool{false, true} {
+		seen, others := 0, int64(0)
+		for i := len(rows) - 1; i >= 0; i-- {
+			id := ftsRowidID(rows[i])
+			if active[id] != isActive {
+				others++
+				continue
+			}
+			if seen++; seen == r.tune.window {
+				r.cutRowid, r.winSize = id<<ftsLenBits, int64(r.tune.window)+others
+				return true, nil
+			}
+		}
+	}
+	return true, nil
+}
+
 // fullOtherRows is otherRows through the conversation's index in memory.
 func (r *searchRun) fullOtherRows(term string, fn func(docRow) bool) error {
 	r.fe.x.otherRows(term[len(r.prefix)+1:], fn)

@@ -215,12 +215,14 @@ type searchRun struct {
 	avgdl        float64
 	prefix       string
 	ph           []*searchPhrase
-	slot         []int // query phrase -> ph index (-1: matches nothing)
-	used         int   // doclist entries of rare terms read
-	cutRowid     int64 // rowids from here on are the window's
-	winSize      int64 // messages in the window
-	candidates   int   // messages scored
-	ranked       bool  // the phrases are read: top may rank them (again)
+	slot         []int          // query phrase -> ph index (-1: matches nothing)
+	used         int            // doclist entries of rare terms read
+	cutRowid     int64          // rowids from here on are the window's
+	winSize      int64          // messages in the window
+	candidates   int            // messages scored
+	active       map[int64]bool // activeIDs, once activeRead
+	activeRead   bool
+	ranked       bool // the phrases are read: top may rank them (again)
 	pcache       *postingsCache
 	pe           *postingsEntry // the conversation's cached doclists (locked), or nil
 	full         *fullIndexes
@@ -650,6 +652,26 @@ func (r *searchRun) readPhrase(pi int, p *searchPhrase, limit int) error {
 	return nil
 }
 
+// activeIDs are the ids of the conversation's active messages, read once
+// per search; nil when there are more than activeCap.
+func (r *searchRun) activeIDs() (map[int64]bool, error) {
+	if r.activeRead {
+		return r.active, nil
+	}
+	ids := map[int64]bool{}
+	if err := r.each(sqlActiveIDs, func(st *sqlite3.Stmt) bool {
+		ids[st.ColumnInt64(0)] = true
+		return len(ids) <= activeCap
+	}, r.conv); err != nil {
+		return nil, err
+	}
+	if len(ids) > activeCap {
+		ids = nil
+	}
+	r.active, r.activeRead = ids, true
+	return ids, nil
+}
+
 // findWindow finds the conversation's newest messages, at least window of
 // them: the rowids from cutRowid on, winSize messages. The window's oldest
 // message is the window-th newest archived one (or active one, if there are
@@ -659,6 +681,11 @@ func (r *searchRun) findWindow() error {
 	r.cutRowid, r.winSize = math.MinInt64, r.nDocs
 	if r.nDocs <= int64(r.tune.window) {
 		return nil
+	}
+	if r.fe != nil {
+		if done, err := r.findWindowFull(); done || err != nil {
+			return err
+		}
 	}
 	for _, kind := range []int{0, 1} {
 		found := false
@@ -756,14 +783,11 @@ func (r *searchRun) top() ([]Hit, error) {
 	var active map[int64]bool
 	activeKnown := !r.q.ArchivedOnly
 	if r.q.ArchivedOnly {
-		ids := map[int64]bool{}
-		if err := r.each(sqlActiveIDs, func(st *sqlite3.Stmt) bool {
-			ids[st.ColumnInt64(0)] = true
-			return len(ids) <= activeCap
-		}, r.conv); err != nil {
+		ids, err := r.activeIDs()
+		if err != nil {
 			return nil, err
 		}
-		if len(ids) <= activeCap {
+		if ids != nil {
 			active, activeKnown = ids, true
 		}
 	}
