@@ -19,3 +19,12 @@ func (s *SQLite) WithoutPostingsCache() (restore func()) {
 	s.postings, s.full = nil, nil
 	return func() { s.postings, s.full = old, full }
 }
+
+// WithoutFullIndexes reads big conversations' doclists from the index
+// (through the postings cache) instead of their indexes in memory, until
+// restore is called.
+func (s *SQLite) WithoutFullIndexes() (restore func()) {
+	old := s.full
+	s.full = nil
+	return func() { s.full = old }
+}

@@ -39,7 +39,7 @@ func searchesMatchIndex(t *testing.T, full bool) {
 	s := st.sqlite
 	s.postings.from, s.postings.rowsCap, s.postings.budget = 1, 30, 8<<10
 	if full {
-		s.full.from, s.full.budget = 1, 40<<10
+		s.full.from, s.full.budget, s.full.rest = 1, 40<<10, 0
 	}
 	r := rand.New(rand.NewPCG(7, 21))
 	vocab := strings.Fields("apple boat cloud dance river stone light music garden window travel coffee " +
@@ -109,6 +109,7 @@ func searchesMatchIndex(t *testing.T, full bool) {
 				t.Fatalf("step %d, %s, %q (tuning %+v):\n cached %s\n index  %s", compared, key, q.Text, tune, hitList(got), hitList(want))
 			}
 			checkPostingsSizes(t, s.postings)
+			checkFullSizes(t, s.full)
 			compared++
 			if len(want) > 0 {
 				withHits++
@@ -249,6 +250,24 @@ func checkPostingsSizes(t *testing.T, pc *postingsCache) {
 	}
 	if total != pc.bytes || total > pc.budget {
 		t.Fatalf("cached doclists take %d bytes, the cache says %d, budget %d", total, pc.bytes, pc.budget)
+	}
+}
+
+// checkFullSizes fails t when an index in memory does not take what it
+// counts, or all of them more than their budget.
+func checkFullSizes(t *testing.T, f *fullIndexes) {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	total := 0
+	for conv, e := range f.entries {
+		if n := e.x.measure(); e.x.bytes != n || e.bytes != n {
+			t.Fatalf("conversation %d: its index takes %d bytes, counted %d (released at %d)", conv, n, e.x.bytes, e.bytes)
+		}
+		total += e.bytes
+	}
+	if total != f.bytes || total > f.budget {
+		t.Fatalf("indexes in memory take %d bytes, counted %d, budget %d", total, f.bytes, f.budget)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"time"
 
 	"github.com/ncruces/go-sqlite3"
 
@@ -192,14 +193,13 @@ func (x *convIndex) otherRows(stem string, fn func(docRow) bool) {
 	}
 }
 
-// size measures x (and keeps it in x.bytes): its arrays, and per stem the
-// string, the lists and the map's share.
-func (x *convIndex) size() int {
+// measure is x's size in bytes (what add keeps in x.bytes): its arrays,
+// and per stem the string, the lists and the map's share.
+func (x *convIndex) measure() int {
 	n := 8*cap(x.rows) + 64
 	for t, l := range x.terms {
 		n += len(t) + cap(l.text.buf) + cap(l.other.buf) + termOverhead
 	}
-	x.bytes = n
 	return n
 }
 
@@ -244,6 +244,7 @@ func (s *SQLite) buildConvIndex(ctx context.Context, conv int64, limit int) (*co
 		}
 		x = newConvIndex()
 		x.rows = make([]int64, 0, docs)
+		x.bytes = x.measure()
 		var d docTerms
 		var bad error
 		if err := r.each(sqlConvAdded, func(st *sqlite3.Stmt) bool {
@@ -272,7 +273,7 @@ func (s *SQLite) buildConvIndex(ctx context.Context, conv int64, limit int) (*co
 		return nil, err
 	}
 	x.compact()
-	if x.size() > limit {
+	if x.bytes = x.measure(); x.bytes > limit {
 		return nil, errIndexTooBig
 	}
 	return x, nil
@@ -415,6 +416,12 @@ type fullIndexes struct {
 	queue   []int64
 	queued  map[int64]bool
 	tooBig  map[int64]bool
+	// rest: after a build of d, the conversation is not built again for
+	// rest × d (a conversation whose messages are deleted or edited turn
+	// after turn is rebuilt now and then, not every turn); notBefore is
+	// when it may be.
+	rest      int
+	notBefore map[int64]time.Time
 	busy    bool       // a build is running
 	idle    *sync.Cond // signalled when the queue empties and no build runs
 	wake    chan struct{}
@@ -443,10 +450,14 @@ const (
 	// fullBudget: the bench's conversation of 100,000 messages takes
 	// 7.8 MiB.
 	fullBudget = 16 << 20
+	// fullRest: a conversation is built again at most every 10 builds'
+	// time: at most a tenth of a core for one that changes all the time.
+	fullRest = 10
 )
 
 func newFullIndexes() *fullIndexes {
-	f := &fullIndexes{from: fullFrom, budget: fullBudget, entries: map[int64]*fullEntry{}, queued: map[int64]bool{}, tooBig: map[int64]bool{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	f := &fullIndexes{from: fullFrom, budget: fullBudget, rest: fullRest, entries: map[int64]*fullEntry{}, queued: map[int64]bool{}, tooBig: map[int64]bool{},
+		notBefore: map[int64]time.Time{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	f.idle = sync.NewCond(&f.mu)
 	f.ctx, f.stop = context.WithCancel(context.Background())
 	return f
@@ -465,9 +476,11 @@ func (f *fullIndexes) start(build func(ctx context.Context, conv int64, limit in
 			if !ok {
 				return
 			}
+			t0 := time.Now()
 			x, err := build(f.ctx, conv, f.budget)
 			f.mu.Lock()
 			delete(f.queued, conv)
+			f.notBefore[conv] = time.Now().Add(time.Duration(f.rest) * time.Since(t0))
 			switch {
 			case errors.Is(err, errIndexTooBig):
 				f.tooBig[conv] = true
@@ -553,6 +566,9 @@ func (f *fullIndexes) retire(e *fullEntry) {
 func (f *fullIndexes) ask(conv, docs, toks int64) {
 	if !f.started || f.queued[conv] || f.tooBig[conv] || docs < f.from {
 		return
+	}
+	if t, ok := f.notBefore[conv]; ok && time.Now().Before(t) {
+		return // searched through the index meanwhile
 	}
 	if 8*docs+toks/2 > int64(f.budget) {
 		f.tooBig[conv] = true

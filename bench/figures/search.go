@@ -52,6 +52,7 @@ func CPUTimes(s []SearchSample) []time.Duration {
 // too (same query, first round).
 type SearchResult struct {
 	Ours, Exact, Stock, Like []SearchSample
+	FromIndex                []SearchSample // ours, its doclists read from FTS5 (no index in memory)
 	Overlap                  float64
 }
 
@@ -79,8 +80,9 @@ func MeanHits(s []SearchSample) float64 {
 // SearchArchive compares our archive search (SQLite.Search) with stock FTS5
 // (StockSearch on the index at stockPath, from StockIndex) and seed 002's
 // LIKE scan (LikeSearch) on the archived messages of key in st: rounds ×
-// every query, each run by ours, ours without pruning (Exact), stock FTS5
-// and the LIKE scan,
+// every query, each run by ours, ours without pruning (Exact), ours reading
+// the doclists from FTS5 instead of the index in memory (FromIndex), stock
+// FTS5 and the LIKE scan,
 // rotating which goes first, after a warm-up of 10 queries. Limit 20, token
 // budget 1,500.
 func SearchArchive(ctx context.Context, st *memory.Store, stockPath string, key pipeline.Key, queries []string, rounds int) (SearchResult, error) {
@@ -103,10 +105,19 @@ func SearchArchive(ctx context.Context, st *memory.Store, stockPath string, key 
 		defer sq.WithoutSearchPruning()()
 		return ours(text)
 	}
+	fromIndex := func(text string) ([]memory.Hit, error) {
+		defer sq.WithoutFullIndexes()()
+		return ours(text)
+	}
 	stock := func(text string) ([]memory.Hit, error) { return StockSearch(ctx, sdb, key, query(text)) }
 	like := func(text string) ([]memory.Hit, error) { return LikeSearch(ctx, db, key, query(text)) }
+	// The big conversations' indexes in memory, built from the store's
+	// open in the background (memory/search_full.go).
+	if err := sq.WaitSearchIndexes(ctx); err != nil {
+		return SearchResult{}, err
+	}
 	for _, q := range queries[:min(10, len(queries))] { // page cache, prepared statements
-		for _, f := range []func(string) ([]memory.Hit, error){ours, stock, like} {
+		for _, f := range []func(string) ([]memory.Hit, error){ours, fromIndex, stock, like} {
 			if _, err := f(q); err != nil {
 				return SearchResult{}, err
 			}
@@ -134,6 +145,7 @@ func SearchArchive(ctx context.Context, st *memory.Store, stockPath string, key 
 			steps := []func() error{
 				func() error { return run(ours, qi, &res.Ours, "ours", oursIDs) },
 				func() error { return run(exact, qi, &res.Exact, "ours (pruning off)", nil) },
+				func() error { return run(fromIndex, qi, &res.FromIndex, "ours (no index in memory)", nil) },
 				func() error { return run(stock, qi, &res.Stock, "stock FTS5", stockIDs) },
 				func() error { return run(like, qi, &res.Like, "LIKE", nil) },
 			}

@@ -1,0 +1,183 @@
+package memory
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/recallbot/recall/pipeline"
+)
+
+// TestFullIndexBuiltAtOpen: the conversations big enough get their index
+// in memory when the store opens, before anyone searches them, and the
+// first search of one reads no doclist from the index and finds what the
+// index finds; a smaller conversation gets none.
+func TestFullIndexBuiltAtOpen(t *testing.T) {
+	ctx := context.Background()
+	f := newSearchFixture(t)
+	s := f.s
+	s.full.from = 1000
+	if err := s.indexBigConversations(ctx); err != nil { // what open does
+		t.Fatal(err)
+	}
+	if err := s.WaitSearchIndexes(ctx); err != nil {
+		t.Fatal(err)
+	}
+	indexed := map[string]int{}
+	s.full.mu.Lock()
+	for _, e := range s.full.entries {
+		indexed[convKeyOf(t, s, e.conv)] = len(e.x.rows)
+	}
+	s.full.mu.Unlock()
+	want := map[string]int{f.mid.String(): 3000, cfKey("telegram", "other").String(): 1500}
+	if len(indexed) != len(want) || indexed[f.mid.String()] != 3000 || indexed[cfKey("telegram", "other").String()] != 1500 {
+		t.Fatalf("indexed in memory at open: %v; want %v (not the 600-message conversation)", indexed, want)
+	}
+	var lookups int
+	s.searchTrace = func(r *searchRun) { lookups = r.traceLookups }
+	q := Query{Text: "what did Ana say about the trip to the mountain and the train", Limit: 20}
+	got, err := s.Search(ctx, f.mid, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	through := lookups
+	restore := s.WithoutPostingsCache()
+	want2, err := s.Search(ctx, f.mid, q)
+	restore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want2) == 0 || !sameHits(got, want2) {
+		t.Fatalf("through the index in memory:\n %s\nthrough the index:\n %s", hitList(got), hitList(want2))
+	}
+	// The conversation, its active ids and the hits: no statement per word.
+	if through > 3 || lookups < 10 {
+		t.Fatalf("a search ran %d statements through the index in memory, %d without it", through, lookups)
+	}
+}
+
+// TestFullIndexTooBig: a conversation whose index would take more than the
+// budget is not indexed in memory (nor tried again), and is searched as
+// before.
+func TestFullIndexTooBig(t *testing.T) {
+	ctx := context.Background()
+	f := newSearchFixture(t)
+	s := f.s
+	s.full.from, s.full.budget = 1000, 32<<10
+	q := Query{Text: "the train to the mountain", Limit: 10}
+	for range 2 {
+		if _, err := s.Search(ctx, f.mid, q); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.WaitSearchIndexes(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.full.mu.Lock()
+	entries, built, tooBig, queued := len(s.full.entries), s.full.built, len(s.full.tooBig), len(s.full.queued)
+	s.full.mu.Unlock()
+	if entries != 0 || built != 0 || tooBig != 1 || queued != 0 {
+		t.Fatalf("%d indexes in memory, %d built, %d found too big, %d queued; want none, none, 1, none", entries, built, tooBig, queued)
+	}
+	got, err := s.Search(ctx, f.mid, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restore := s.WithoutPostingsCache()
+	want, err := s.Search(ctx, f.mid, q)
+	restore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) == 0 || !sameHits(got, want) {
+		t.Fatalf("search %s, want %s", hitList(got), hitList(want))
+	}
+}
+
+// TestFullIndexCloseWhileBuilding: closing the store stops a build in
+// progress and returns.
+func TestFullIndexCloseWhileBuilding(t *testing.T) {
+	ctx := context.Background()
+	f := newSearchFixture(t)
+	s := f.s
+	s.full.from = 1000
+	if err := s.indexBigConversations(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WaitSearchIndexes(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func convKeyOf(t *testing.T, s *SQLite, conv int64) string {
+	t.Helper()
+	var key string
+	if err := s.DB().QueryRow(`SELECT key FROM conversations WHERE id = ?`, conv).Scan(&key); err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
+
+// TestFullIndexRebuiltAtMostEveryTenBuilds: a conversation whose messages
+// are deleted turn after turn is not rebuilt after every deletion: its
+// index is retired at once (its searches read the index, and find what it
+// holds now), and built again only once ten builds' time has passed.
+func TestFullIndexRebuiltAtMostEveryTenBuilds(t *testing.T) {
+	ctx := context.Background()
+	f := newSearchFixture(t)
+	s := f.s
+	s.full.from = 1000
+	if err := s.indexBigConversations(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WaitSearchIndexes(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s.full.mu.Lock()
+	built0 := s.full.built
+	s.full.notBefore = map[int64]time.Time{} // as if the builds were long ago
+	s.full.mu.Unlock()
+	q := Query{Text: "the train to the mountain with Ana", Limit: 10}
+	for i := range 3 {
+		hits, err := s.Search(ctx, f.mid, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hits) == 0 {
+			t.Fatal("no hits")
+		}
+		if _, err := s.DB().ExecContext(ctx, `DELETE FROM messages WHERE id = ?`, hits[0].Message.ID); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Search(ctx, f.mid, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range got {
+			if h.Message.ID == hits[0].Message.ID {
+				t.Fatalf("deletion %d: the deleted message %d is still found", i, h.Message.ID)
+			}
+		}
+		if err := s.WaitSearchIndexes(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.full.mu.Lock()
+	rebuilt, indexed := s.full.built-built0, s.full.entries[convIDOf(t, s, f.mid)] != nil
+	s.full.mu.Unlock()
+	if rebuilt != 1 || indexed {
+		t.Fatalf("after 3 deletions one right after the other: %d rebuilds, indexed in memory now: %v; want 1 rebuild (the first), retired since", rebuilt, indexed)
+	}
+}
+
+func convIDOf(t *testing.T, s *SQLite, key pipeline.Key) int64 {
+	t.Helper()
+	var id int64
+	if err := s.DB().QueryRow(`SELECT id FROM conversations WHERE key = ?`, key.String()).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
