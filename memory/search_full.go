@@ -422,13 +422,13 @@ type fullIndexes struct {
 	// when it may be.
 	rest      int
 	notBefore map[int64]time.Time
-	busy    bool       // a build is running
-	idle    *sync.Cond // signalled when the queue empties and no build runs
-	wake    chan struct{}
-	ctx     context.Context
-	stop    context.CancelFunc
-	done    chan struct{}
-	started bool
+	busy      bool       // a build is running
+	idle      *sync.Cond // signalled when the queue empties and no build runs
+	wake      chan struct{}
+	ctx       context.Context
+	stop      context.CancelFunc
+	done      chan struct{}
+	started   bool
 	// built counts the indexes built, served the searches that used one,
 	// retired those dropped (tests).
 	built, served, retired int
