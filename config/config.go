@@ -199,8 +199,9 @@ type Memory struct {
 	RetentionDays     int           `mapstructure:"retention_days"` // 0 = keep forever
 	RetentionInterval time.Duration `mapstructure:"retention_interval"`
 	WriteQueue        int           `mapstructure:"write_queue"`
-	Timezone          string        `mapstructure:"timezone"` // IANA name for time words in questions; "" = the server's
-	Feedback          bool          `mapstructure:"feedback"` // archive snippets: a second search with the best hits' words (assemble.WithFeedback); on by default
+	Timezone          string        `mapstructure:"timezone"`        // IANA name for time words in questions; "" = the server's
+	Feedback          bool          `mapstructure:"feedback"`        // archive snippets: a second search with the best hits' words (assemble.WithFeedback); on by default
+	SearchIndexMB     int           `mapstructure:"search_index_mb"` // MiB for big conversations' search indexes in memory (memory.Options.SearchMemory); 0 = none
 	Budget            Budget        `mapstructure:"budget"`
 	Facts             Facts         `mapstructure:"facts"`
 	Embeddings        Embeddings    `mapstructure:"embeddings"`
@@ -375,6 +376,7 @@ func Default() Config {
 			RetentionInterval: time.Hour,
 			WriteQueue:        10000,
 			Feedback:          true,
+			SearchIndexMB:     16,
 			Budget: Budget{
 				Total:     8000,
 				System:    1500,

@@ -77,6 +77,7 @@ func (c Config) Validate() error {
 	v.bounded("memory.retention_days", m.RetentionDays, 0, MaxRetentionDays)
 	v.positiveDuration("memory.retention_interval", m.RetentionInterval)
 	v.bounded("memory.write_queue", m.WriteQueue, 1, maxQueue)
+	v.bounded("memory.search_index_mb", m.SearchIndexMB, 0, 4096)
 	if _, err := m.Location(); err != nil {
 		v.addf("memory.timezone", "must be a time zone name such as Europe/Berlin or UTC, got %q", m.Timezone)
 	}

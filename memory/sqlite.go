@@ -113,12 +113,12 @@ func sqliteDSN(path string, readOnly bool, vfs string) string {
 // OpenSQLite opens (creating if needed, 0600 in a 0700 directory) the database
 // at path and applies pending migrations.
 func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
-	return openSQLite(ctx, path, "", nil)
+	return openSQLite(ctx, path, "", nil, 0)
 }
 
 // openSQLite is OpenSQLite through the named SQLite VFS ("" is the
 // operating system's), logging background trouble to log (nil: nowhere).
-func openSQLite(ctx context.Context, path, vfs string, log *slog.Logger) (*SQLite, error) {
+func openSQLite(ctx context.Context, path, vfs string, log *slog.Logger, searchMemory int) (*SQLite, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -156,7 +156,13 @@ func openSQLite(ctx context.Context, path, vfs string, log *slog.Logger) (*SQLit
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	s := &SQLite{path: path, w: w, ckpt: ckpt, mrg: mrg, postings: newPostingsCache(), full: newFullIndexes()}
+	s := &SQLite{path: path, w: w, ckpt: ckpt, mrg: mrg, postings: newPostingsCache()}
+	if searchMemory >= 0 {
+		s.full = newFullIndexes()
+		if searchMemory > 0 {
+			s.full.budget = searchMemory
+		}
+	}
 	if err := s.migrate(ctx); err != nil {
 		return nil, errors.Join(err, w.Close(), ckpt.close())
 	}
@@ -183,9 +189,11 @@ func openSQLite(ctx context.Context, path, vfs string, log *slog.Logger) (*SQLit
 		return nil, errors.Join(err, s.Close())
 	}
 	mrg.start(w)
-	s.full.start(s.buildConvIndex)
-	if err := s.indexBigConversations(ctx); err != nil {
-		return nil, errors.Join(err, s.Close())
+	if s.full != nil {
+		s.full.start(s.buildConvIndex)
+		if err := s.indexBigConversations(ctx); err != nil {
+			return nil, errors.Join(err, s.Close())
+		}
 	}
 	return s, nil
 }

@@ -41,6 +41,11 @@ type Options struct {
 	// handled message ids in that PostgreSQL database instead of
 	// Dir/recall.db (which is still opened, and holds nothing new).
 	DatabaseURL string
+	// SearchMemory bounds, in bytes, the search indexes that SQLite keeps
+	// in memory for conversations of 10,000 messages and more
+	// (search_full.go): 0 is 16 MiB, a negative value none. An Existing
+	// store keeps none (a command that reads does not wait for them).
+	SearchMemory int
 }
 
 // DatabaseFile is the SQLite database's file name in the data directory.
@@ -89,7 +94,11 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("creating data directory %s: %w", opts.Dir, err)
 	}
 	privateDir(opts.Dir, opts.Logger)
-	sq, err := openSQLite(ctx, filepath.Join(opts.Dir, DatabaseFile), opts.VFS, opts.Logger)
+	searchMemory := opts.SearchMemory
+	if opts.Existing {
+		searchMemory = -1
+	}
+	sq, err := openSQLite(ctx, filepath.Join(opts.Dir, DatabaseFile), opts.VFS, opts.Logger, searchMemory)
 	if err != nil {
 		return nil, err
 	}
