@@ -49,6 +49,8 @@ func TestValidate(t *testing.T) {
 		{"memory.retention_days", func(c *Config) { c.Memory.RetentionDays = -1 }, "memory.retention_days: must be at least 0"},
 		{"memory.retention_interval", func(c *Config) { c.Memory.RetentionInterval = 0 }, "memory.retention_interval: must be a positive duration"},
 		{"memory.write_queue", func(c *Config) { c.Memory.WriteQueue = 0 }, "memory.write_queue: must be at least 1"},
+		{"memory.search_index_mb", func(c *Config) { c.Memory.SearchIndexMB = -1 }, "memory.search_index_mb: must be at least 0"},
+		{"memory.search_index_mb off ok", func(c *Config) { c.Memory.SearchIndexMB = 0 }, ""},
 		{"memory.timezone", func(c *Config) { c.Memory.Timezone = "Mars/Olympus" }, `memory.timezone: must be a time zone name such as Europe/Berlin or UTC, got "Mars/Olympus"`},
 		{"memory.budget.total", func(c *Config) { c.Memory.Budget.Total = 0 }, "memory.budget.total: must be at least 1, got 0"},
 		{"memory.budget.system", func(c *Config) { c.Memory.Budget.System = -1 }, "memory.budget.system: must be at least 0"},

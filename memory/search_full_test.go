@@ -181,3 +181,38 @@ func convIDOf(t *testing.T, s *SQLite, key pipeline.Key) int64 {
 	}
 	return id
 }
+
+// TestFullIndexesOptions: Options.SearchMemory sets the budget of the
+// indexes in memory, a negative value turns them off (the store searches
+// FTS5), and a store opened only to read (Existing) builds none.
+func TestFullIndexesOptions(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	for _, c := range []struct {
+		opts   Options
+		budget int // 0: none
+	}{
+		{Options{Dir: dir}, fullBudget},
+		{Options{Dir: dir, SearchMemory: 3 << 20}, 3 << 20},
+		{Options{Dir: dir, SearchMemory: -1}, 0},
+		{Options{Dir: dir, Existing: true}, 0},
+	} {
+		st, err := Open(ctx, c.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		budget := 0
+		if f := st.SQLite().full; f != nil {
+			budget = f.budget
+		}
+		if _, err := st.Search(ctx, cfKey("telegram", "1"), Query{Text: "anything"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if budget != c.budget {
+			t.Errorf("%+v: indexes in memory within %d bytes, want %d", c.opts, budget, c.budget)
+		}
+	}
+}
