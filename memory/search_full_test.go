@@ -216,3 +216,49 @@ func TestFullIndexesOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestFullIndexAtOpenWithinBudget: at open, the conversations are indexed
+// in memory the most recently written first, as many as the budget likely
+// holds; the others wait for a search.
+func TestFullIndexAtOpenWithinBudget(t *testing.T) {
+	ctx := context.Background()
+	f := newSearchFixture(t)
+	s := f.s
+	type conv struct {
+		key              string
+		docs, toks, last int64
+	}
+	var convs []conv
+	rows, err := s.DB().QueryContext(ctx, `SELECT c.key, c.search_docs, c.search_tokens, (SELECT max(id) FROM messages WHERE conv = c.id)
+		FROM conversations c WHERE c.search_docs >= 1000 ORDER BY 4 DESC`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var c conv
+		if err := rows.Scan(&c.key, &c.docs, &c.toks, &c.last); err != nil {
+			t.Fatal(err)
+		}
+		convs = append(convs, c)
+	}
+	if rows.Close(); len(convs) != 2 {
+		t.Fatalf("%d conversations of 1,000 messages or more in the fixture, want 2", len(convs))
+	}
+	e0, e1 := fullEstimate(convs[0].docs, convs[0].toks), fullEstimate(convs[1].docs, convs[1].toks)
+	s.full.from, s.full.budget = 1000, int(max(e0, e1)+min(e0, e1)/2)
+	if err := s.indexBigConversations(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WaitSearchIndexes(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var indexed []string
+	s.full.mu.Lock()
+	for _, e := range s.full.entries {
+		indexed = append(indexed, convKeyOf(t, s, e.conv))
+	}
+	s.full.mu.Unlock()
+	if len(indexed) != 1 || indexed[0] != convs[0].key {
+		t.Fatalf("indexed at open: %v; want only %s, the most recently written", indexed, convs[0].key)
+	}
+}
