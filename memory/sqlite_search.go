@@ -57,11 +57,15 @@ var exactSearchTuning = searchTuning{exactUpTo: math.MaxInt64, commonDF: math.Ma
 // length, and which doclists a message is in (and how often, for the few
 // where a stem repeats or is in the sender's name) give its term
 // frequencies: BM25 is computed in Go from doclists, and only the messages
-// returned are read from the messages table. In a conversation of at least
-// 10,000 messages the doclists read are kept for its next searches (the
-// postings cache, search_cache.go: bounded, versioned by the conversation's
-// search_gen and message count, so a search only ever sees the rows its
-// read transaction holds), and the messages added since are indexed in Go.
+// returned are read from the messages table. A conversation of at least
+// 10,000 messages has its whole index in memory once built in the
+// background (search_full.go: its single terms' doclists and its newest
+// messages are read from there, phrases of several tokens from FTS5); until
+// then, or when it does not fit, the doclists its searches read are kept for
+// its next ones (the postings cache, search_cache.go). Both are bounded and
+// versioned by the conversation's search_gen and message count, so a search
+// only ever sees the rows its read transaction holds, and both index the
+// messages added since in Go.
 //
 // Pruning, the one approximation, bounds the doclist entries read. In a
 // conversation of up to exactUpTo (5,000) messages nothing is pruned: the
