@@ -27,6 +27,9 @@ func BenchmarkSearchAfterDelete(b *testing.B) {
 	ctx := context.Background()
 	key := pipeline.Key{Channel: "telegram", Chat: "424242"} // the fixture's conversation
 	intact, purged := openTurnFixture(b, "intact"), openTurnFixture(b, "purged")
+	// FTS5's reads are compared: not the index in memory.
+	defer intact.WithoutFullIndexes()()
+	defer purged.WithoutFullIndexes()()
 	var platformID string
 	if err := purged.DB().QueryRowContext(ctx, `SELECT m.platform_id FROM messages m JOIN conversations c ON c.id = m.conv
 		WHERE c.key = ? AND m.is_active = 0 AND m.role = 'user' AND m.platform_id != '' ORDER BY m.id LIMIT 1 OFFSET 25000`, key.String()).Scan(&platformID); err != nil {

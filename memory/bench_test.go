@@ -269,8 +269,10 @@ func ids(msgs []memory.Message) []int64 {
 // search_ms not) and the CPU time of the process (search_cpu_ms: less moved
 // by a busy machine). Then the messages two steps around the hits are read,
 // as the snippets do (AroundReach: around_ms, around_cpu_ms). With
+// cache=memory, the conversation's index in memory is read (the default);
+// with cache=true, the postings cache instead (WithoutFullIndexes); with
 // cache=false, every doclist is read from the index (WithoutPostingsCache),
-// as before the postings cache; with cache=full, the cache holds its whole
+// as before the postings cache; with cache=full, the postings cache holds its whole
 // budget before the first search measured (a bot that has answered a few
 // hundred turns of the conversation: each search then drops what it adds),
 // cache_MiB is what it holds at the end.
@@ -284,13 +286,17 @@ func BenchmarkSearchTurnArchive(b *testing.B) {
 	for _, c := range []struct {
 		words int
 		cache string
-	}{{4, "true"}, {30, "true"}, {4, "false"}, {30, "false"}, {30, "full"}} {
+	}{{4, "memory"}, {30, "memory"}, {4, "true"}, {30, "true"}, {4, "false"}, {30, "false"}, {30, "full"}} {
 		words := c.words
 		b.Run(fmt.Sprintf("words=%d/cache=%s", words, c.cache), func(b *testing.B) {
 			switch c.cache {
+			case "memory":
 			case "false":
 				defer s.WithoutPostingsCache()()
+			case "true":
+				defer s.WithoutFullIndexes()()
 			case "full":
+				defer s.WithoutFullIndexes()()
 				fill := chattext.NewWords(7)
 				for i := 0; i < 5000 && !memory.PostingsFull(s); i++ {
 					if _, err := s.Search(ctx, key, memory.Query{Text: fill.Text(fill.Between(3, 30), people), Limit: 30}); err != nil {
@@ -445,5 +451,10 @@ func openTurnFixture(b *testing.B, name string) *memory.SQLite {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { s.Close() })
+	// Its index in memory, built from open in the background, is there
+	// before anything is measured (each benchmark says whether it uses it).
+	if err := s.WaitSearchIndexes(ctx); err != nil {
+		b.Fatal(err)
+	}
 	return s
 }
