@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 
 	"github.com/ncruces/go-sqlite3"
-	"github.com/recallbot/recall/memory/internal/fts"
 )
 
 // postingsCache owns the doclists that searches of big conversations read,
@@ -230,45 +229,7 @@ func (e *postingsEntry) advance(r *searchRun, gen int64) (bool, error) {
 // addNewer adds to e the messages added since its state; false when those
 // are not all the change (a message added with a smaller id: e starts again).
 func (e *postingsEntry) addNewer(r *searchRun) (bool, error) {
-	type added struct {
-		rowid int64
-		text  map[string]bool
-		other map[string]docRow
-	}
-	var news []added
-	maxID := e.state.maxID
-	var bad error
-	err := r.each(sqlConvAdded, func(st *sqlite3.Stmt) bool {
-		id := st.ColumnInt64(0)
-		textToks, senderToks := fts.Tokens(st.ColumnText(1)), fts.Tokens(st.ColumnText(2))
-		rowid, err := ftsRowid(id, len(textToks)+len(senderToks))
-		if err != nil {
-			bad = err
-			return false
-		}
-		a := added{rowid: rowid, text: map[string]bool{}, other: map[string]docRow{}}
-		for _, t := range textToks {
-			if a.text[t] {
-				c := a.other[t]
-				c.rowid = rowid
-				c.extra++
-				a.other[t] = c
-			}
-			a.text[t] = true
-		}
-		for _, t := range senderToks {
-			c := a.other[t]
-			c.rowid = rowid
-			c.sender++
-			a.other[t] = c
-		}
-		news = append(news, a)
-		maxID = max(maxID, id)
-		return true
-	}, r.conv, e.state.maxID)
-	if err == nil {
-		err = bad
-	}
+	news, maxID, err := r.addedSince(e.state.maxID)
 	if err != nil || int64(len(news)) != r.nDocs-e.state.docs {
 		return false, err
 	}
@@ -276,7 +237,7 @@ func (e *postingsEntry) addNewer(r *searchRun) (bool, error) {
 	// first: the new messages' terms are looked up (not every cached one).
 	textFront, otherFront := map[string][]int64{}, map[string][]docRow{}
 	for i := len(news) - 1; i >= 0; i-- { // newest first
-		for stem := range news[i].text {
+		for _, stem := range news[i].text {
 			if k := ftsTerm(r.prefix, ftsKindText, stem); e.text[k] != nil {
 				textFront[k] = append(textFront[k], news[i].rowid)
 			}

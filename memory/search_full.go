@@ -289,8 +289,23 @@ func (x *convIndex) advance(r *searchRun, gen int64) (bool, error) {
 	if x.state.docs == r.nDocs {
 		return true, nil
 	}
+	news, maxID, err := r.addedSince(x.state.maxID)
+	if err != nil || int64(len(news)) != r.nDocs-x.state.docs {
+		return false, err
+	}
+	for i := range news {
+		x.add(&news[i])
+	}
+	x.state.docs, x.state.maxID = r.nDocs, maxID
+	return true, nil
+}
+
+// addedSince reads the conversation's messages of greater id than since,
+// in id order, as the index holds them, and the greatest id among them and
+// since.
+func (r *searchRun) addedSince(since int64) ([]docTerms, int64, error) {
 	var news []docTerms
-	maxID := x.state.maxID
+	maxID := since
 	var bad error
 	err := r.each(sqlConvAdded, func(st *sqlite3.Stmt) bool {
 		var d docTerms
@@ -301,18 +316,11 @@ func (x *convIndex) advance(r *searchRun, gen int64) (bool, error) {
 		news = append(news, d)
 		maxID = max(maxID, id)
 		return true
-	}, r.conv, x.state.maxID)
+	}, r.conv, since)
 	if err == nil {
 		err = bad
 	}
-	if err != nil || int64(len(news)) != r.nDocs-x.state.docs {
-		return false, err
-	}
-	for i := range news {
-		x.add(&news[i])
-	}
-	x.state.docs, x.state.maxID = r.nDocs, maxID
-	return true, nil
+	return news, maxID, err
 }
 
 // fullTermRows is termRows through the conversation's index in memory.
