@@ -38,6 +38,7 @@ func TestTinyRun(t *testing.T) {
 		"writer ingest vs raw INSERT … SELECT json_each, 1,000 rows",
 		"turn overhead p50 (chain without LLM) vs fresh conversation",
 		"turn overhead p99 (chain without LLM) vs fresh conversation",
+		"the big conversation's search index in memory, built in the background from open (turns meanwhile read FTS5)",
 		"turn overhead p50 with embeddings (0-ms fake endpoint) vs full text only",
 		"turn overhead p99 with embeddings (0-ms fake endpoint) vs full text only",
 		"turn overhead p50 with feedback (memory.feedback) vs without",
@@ -51,7 +52,7 @@ func TestTinyRun(t *testing.T) {
 	env := runEnv{}
 	if testing.Short() {
 		names = slices.DeleteFunc(names, func(n string) bool { return n == "turn" })
-		want = slices.Delete(want, 2, 10)
+		want = slices.Delete(want, 2, 11)
 	} else if u := os.Getenv(pgtest.EnvURL); u != "" {
 		// With a PostgreSQL server: the turn figure's rows on it too.
 		env.postgres = u
@@ -60,7 +61,7 @@ func TestTinyRun(t *testing.T) {
 				t.Error(err)
 			}
 		})
-		want = slices.Insert(want, 10,
+		want = slices.Insert(want, 11,
 			"turn overhead p50 (chain without LLM) on PostgreSQL vs SQLite",
 			"turn overhead p99 (chain without LLM) on PostgreSQL vs SQLite")
 	}
