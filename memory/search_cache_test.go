@@ -126,7 +126,11 @@ func searchesMatchIndex(t *testing.T, full bool) {
 		return id
 	}
 	moved := 0
-	for step := range 260 {
+	steps := 260
+	if full {
+		steps = 160 // each change rebuilds an index: slow under -race
+	}
+	for step := range steps {
 		key := keys[r.IntN(len(keys))]
 		switch op := r.IntN(20); {
 		case op < 9:
@@ -208,7 +212,7 @@ func searchesMatchIndex(t *testing.T, full bool) {
 		f := s.full
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		if withHits < 500 || f.served < 600 || f.built < 30 || f.retired < 20 {
+		if withHits < 300 || f.served < 350 || f.built < 30 || f.retired < 20 {
 			t.Fatalf("%d searches with hits, %d used an index in memory, %d indexes built, %d retired: the test checks little", withHits, f.served, f.built, f.retired)
 		}
 		t.Logf("%d searches compared (%d with hits), %d through an index in memory, %d indexes built, %d retired", compared, withHits, f.served, f.built, f.retired)
