@@ -34,7 +34,7 @@ import (
 // its end and the search reads it newest first. The other doclists (the
 // sender's name, a stem's repeats in the text) put the entry's two counts
 // after each gap. The bench's conversation of 100,000 messages (32 tokens
-// each) takes 7.8 MiB and 1.2 s of one core to build.
+// each) takes 7.8 MiB and 0.6 s of one core to build.
 //
 // A convIndex describes one state of its conversation (state), as the
 // postings cache's entries do: it is built in a read transaction, and a
@@ -66,13 +66,24 @@ type docTerms struct {
 	rowid int64
 	text  []string
 	other map[string]docRow
-	seen  map[string]bool // scratch
+	// scratch: the stems seen in this message, the tokens of its text and
+	// sender, and (a build's) the stems of tokens met before
+	seen               map[string]bool
+	textToks, nameToks []string
+	stems              *fts.Stems
 }
 
 // derive fills d with what the index holds of a message (what
 // ftsIndexDoc computes, read back as doclist entries).
 func (d *docTerms) derive(id int64, text, sender string) error {
-	textToks, senderToks := fts.Tokens(text), fts.Tokens(sender)
+	var textToks, senderToks []string
+	if d.stems != nil {
+		d.textToks = d.stems.Tokens(text, d.textToks[:0])
+		d.nameToks = d.stems.Tokens(sender, d.nameToks[:0])
+		textToks, senderToks = d.textToks, d.nameToks
+	} else {
+		textToks, senderToks = fts.Tokens(text), fts.Tokens(sender)
+	}
 	rowid, err := ftsRowid(id, len(textToks)+len(senderToks))
 	if err != nil {
 		return err
@@ -245,7 +256,7 @@ func (s *SQLite) buildConvIndex(ctx context.Context, conv int64, limit int) (*co
 		x = newConvIndex()
 		x.rows = make([]int64, 0, docs)
 		x.bytes = x.measure()
-		var d docTerms
+		d := docTerms{stems: &fts.Stems{}}
 		var bad error
 		if err := r.each(sqlConvAdded, func(st *sqlite3.Stmt) bool {
 			if bad = d.derive(st.ColumnInt64(0), st.ColumnText(1), st.ColumnText(2)); bad != nil {

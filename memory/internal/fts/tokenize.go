@@ -12,6 +12,34 @@ func Tokens(text string) []string {
 	return out
 }
 
+// Stems is Tokens remembering each token's stem, for a caller that
+// tokenizes much text of one vocabulary (an index built from a
+// conversation's messages): a token met before costs no allocation and no
+// stemming. It remembers at most stemsMax tokens. Not safe for concurrent
+// use; the zero value is ready.
+type Stems struct{ m map[string]string }
+
+const stemsMax = 1 << 16
+
+// Tokens appends to out what Tokens(text) returns.
+func (s *Stems) Tokens(text string, out []string) []string {
+	if s.m == nil {
+		s.m = make(map[string]string)
+	}
+	fts5Tokenize(text, func(tok []byte) {
+		if st, ok := s.m[string(tok)]; ok {
+			out = append(out, st)
+			return
+		}
+		st := porterStem(string(tok))
+		if len(s.m) < stemsMax {
+			s.m[string(tok)] = st
+		}
+		out = append(out, st)
+	})
+	return out
+}
+
 // ---- unicode61 ----
 
 // fts5AsciiTokenChar: ASCII letters and digits (categories L* and N*).

@@ -258,3 +258,30 @@ func FuzzTokensMatchSQLite(f *testing.F) {
 		}
 	})
 }
+
+// TestStemsTokensAsTokens: Stems gives the tokens Tokens gives, text after
+// text with one memory of stems (the tokens met before taken from it), in
+// every script the tokenizer folds, and past its size bound.
+func TestStemsTokensAsTokens(t *testing.T) {
+	texts := []string{
+		"Running runners ran; the RUNNING man runs.",
+		"Ça va? Déjà vu — naïve café, Straße, ĲSSELMEER, ǅemal",
+		"Привет, как дела? Всё хорошо. 東京タワー 🎉 emoji 😀 mixed",
+		"connected connecting connection connections",
+		"e-mail co-operate 3.14 v2 x86_64 user@example.com",
+		"", "   ", "a",
+	}
+	for i := range stemsMax/2 + 100 { // past stemsMax with distinct tokens
+		texts = append(texts, fmt.Sprintf("token%dx relational%d conditional generalizations", i*37, i))
+	}
+	var s Stems
+	var out []string
+	for round := range 2 {
+		for _, text := range texts {
+			out = s.Tokens(text, out[:0])
+			if want := Tokens(text); !slices.Equal(out, want) && (len(out) > 0 || len(want) > 0) {
+				t.Fatalf("round %d, %q: Stems gave %q, Tokens %q", round, text, out, want)
+			}
+		}
+	}
+}
