@@ -242,7 +242,8 @@ var fts5TokenRanges = [...][2]uint32{
 }
 
 // FuzzTokensMatchSQLite: Tokens gives SQLite's own 'porter unicode61'
-// tokens for any text.
+// tokens for any text, and so does Stems, once knowing none of its tokens
+// and once knowing them all.
 func FuzzTokensMatchSQLite(f *testing.F) {
 	for _, s := range []string{"Crème BRÛLÉE à la française", "caresses ponies ties", "generalizations oscillators",
 		"ŞİŞLİ İstanbul", "Ǆemal ǅ ǆ", "a\u0301b e\u0300\u0301x", "\u0301start", "1²3½4", "µ ÿ Ÿ ﬁ ﬀ",
@@ -255,6 +256,12 @@ func FuzzTokensMatchSQLite(f *testing.F) {
 		want := o.tokens(t, []string{s})[0]
 		if got := Tokens(s); !slices.Equal(got, want) {
 			t.Fatalf("%q: got %q, SQLite %q", s, got, want)
+		}
+		var st Stems
+		for round := range 2 {
+			if got := st.Tokens(s, nil); !slices.Equal(got, want) {
+				t.Fatalf("%q, round %d: Stems gave %q, SQLite %q", s, round, got, want)
+			}
 		}
 	})
 }
