@@ -448,9 +448,14 @@ type fullIndexes struct {
 	stop      context.CancelFunc
 	done      chan struct{}
 	started   bool
+	// sweepEvery: how often the indexes are checked against their
+	// conversations (sweep), through gens, from sweepC.
+	sweepEvery time.Duration
+	gens       func(ctx context.Context, convs []int64) (map[int64]int64, error)
+	sweepC     <-chan time.Time
 	// built counts the indexes built, served the searches that used one,
-	// retired those dropped (tests).
-	built, served, retired int
+	// retired those dropped, swept the sweeps (tests).
+	built, served, retired, swept int
 }
 
 // fullEntry is one conversation's index.
@@ -472,10 +477,13 @@ const (
 	// fullRest: a conversation is built again at most every 10 builds'
 	// time: at most a tenth of a core for one that changes all the time.
 	fullRest = 10
+	// fullSweep: how often the indexes are checked against their
+	// conversations.
+	fullSweep = 5 * time.Second
 )
 
 func newFullIndexes() *fullIndexes {
-	f := &fullIndexes{from: fullFrom, budget: fullBudget, rest: fullRest, entries: map[int64]*fullEntry{}, queued: map[int64]bool{}, tooBig: map[int64]bool{},
+	f := &fullIndexes{from: fullFrom, budget: fullBudget, rest: fullRest, sweepEvery: fullSweep, entries: map[int64]*fullEntry{}, queued: map[int64]bool{}, tooBig: map[int64]bool{},
 		notBefore: map[int64]time.Time{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	f.idle = sync.NewCond(&f.mu)
 	f.ctx, f.stop = context.WithCancel(context.Background())
@@ -483,13 +491,18 @@ func newFullIndexes() *fullIndexes {
 }
 
 // start runs the builder: build indexes one conversation within a limit
-// of bytes.
-func (f *fullIndexes) start(build func(ctx context.Context, conv int64, limit int) (*convIndex, error)) {
+// of bytes; gens reads conversations' search_gen (those gone are left
+// out), for the sweep every f.sweepEvery.
+func (f *fullIndexes) start(build func(ctx context.Context, conv int64, limit int) (*convIndex, error), gens func(ctx context.Context, convs []int64) (map[int64]int64, error)) {
 	f.mu.Lock()
 	f.started = true
+	f.gens = gens
 	f.mu.Unlock()
+	tick := time.NewTicker(f.sweepEvery)
+	f.sweepC = tick.C
 	go func() {
 		defer close(f.done)
+		defer tick.Stop()
 		for {
 			conv, ok := f.next()
 			if !ok {
@@ -526,6 +539,8 @@ func (f *fullIndexes) next() (int64, bool) {
 			f.mu.Lock()
 			return 0, false
 		case <-f.wake:
+		case <-f.sweepC:
+			f.sweep(f.ctx)
 		}
 		f.mu.Lock()
 	}
@@ -538,6 +553,39 @@ func (f *fullIndexes) next() (int64, bool) {
 	f.queue = f.queue[1:]
 	f.busy = true
 	return conv, true
+}
+
+// sweep retires the indexes of conversations that changed otherwise than
+// by an append (a purge, an edit, a message moved: their search_gen) or
+// are gone, searched since or not: what was purged leaves memory within
+// sweepEvery, and so does the index of a conversation no one searches
+// again.
+func (f *fullIndexes) sweep(ctx context.Context) {
+	f.mu.Lock()
+	convs := make([]int64, 0, len(f.entries))
+	for conv := range f.entries {
+		convs = append(convs, conv)
+	}
+	f.mu.Unlock()
+	if len(convs) == 0 {
+		return
+	}
+	gens, err := f.gens(ctx, convs)
+	if err != nil {
+		return // the next sweep tries again
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for conv, e := range f.entries {
+		if !e.mu.TryLock() {
+			continue // a search is bringing it up to date
+		}
+		if gen, ok := gens[conv]; !ok || gen != e.x.state.gen {
+			f.retire(e)
+		}
+		e.mu.Unlock()
+	}
+	f.swept++
 }
 
 // install keeps x as conv's index (f.mu held), making room for it: the
@@ -731,6 +779,25 @@ func (s *SQLite) indexBigConversations(ctx context.Context) error {
 // 3,000 messages of 24: 0.50 and 0.38 MB).
 func fullEstimate(docs, toks int64) int64 {
 	return 8*docs + toks + int64(1500*math.Sqrt(float64(toks)))
+}
+
+// searchGens reads the search_gen of the conversations convs that still
+// exist.
+func (s *SQLite) searchGens(ctx context.Context, convs []int64) (map[int64]int64, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT id, search_gen FROM conversations WHERE id IN (SELECT value FROM json_each(?))`, jsonIDs(convs))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make(map[int64]int64, len(convs))
+	for rows.Next() {
+		var id, gen int64
+		if err := rows.Scan(&id, &gen); err != nil {
+			return nil, err
+		}
+		out[id] = gen
+	}
+	return out, rows.Err()
 }
 
 // WaitSearchIndexes returns once the conversations' indexes in memory

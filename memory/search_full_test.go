@@ -265,3 +265,33 @@ func indexAsAtOpen(t *testing.T, s *SQLite) {
 		t.Fatal(err)
 	}
 }
+
+// TestFullIndexSweptAfterPurge: a conversation purged while no one
+// searches it loses its index in memory at the next sweep (its stems and
+// message ids leave the process), and a conversation only appended to
+// keeps its own.
+func TestFullIndexSweptAfterPurge(t *testing.T) {
+	ctx := context.Background()
+	f := newSearchFixture(t)
+	s := f.s
+	s.full.from = 1000
+	indexAsAtOpen(t, s)
+	other := cfKey("telegram", "other")
+	if _, err := s.Append(ctx, []Message{{Key: f.mid, Role: RoleUser, SenderName: "Ana", Text: "one more about the train", Time: time.Now()}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Purge(ctx, PurgeScope{Owner: other.Owner(), Key: other}); err != nil {
+		t.Fatal(err)
+	}
+	s.full.sweep(ctx) // what the builder does every sweepEvery
+	var indexed []string
+	s.full.mu.Lock()
+	for _, e := range s.full.entries {
+		indexed = append(indexed, convKeyOf(t, s, e.conv))
+	}
+	s.full.mu.Unlock()
+	if len(indexed) != 1 || indexed[0] != f.mid.String() {
+		t.Fatalf("indexed in memory after purging %s: %v; want only %s", other, indexed, f.mid)
+	}
+	searchAsIndex(t, s, f.mid, Query{Text: "one more about the train", Limit: 5})
+}
