@@ -340,6 +340,12 @@ func (r *searchRun) fullTermRows(term string, fn func(rowid int64) bool) error {
 	return nil
 }
 
+// fullOtherRows is otherRows through the conversation's index in memory.
+func (r *searchRun) fullOtherRows(term string, fn func(docRow) bool) error {
+	r.fe.x.otherRows(term[len(r.prefix)+1:], fn)
+	return nil
+}
+
 // fullWindowRows is what readWindow reads of a single term, through the
 // conversation's index in memory: its rows in the window, newest first,
 // each with the term's instances in the text and half those in the
@@ -408,12 +414,6 @@ func (r *searchRun) findWindowFull() (bool, error) {
 		}
 	}
 	return true, nil
-}
-
-// fullOtherRows is otherRows through the conversation's index in memory.
-func (r *searchRun) fullOtherRows(term string, fn func(docRow) bool) error {
-	r.fe.x.otherRows(term[len(r.prefix)+1:], fn)
-	return nil
 }
 
 // fullIndexes owns the conversations' in-memory indexes (convIndex): the
