@@ -316,6 +316,42 @@ func (pc *postingsCache) release(e *postingsEntry) {
 	}
 }
 
+// convs are the conversations pc holds doclists of (none for a nil pc).
+func (pc *postingsCache) convs() []int64 {
+	if pc == nil {
+		return nil
+	}
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	out := make([]int64, 0, len(pc.entries))
+	for conv := range pc.entries {
+		out = append(out, conv)
+	}
+	return out
+}
+
+// sweep drops the entries of conversations whose search_gen is no longer
+// theirs in gens (a purge, an edit, a message moved), or that gens lacks
+// (deleted), unless a search holds them (it brings them up to date).
+func (pc *postingsCache) sweep(gens map[int64]int64) {
+	if pc == nil {
+		return
+	}
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	for conv, e := range pc.entries {
+		if !e.mu.TryLock() {
+			continue
+		}
+		if gen, ok := gens[conv]; !ok || gen != e.state.gen {
+			delete(pc.entries, conv)
+			pc.bytes -= e.bytes
+			e.bytes = 0
+		}
+		e.mu.Unlock()
+	}
+}
+
 // cachedTermRows is termRows through the entry: the cached doclist, then the
 // index past it when fn wants more; a term not cached yet is read from the
 // index and cached.

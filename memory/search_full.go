@@ -453,6 +453,7 @@ type fullIndexes struct {
 	sweepEvery time.Duration
 	gens       func(ctx context.Context, convs []int64) (map[int64]int64, error)
 	sweepC     <-chan time.Time
+	postings   *postingsCache // swept too (nil: none)
 	// built counts the indexes built, served the searches that used one,
 	// retired those dropped, swept the sweeps (tests).
 	built, served, retired, swept int
@@ -493,10 +494,10 @@ func newFullIndexes() *fullIndexes {
 // start runs the builder: build indexes one conversation within a limit
 // of bytes; gens reads conversations' search_gen (those gone are left
 // out), for the sweep every f.sweepEvery.
-func (f *fullIndexes) start(build func(ctx context.Context, conv int64, limit int) (*convIndex, error), gens func(ctx context.Context, convs []int64) (map[int64]int64, error)) {
+func (f *fullIndexes) start(build func(ctx context.Context, conv int64, limit int) (*convIndex, error), gens func(ctx context.Context, convs []int64) (map[int64]int64, error), pc *postingsCache) {
 	f.mu.Lock()
 	f.started = true
-	f.gens = gens
+	f.gens, f.postings = gens, pc
 	f.mu.Unlock()
 	tick := time.NewTicker(f.sweepEvery)
 	f.sweepC = tick.C
@@ -540,7 +541,7 @@ func (f *fullIndexes) next() (int64, bool) {
 			return 0, false
 		case <-f.wake:
 		case <-f.sweepC:
-			f.sweep(f.ctx)
+			f.sweep(f.ctx, f.postings)
 		}
 		f.mu.Lock()
 	}
@@ -559,14 +560,15 @@ func (f *fullIndexes) next() (int64, bool) {
 // by an append (a purge, an edit, a message moved: their search_gen) or
 // are gone, searched since or not: what was purged leaves memory within
 // sweepEvery, and so does the index of a conversation no one searches
-// again.
-func (f *fullIndexes) sweep(ctx context.Context) {
+// again. The postings cache's entries (pc, when not nil) go the same way.
+func (f *fullIndexes) sweep(ctx context.Context, pc *postingsCache) {
 	f.mu.Lock()
 	convs := make([]int64, 0, len(f.entries))
 	for conv := range f.entries {
 		convs = append(convs, conv)
 	}
 	f.mu.Unlock()
+	convs = append(convs, pc.convs()...)
 	if len(convs) == 0 {
 		return
 	}
@@ -574,6 +576,7 @@ func (f *fullIndexes) sweep(ctx context.Context) {
 	if err != nil {
 		return // the next sweep tries again
 	}
+	pc.sweep(gens)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for conv, e := range f.entries {

@@ -267,9 +267,9 @@ func indexAsAtOpen(t *testing.T, s *SQLite) {
 }
 
 // TestFullIndexSweptAfterPurge: a conversation purged while no one
-// searches it loses its index in memory at the next sweep (its stems and
-// message ids leave the process), and a conversation only appended to
-// keeps its own.
+// searches it loses its index in memory and its postings cache entry at
+// the next sweep (its stems and message ids leave the process), and a
+// conversation only appended to keeps its own.
 func TestFullIndexSweptAfterPurge(t *testing.T) {
 	ctx := context.Background()
 	f := newSearchFixture(t)
@@ -277,13 +277,29 @@ func TestFullIndexSweptAfterPurge(t *testing.T) {
 	s.full.from = 1000
 	indexAsAtOpen(t, s)
 	other := cfKey("telegram", "other")
+	// A search of it through the postings cache too.
+	s.postings.from = 1
+	restore := s.WithoutFullIndexes()
+	if _, err := s.Search(ctx, other, Query{Text: "the train to the mountain"}); err != nil {
+		t.Fatal(err)
+	}
+	restore()
+	otherID := convIDOf(t, s, other)
+	cached := func() bool {
+		s.postings.mu.Lock()
+		defer s.postings.mu.Unlock()
+		return s.postings.entries[otherID] != nil
+	}
+	if !cached() {
+		t.Fatal("the postings cache holds nothing of the conversation searched")
+	}
 	if _, err := s.Append(ctx, []Message{{Key: f.mid, Role: RoleUser, SenderName: "Ana", Text: "one more about the train", Time: time.Now()}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Purge(ctx, PurgeScope{Owner: other.Owner(), Key: other}); err != nil {
 		t.Fatal(err)
 	}
-	s.full.sweep(ctx) // what the builder does every sweepEvery
+	s.full.sweep(ctx, s.postings) // what the builder does every sweepEvery
 	var indexed []string
 	s.full.mu.Lock()
 	for _, e := range s.full.entries {
@@ -292,6 +308,9 @@ func TestFullIndexSweptAfterPurge(t *testing.T) {
 	s.full.mu.Unlock()
 	if len(indexed) != 1 || indexed[0] != f.mid.String() {
 		t.Fatalf("indexed in memory after purging %s: %v; want only %s", other, indexed, f.mid)
+	}
+	if cached() {
+		t.Fatalf("the postings cache still holds %s's doclists after its purge", other)
 	}
 	searchAsIndex(t, s, f.mid, Query{Text: "one more about the train", Limit: 5})
 }
