@@ -39,7 +39,7 @@ func searchesMatchIndex(t *testing.T, full bool) {
 	s := st.sqlite
 	s.postings.from, s.postings.rowsCap, s.postings.budget = 1, 30, 8<<10
 	if full {
-		s.full.from, s.full.budget, s.full.rest = 1, 40<<10, 0
+		s.full.from, s.full.budget, s.full.rest, s.full.keep = 1, 40<<10, 0, 0
 	}
 	r := rand.New(rand.NewPCG(7, 21))
 	vocab := strings.Fields("apple boat cloud dance river stone light music garden window travel coffee " +

@@ -314,3 +314,54 @@ func TestFullIndexSweptAfterPurge(t *testing.T) {
 	}
 	searchAsIndex(t, s, f.mid, Query{Text: "one more about the train", Limit: 5})
 }
+
+// TestFullIndexKeepsWhatIsInUse: when the budget holds one of two
+// conversations searched turn after turn, the one indexed keeps its index
+// and the other is searched through FTS5 (same answers), instead of each
+// evicting the other's index at every turn; once the first has gone
+// unsearched long enough (keep), the other takes its place.
+func TestFullIndexKeepsWhatIsInUse(t *testing.T) {
+	ctx := context.Background()
+	f := newSearchFixture(t)
+	s := f.s
+	other := cfKey("telegram", "other")
+	s.full.from, s.full.rest, s.full.budget = 1000, 0, 0
+	for _, key := range []pipeline.Key{f.mid, other} {
+		x, err := s.buildConvIndex(ctx, convIDOf(t, s, key), 1<<30)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.full.budget = max(s.full.budget, x.bytes)
+	}
+	s.full.budget += 1 << 10 // one fits, not both
+	q := Query{Text: "the train to the mountain with Ana", Limit: 10}
+	for range 4 {
+		for _, key := range []pipeline.Key{f.mid, other} {
+			searchAsIndex(t, s, key, q)
+			if err := s.WaitSearchIndexes(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	s.full.mu.Lock()
+	built, retired, _, midIndexed := s.full.built, s.full.retired, len(s.full.entries), s.full.entries[convIDOf(t, s, f.mid)] != nil
+	for _, e := range s.full.entries {
+		e.lastUse = time.Time{} // as if unsearched for long
+	}
+	s.full.notBefore = map[int64]time.Time{}
+	s.full.mu.Unlock()
+	if built != 1 || retired != 0 || !midIndexed {
+		t.Fatalf("4 rounds of both conversations: %d indexes built, %d retired, the first indexed: %v; want 1, 0, true", built, retired, midIndexed)
+	}
+	searchAsIndex(t, s, other, q)
+	if err := s.WaitSearchIndexes(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s.full.mu.Lock()
+	otherIndexed, midIndexed := s.full.entries[convIDOf(t, s, other)] != nil, s.full.entries[convIDOf(t, s, f.mid)] != nil
+	s.full.mu.Unlock()
+	if !otherIndexed || midIndexed {
+		t.Fatalf("once the first went unsearched: the second indexed %v, the first %v; want true, false", otherIndexed, midIndexed)
+	}
+	searchAsIndex(t, s, other, q)
+}
