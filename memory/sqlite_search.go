@@ -58,11 +58,12 @@ var exactSearchTuning = searchTuning{exactUpTo: math.MaxInt64, commonDF: math.Ma
 // where a stem repeats or is in the sender's name) give its term
 // frequencies: BM25 is computed in Go from doclists, and only the messages
 // returned are read from the messages table. A conversation of at least
-// 10,000 messages has its whole index in memory once built in the
+// 1,000 messages has its whole index in memory once built in the
 // background (search_full.go: its single terms' doclists and its newest
 // messages are read from there, phrases of several tokens from FTS5); until
-// then, or when it does not fit, the doclists its searches read are kept for
-// its next ones (the postings cache, search_cache.go). Both are bounded and
+// then, or when it does not fit, the doclists the searches of one of at
+// least 10,000 read are kept for its next ones (the postings cache,
+// search_cache.go). Both are bounded and
 // versioned by the conversation's search_gen and message count, so a search
 // only ever sees the rows its read transaction holds, and both index the
 // messages added since in Go.

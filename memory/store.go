@@ -42,7 +42,7 @@ type Options struct {
 	// Dir/recall.db (which is still opened, and holds nothing new).
 	DatabaseURL string
 	// SearchMemory bounds, in bytes, the search indexes that SQLite keeps
-	// in memory for conversations of 10,000 messages and more
+	// in memory for conversations of 1,000 messages and more
 	// (search_full.go): 0 is 16 MiB, a negative value none. An Existing
 	// store keeps none (a command that reads does not wait for them).
 	SearchMemory int
