@@ -65,7 +65,7 @@ func TestEmbeddingsThroughTheChain(t *testing.T) {
 		t.Errorf("/summary_status after embedding:\n%s", got)
 	}
 	turn("q1", "when did I purchase my car?")
-	reqs := srv.Requests()
+	reqs := notSummaries(srv.Requests()) // the answer's, not a background summary's
 	prompt := ""
 	for _, m := range reqs[len(reqs)-1].Messages {
 		prompt += m.Content + "\n"

@@ -52,7 +52,7 @@ func TestFeedbackThroughTheChain(t *testing.T) {
 			if err := a.Handler.Handle(t.Context(), &pipeline.Turn{In: in, Out: &sender{}}); err != nil {
 				t.Fatal(err)
 			}
-			reqs := srv.Requests()
+			reqs := notSummaries(srv.Requests()) // the answer's, not a background summary's
 			prompt := ""
 			for _, m := range reqs[len(reqs)-1].Messages {
 				prompt += m.Content + "\n"
