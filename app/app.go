@@ -162,10 +162,7 @@ func New(ctx context.Context, cfg config.Config, parts Parts) (*App, error) {
 	mopts := memory.Options{
 		Dir: cfg.Data.Dir, Defaults: defaults, MaxMemories: cfg.Memory.MaxMemories,
 		QueueSize: cfg.Memory.WriteQueue, Logger: a.Log, DatabaseURL: cfg.Database.URL,
-		SearchMemory: cfg.Memory.SearchIndexMB << 20,
-	}
-	if cfg.Memory.SearchIndexMB == 0 {
-		mopts.SearchMemory = -1
+		SearchMemory: cfg.Memory.SearchIndexBytes(),
 	}
 	if parts.Store != nil {
 		parts.Store(&mopts)

@@ -207,6 +207,15 @@ type Memory struct {
 	Embeddings        Embeddings    `mapstructure:"embeddings"`
 }
 
+// SearchIndexBytes is memory.search_index_mb as memory.Options.SearchMemory
+// takes it: bytes, or -1 for none (0 MiB).
+func (m Memory) SearchIndexBytes() int {
+	if m.SearchIndexMB == 0 {
+		return -1
+	}
+	return m.SearchIndexMB << 20
+}
+
 // Location is the time zone in which time words of questions ("yesterday",
 // "in May") are read: memory.timezone, or the server's when it is empty.
 func (m Memory) Location() (*time.Location, error) {

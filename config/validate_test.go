@@ -189,3 +189,14 @@ func TestEmbeddingsValidation(t *testing.T) {
 		t.Errorf("EmbeddingsEndpoint() = %q, %q; want the LLM's", base, key)
 	}
 }
+
+// TestSearchIndexBytes: memory.search_index_mb reaches the store in bytes,
+// and 0 turns the indexes in memory off (memory.Options.SearchMemory < 0),
+// not to the store's default.
+func TestSearchIndexBytes(t *testing.T) {
+	for mb, want := range map[int]int{16: 16 << 20, 1: 1 << 20, 0: -1} {
+		if got := (Memory{SearchIndexMB: mb}).SearchIndexBytes(); got != want {
+			t.Errorf("search_index_mb %d: %d bytes, want %d", mb, got, want)
+		}
+	}
+}

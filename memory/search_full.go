@@ -226,7 +226,7 @@ func (x *convIndex) compact() {
 	}
 }
 
-const sqlConvState = `SELECT search_docs, search_gen, search_tokens FROM conversations WHERE id = ?1`
+const sqlConvState = `SELECT search_docs, search_gen FROM conversations WHERE id = ?1`
 
 // errIndexTooBig: a conversation's index would take more than the budget
 // of all of them.
@@ -433,7 +433,6 @@ type fullIndexes struct {
 	mu      sync.Mutex
 	entries map[int64]*fullEntry
 	bytes   int // of every entry, as last counted
-	tick    uint64
 	queue   []int64
 	queued  map[int64]bool
 	tooBig  map[int64]bool
@@ -460,8 +459,8 @@ type fullIndexes struct {
 	sweepC     <-chan time.Time
 	postings   *postingsCache // swept too (nil: none)
 	// built counts the indexes built, served the searches that used one,
-	// retired those dropped, swept the sweeps (tests).
-	built, served, retired, swept int
+	// retired those dropped (tests).
+	built, served, retired int
 }
 
 // fullEntry is one conversation's index.
@@ -470,7 +469,6 @@ type fullEntry struct {
 	conv    int64
 	x       *convIndex // nil once retired
 	bytes   int        // as the budget counts it
-	used    uint64     // the indexes' tick when last searched
 	lastUse time.Time  // when last searched (or built)
 }
 
@@ -600,7 +598,6 @@ func (f *fullIndexes) sweep(ctx context.Context, pc *postingsCache) {
 		}
 		e.mu.Unlock()
 	}
-	f.swept++
 }
 
 // install keeps x as conv's index (f.mu held), making room for it: the
@@ -617,8 +614,7 @@ func (f *fullIndexes) install(conv int64, x *convIndex) {
 		f.notBefore[conv] = time.Now().Add(fullRetry) // asked again by a search then
 		return
 	}
-	f.tick++
-	f.entries[conv] = &fullEntry{conv: conv, x: x, bytes: x.bytes, used: f.tick, lastUse: time.Now()}
+	f.entries[conv] = &fullEntry{conv: conv, x: x, bytes: x.bytes, lastUse: time.Now()}
 	f.bytes += x.bytes
 	f.built++
 }
@@ -634,7 +630,7 @@ func (f *fullIndexes) makeRoom(need int, except *fullEntry) bool {
 	for f.bytes+need > f.budget {
 		var lru *fullEntry
 		for _, e := range f.entries {
-			if e != except && e.lastUse.Before(cutoff) && (lru == nil || e.used < lru.used) {
+			if e != except && e.lastUse.Before(cutoff) && (lru == nil || e.lastUse.Before(lru.lastUse)) {
 				lru = e
 			}
 		}
@@ -738,8 +734,7 @@ func (f *fullIndexes) acquire(r *searchRun, gen int64) (*fullEntry, error) {
 // longer fits the budget is dropped.
 func (f *fullIndexes) release(e *fullEntry) {
 	f.mu.Lock()
-	f.tick++
-	e.used, e.lastUse = f.tick, time.Now()
+	e.lastUse = time.Now()
 	f.served++
 	if f.entries[e.conv] == e {
 		f.bytes += e.x.bytes - e.bytes

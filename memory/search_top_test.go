@@ -115,14 +115,11 @@ func (r *searchRun) topReference() ([]Hit, error) {
 	var active map[int64]bool
 	activeKnown := !r.q.ArchivedOnly
 	if r.q.ArchivedOnly {
-		ids := map[int64]bool{}
-		if err := r.each(sqlActiveIDs, func(st *sqlite3.Stmt) bool {
-			ids[st.ColumnInt64(0)] = true
-			return len(ids) <= activeCap
-		}, r.conv); err != nil {
+		ids, err := r.activeIDs()
+		if err != nil {
 			return nil, err
 		}
-		if len(ids) <= activeCap {
+		if ids != nil {
 			active, activeKnown = ids, true
 		}
 	}
