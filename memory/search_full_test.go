@@ -365,3 +365,21 @@ func TestFullIndexKeepsWhatIsInUse(t *testing.T) {
 	}
 	searchAsIndex(t, s, other, q)
 }
+
+// TestFullIndexHeldAtStart: the builds queued at open wait for the hold
+// (fullHold after open: the bot's start-up goes first), then run.
+func TestFullIndexHeldAtStart(t *testing.T) {
+	f := newSearchFixture(t)
+	s := f.s
+	hold := time.Now().Add(300 * time.Millisecond)
+	s.full.mu.Lock()
+	s.full.from, s.full.holdUntil = 1000, hold
+	s.full.mu.Unlock()
+	indexAsAtOpen(t, s)
+	s.full.mu.Lock()
+	built := s.full.built
+	s.full.mu.Unlock()
+	if now := time.Now(); now.Before(hold) || built != 2 {
+		t.Fatalf("the builds were done %v after the hold's end, %d built; want after it, 2", now.Sub(hold), built)
+	}
+}

@@ -194,6 +194,7 @@ func openSQLite(ctx context.Context, path, vfs string, log *slog.Logger, searchM
 	}
 	mrg.start(w)
 	if s.full != nil {
+		s.full.holdUntil = time.Now().Add(fullHold)
 		s.full.start(s.buildConvIndex, s.searchGens, s.postings)
 		if err := s.indexBigConversations(ctx); err != nil {
 			return nil, errors.Join(err, s.Close())
