@@ -19,7 +19,7 @@ import (
 // runBackup writes a consistent copy of recall.db to a new file while the
 // bot may be running (VACUUM INTO reads one snapshot; writers go on), and
 // copies the JSON-backend files to FILE.json.d/. It never overwrites: FILE
-// and FILE.json.d must not exist.
+// and FILE.json.d must not exist; FILE's directory is created if missing.
 func runBackup(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) (err error) {
 	const usage = "usage: bot backup FILE (a new file; the JSON-storage files, if any, go to FILE.json.d/)"
 	if len(args) != 1 || args[0] == "" || strings.HasPrefix(args[0], "-") {
@@ -47,6 +47,11 @@ func runBackup(ctx context.Context, cfg config.Config, args []string, stdout io.
 		if _, err := os.Lstat(p); err == nil {
 			return fmt.Errorf("%s exists: refusing to overwrite it (back up to a new name)", p)
 		}
+	}
+	// The backup's directory is made (0700) when missing, so the documented
+	// `bot backup backups/recall-$(date +%F).db` works on a first run.
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		return fmt.Errorf("creating the backup's directory: %w", err)
 	}
 	// Create the file first, empty and 0600 (VACUUM INTO accepts an empty
 	// file), so the copy is never readable by others.

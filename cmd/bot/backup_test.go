@@ -189,3 +189,33 @@ func TestBackupOnPostgresNamesPgDump(t *testing.T) {
 		t.Errorf("the password was printed:\n%s", r)
 	}
 }
+
+// The README's example, `bot backup backups/recall-DATE.db`, works on a first
+// run: the missing directory is made (0700), relative to the working
+// directory, and holds the copy.
+func TestBackupMakesItsDirectory(t *testing.T) {
+	ctx := t.Context()
+	env := newEnv(t, "")
+	s, err := memory.Open(ctx, memory.Options{Dir: env.Data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(ctx, backupExchange(pipeline.Key{Channel: "telegram", Chat: "42"}, 1)...); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := env.mustRun(t, "", "backup", filepath.Join("backups", "recall-2026-06-01.db"))
+	dir := filepath.Join(env.Dir, "backups")
+	st, err := os.Stat(dir)
+	if err != nil {
+		t.Fatalf("no backups/ directory after bot backup: %v\n%s", err, r)
+	}
+	if perm := st.Mode().Perm(); perm != 0o700 {
+		t.Errorf("backups/ is %o, want 700", perm)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "recall-2026-06-01.db")); err != nil {
+		t.Errorf("the backup is not in backups/: %v\n%s", err, r)
+	}
+}
