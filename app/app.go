@@ -343,7 +343,7 @@ func (a *App) build(ctx context.Context, parts Parts, defaults memory.Settings, 
 		AfterPurge: a.forgetUndelivered,
 		Embeddings: coverage,
 	})
-	// The stages of DESIGN.md in order: access, dedupe, (rate limit),
+	// The stages of docs/design.md ("A turn, stage by stage") in order: access, dedupe, (rate limit),
 	// commands, (token quota), then the responder: persist, assemble, LLM,
 	// reply, persist, summarize.
 	a.Handler = pipeline.Chain(a.Responder,

@@ -23,7 +23,7 @@ type Budget struct {
 	Recent    int // recent turns
 }
 
-// DefaultBudget is DESIGN.md's table.
+// DefaultBudget is the budget table of docs/design.md ("The prompt").
 var DefaultBudget = Budget{Total: 8000, System: 1500, Memories: 500, Summaries: 2000, Snippets: 1500, Recent: 3000}
 
 // Source is what assembly reads from the store.

@@ -15,7 +15,7 @@ import (
 // the words of the exchanges it found best (pseudo-relevance feedback, see
 // feedback). It finds more of what answers a question in other words
 // (REALTALK recall 0.702 from 0.691, bench --only=recall) for about 0.6 ms
-// more a turn at 100,000 archived messages (README, note 15). The bot
+// more a turn at 100,000 archived messages (docs/figures.md, note 15). The bot
 // turns it on unless memory.feedback is false.
 func WithFeedback() Option {
 	return func(a *Assembler) { a.feedbackOn = true }
@@ -23,7 +23,7 @@ func WithFeedback() Option {
 
 // Feedback's shape: pseudo-relevance feedback as RM3 does it, with the IR
 // literature's usual values (RM3's 10 documents and 10 words; the
-// question's share in its usual 0.5–0.9); README, note 15, has the recall
+// question's share in its usual 0.5–0.9); docs/figures.md, note 15, has the recall
 // across nearby values.
 const (
 	fbDocs  = 10  // the best hits whose exchanges give the words
@@ -64,8 +64,8 @@ type expansion struct {
 // question's words came up, is found: "where did Jack go on holiday?"
 // finds "we landed in Lisbon" through the exchanges that spoke of the
 // holiday and the flight. It costs a read of the best hits' neighbours and
-// a second search, beside the read of the other hits' neighbours (README,
-// note 15); off without WithFeedback. A question of more than fbMaxAsked
+// a second search, beside the read of the other hits' neighbours
+// (docs/figures.md, note 15); off without WithFeedback. A question of more than fbMaxAsked
 // words is searched as it is.
 func (a *Assembler) feedback(ctx context.Context, key pipeline.Key, q memory.Query, hits []memory.Hit, exp *expansion, near *neighbours) ([]memory.Hit, error) {
 	if !a.feedbackOn {

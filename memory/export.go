@@ -15,7 +15,7 @@ const (
 	ExportVersion = 1
 )
 
-// Export is the documented export/import format (see README "Export format"):
+// Export is the documented export/import format (see docs/operations.md, "Export format"):
 //
 //	{"format":"recall-export","version":1,"exported_at":"…","owners":[OwnerData…]}
 //

@@ -23,7 +23,7 @@ import (
 // Reading doclists from FTS5 was most of a big conversation's search: a
 // statement per term and kind, each seeking the term in every segment of
 // the index, in a page cache that every commit of another connection
-// empties (README, note 19). The postings cache (search_cache.go) kept the
+// empties (docs/figures.md, note 19). The postings cache (search_cache.go) kept the
 // doclists a conversation's searches had read, but most of a search's words
 // are ones no search of it has asked for yet.
 //

@@ -126,7 +126,7 @@ func TestBackupWhileWriting(t *testing.T) {
 		t.Errorf("the existing backup was touched")
 	}
 
-	// Restore into a new data dir, as the README says: recall.db from the
+	// Restore into a new data dir, as docs/operations.md says ("Backup and restore"): recall.db from the
 	// backup, json/ from FILE.json.d.
 	restored := newEnv(t, "")
 	if err := os.MkdirAll(filepath.Join(restored.Data, "json"), 0o700); err != nil {
@@ -190,7 +190,7 @@ func TestBackupOnPostgresNamesPgDump(t *testing.T) {
 	}
 }
 
-// The README's example, `bot backup backups/recall-DATE.db`, works on a first
+// The documented example (docs/operations.md), `bot backup backups/recall-DATE.db`, works on a first
 // run: the missing directory is made (0700), relative to the working
 // directory, and holds the copy.
 func TestBackupMakesItsDirectory(t *testing.T) {

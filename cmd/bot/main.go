@@ -48,7 +48,7 @@ with code 130.
 
 func main() {
 	tuneRuntime(os.Getenv) // memory limit, heap profiler off
-	restrictUmask()        // files the bot creates are 0600, directories 0700 (DESIGN.md)
+	restrictUmask()        // files the bot creates are 0600, directories 0700 (docs/design.md)
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 

@@ -299,7 +299,7 @@ func TestSecurityIsolation(t *testing.T) {
 			if got := strings.Join(b.all(), "\n"); !strings.Contains(got, "blue door") {
 				t.Fatalf("control: B's /search does not find B's own archive:\n%s", got)
 			}
-			// DESIGN.md: in a group, the group has its own settings and
+			// docs/design.md: in a group, the group has its own settings and
 			// memory, shared by its members: what A said in the group is in
 			// the group's context for B's turn there (checked before B's
 			// attacks, which include /purge of the group), A's private data
