@@ -283,6 +283,9 @@ func TestGroupNotesAreAnnounced(t *testing.T) {
 // message, or only its error code) or not (llama.cpp), is answered by a
 // smaller prompt on a second call; the smaller size is kept for later turns.
 func TestContextLengthErrorIsAnsweredByASmallerPrompt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: shrinks a prompt round by round (5 s on a busy 2-core machine); go test without -short runs it")
+	}
 	for _, tc := range []struct {
 		refusal llmtest.Response
 		calls   int // for the first turn

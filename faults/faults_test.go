@@ -159,6 +159,9 @@ const storageWarning = "I'm having trouble saving messages"
 const concurrentCases = 6
 
 func TestFaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the whole fault suite (12 s on a busy 2-core machine); go test without -short runs it")
+	}
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, concurrentCases)
 	for _, fc := range faultCases {

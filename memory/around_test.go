@@ -17,6 +17,9 @@ import (
 // its ends, in the middle of other conversations' bursts and next to each
 // other. Each kind of read answers some of the calls.
 func TestAroundReachMatchesSteps(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: compares AroundReach with Around step by step (4 s on a busy 2-core machine); go test without -short runs it")
+	}
 	s, err := OpenSQLite(cfCtx, filepath.Join(t.TempDir(), "recall.db"))
 	if err != nil {
 		t.Fatal(err)

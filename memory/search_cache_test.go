@@ -21,6 +21,9 @@ import (
 // keeps short doclists here (30 entries) so that its truncated ones are
 // read past their end too, in a small budget (8 KiB) so that it drops some.
 func TestSearchCacheMatchesIndex(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: compares thousands of searches with FTS5 (55 s on a busy 2-core machine); go test without -short runs it")
+	}
 	searchesMatchIndex(t, false)
 }
 
@@ -30,6 +33,9 @@ func TestSearchCacheMatchesIndex(t *testing.T) {
 // that holds two of the three conversations' indexes at most (one is
 // dropped for another now and then).
 func TestSearchFullIndexMatchesIndex(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: compares thousands of searches with FTS5 (20 s on a busy 2-core machine); go test without -short runs it")
+	}
 	searchesMatchIndex(t, true)
 }
 

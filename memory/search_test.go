@@ -136,6 +136,9 @@ var testTuning = searchTuning{exactUpTo: 1000, commonDF: 150, budget: 300, windo
 // same scores): in a conversation of at most exactUpTo messages whatever the
 // query, and in a bigger one for queries of rare terms.
 func TestSearchPruningMatchesExact(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: compares pruned and exact searches (5 s on a busy 2-core machine); go test without -short runs it")
+	}
 	f := newSearchFixture(t)
 	stems := map[string]bool{}
 	for i := range f.ids {

@@ -21,6 +21,9 @@ const sqlTimeIDsScan = `SELECT min(id), max(id) FROM messages WHERE +conv = ?1 A
 // time order), for time ranges narrow and wide, in and around the
 // conversations' times and none.
 func TestTimeIDsMatchScan(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: compares time ranges with a scan (4 s on a busy 2-core machine); go test without -short runs it")
+	}
 	ctx := context.Background()
 	s, err := OpenSQLite(ctx, filepath.Join(t.TempDir(), "recall.db"))
 	if err != nil {

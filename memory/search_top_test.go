@@ -21,6 +21,9 @@ import (
 // of 1 to 30 words, pruned and exact, archived only or not, in a time range,
 // with exclusions.
 func TestSearchTopMatchesReference(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: compares searches with a reference ranking (8 s on a busy 2-core machine); go test without -short runs it")
+	}
 	f := newSearchFixture(t)
 	var vocab []string
 	seen := map[string]bool{}

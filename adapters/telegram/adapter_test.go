@@ -51,6 +51,9 @@ func repliesTo(calls []fakeCall, chat int64, id int) int {
 // (a) A private conversation continues across a restart: the prompt after
 // the restart holds the turns from before it, and nothing is answered twice.
 func TestPrivateConversationSurvivesRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: restarts the bot on its data (4 s on a busy 2-core machine); go test without -short runs it")
+	}
 	api := newFakeAPI(t)
 	st := newStack(t, api, stackOptions{})
 	user := privateChat(111)
@@ -203,6 +206,9 @@ func TestForumTopicKeptApart(t *testing.T) {
 // (d) In a group with groups.reply=mention only addressed messages are
 // answered; with always every message is.
 func TestGroupMentionGating(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: every group case through the fake Bot API (7 s on a busy 2-core machine); go test without -short runs it")
+	}
 	api := newFakeAPI(t)
 	st := newStack(t, api, stackOptions{})
 	group := groupChat(-100600, false)

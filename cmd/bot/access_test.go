@@ -15,6 +15,9 @@ import (
 // pairing code, `bot allow CODE` lets them in at their next message, and
 // `bot deny ID` shuts them out again, all without a restart.
 func TestAllowAndDenyBesideTheRunningBot(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs the bot binary beside allow and deny (5 s on a busy 2-core machine); go test without -short runs it")
+	}
 	tg := newFakeTelegram(t)
 	model := newFakeLLM(t)
 	env := telegramEnv(t, tg, model.URL, "RECALL_ACCESS_ALLOWED_USERS=")

@@ -17,6 +17,9 @@ import (
 // not answered after a kill and a restart — and a command the platform
 // delivers again after the restart (the same message id) runs once.
 func TestAnswersAreNotMessages(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs the bot binary through restarts (8 s on a busy 2-core machine); go test without -short runs it")
+	}
 	tg := newFakeTelegram(t)
 	model := newFakeLLM(t)
 	env := telegramEnv(t, tg, model.URL)

@@ -163,6 +163,9 @@ func checkMessages(t *testing.T, where string, msgs []memory.Message, sent map[s
 }
 
 func TestKillNineKeepsEverySeenReply(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: kills and restarts the bot binary (5 s on a busy 2-core machine); go test without -short runs it")
+	}
 	const rounds = 8
 	rng := rand.New(rand.NewPCG(2024, 1109)) // the schedule
 	srv := newFakeLLM(t)

@@ -99,6 +99,9 @@ func (e botEnv) search(t *testing.T, key string, words ...string) searchOut {
 }
 
 func TestDataSubcommands(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs every data subcommand of the binary (7 s on a busy 2-core machine); go test without -short runs it")
+	}
 	srv := newFakeLLM(t)
 	env := newEnv(t, srv.URL)
 	said := []string{"my parrot is called Pistachio", "I water the ferns on Sundays", "what is my parrot called"}

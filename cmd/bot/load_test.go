@@ -536,6 +536,9 @@ func loadEnv(t *testing.T, api *loadAPI, model *loadLLM) botEnv {
 // every message is answered exactly once, in order per chat, and everything
 // is in the database afterwards.
 func TestLoadTelegram(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a load run (4 s on a busy 2-core machine); go test without -short runs it")
+	}
 	plan := planFor(t, loadPlan{Users: 20, Messages: 3, Bursty: 5}, loadPlan{Users: 1000, Messages: 5, Bursty: 10})
 	api := newLoadAPI(t)
 	model := newLoadLLM(t)
@@ -593,6 +596,9 @@ func (d *daemon) kill() {
 // delivered is stored, and the database passes integrity_check after each
 // kill.
 func TestLoadKillNine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a load run with kills (5 s on a busy 2-core machine); go test without -short runs it")
+	}
 	plan := planFor(t, loadPlan{Users: 20, Messages: 4, Bursty: 4, Kills: 2}, loadPlan{Users: 1000, Messages: 5, Bursty: 10, Kills: 5})
 	// How long a user waits for a reply before going on (a reply may be
 	// lost in a kill); the whole run settles at the end anyway.

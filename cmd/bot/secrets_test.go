@@ -76,6 +76,9 @@ func leakyTelegram(t *testing.T, tg fakeTelegram) string {
 // URL with the token — and checks that no form of any secret is in
 // anything the bot wrote.
 func TestSecretsNeverLogged(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs the bot binary through every subcommand (9 s on a busy 2-core machine); go test without -short runs it")
+	}
 	llmSrv := llmtest.NewServer(t, func(r llmtest.Request) llmtest.Response {
 		last := r.Messages[len(r.Messages)-1].Content
 		if strings.Contains(last, "llm-401") {

@@ -273,6 +273,9 @@ func (w *secWorld) attack(b *secSender, key pipeline.Key) {
 }
 
 func TestSecurityIsolation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs the bot binary with several users (8 s on a busy 2-core machine); go test without -short runs it")
+	}
 	for _, tc := range []struct {
 		name    string
 		storage string

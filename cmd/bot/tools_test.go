@@ -327,6 +327,9 @@ func TestFactsEndToEnd(t *testing.T) {
 // second call, the user never sees a failure, the window is remembered for
 // the next turns and the change is logged once.
 func TestContextLengthEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs the bot binary end to end (5 s on a busy 2-core machine); go test without -short runs it")
+	}
 	const window = 2048
 	tokens := func(r llmtest.Request) int {
 		n := 0

@@ -94,6 +94,9 @@ func corpus() []string {
 }
 
 func TestCountMatchesTiktoken(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: counts the bench text with both tokenizers (8 s on a busy 2-core machine); go test without -short runs it")
+	}
 	texts := append(corpus(), asciiCorpus()...)
 	for _, name := range Names() {
 		e, ref := get(t, name), reference(t, name)

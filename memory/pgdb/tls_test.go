@@ -173,6 +173,9 @@ func newCA(t *testing.T, name string) (*x509.Certificate, *ecdsa.PrivateKey, []b
 // Each sslmode against a server with TLS, as a user sees it: connected and
 // encrypted, or refused with an error that says why (never a hang).
 func TestTLSModes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts a PostgreSQL cluster of its own (9 s on a busy 2-core machine); go test without -short runs it")
+	}
 	c := startTLSCluster(t)
 	connects := []struct {
 		name, conn string
@@ -224,6 +227,9 @@ func TestTLSModes(t *testing.T) {
 // certificate, SCRAM-SHA-256-PLUS, which a TLS server offers, or without),
 // and MD5.
 func TestTLSPasswords(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts a PostgreSQL cluster of its own (10 s on a busy 2-core machine); go test without -short runs it")
+	}
 	c := startTLSCluster(t)
 	for _, tc := range []struct{ name, conn string }{
 		{"SCRAM, channel binding when offered (the default)", "host=" + serverName + " user=scram password=s3cret sslmode=require"},
@@ -262,6 +268,9 @@ func TestTLSPasswords(t *testing.T) {
 // was set (ALTER ROLE … PASSWORD): the server prepares it with SASLprep
 // (RFC 4013: spaces mapped, some characters removed, NFKC), and so must we.
 func TestSCRAMNonASCIIPasswords(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts a PostgreSQL cluster of its own (19 s on a busy 2-core machine); go test without -short runs it")
+	}
 	c := startTLSCluster(t)
 	for _, tc := range []struct{ name, set, given string }{
 		{"composed accents (NFC)", "pässwörd", "pässwörd"},

@@ -52,6 +52,9 @@ func BenchmarkRenderHostile(b *testing.B) {
 // (never handed to goldmark whole), as valid Telegram HTML that keeps its
 // text and splits into valid messages.
 func TestRenderHostile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: renders 100 KB hostile replies (7 s on a busy 2-core machine); go test without -short runs it")
+	}
 	for name, md := range hostile(hostileSize) {
 		t.Run(name, func(t *testing.T) {
 			for _, p := range mdlimit.Pieces(normalize(md), mdlimit.MaxPiece) {
