@@ -18,6 +18,9 @@ import (
 // plugin, or the standalone docker-compose), or skips the test.
 func compose(t *testing.T) []string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: each docker compose config takes seconds (30 s for both tests with docker-compose 1.29 on a busy 2-core machine); go test without -short runs it")
+	}
 	for _, c := range [][]string{{"docker", "compose"}, {"docker-compose"}} {
 		if _, err := exec.LookPath(c[0]); err != nil {
 			continue
