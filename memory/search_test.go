@@ -211,6 +211,9 @@ func queryable(s string) bool {
 // recomputed here from the conversation's tokens (the rules are spelled out
 // on SQLite.Search).
 func TestSearchPruningSemantics(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: many searches pruned and exact (11 s on a busy 2-core machine); go test without -short runs it")
+	}
 	f := newSearchFixture(t)
 	tune := testTuning
 	N := len(f.ids)
