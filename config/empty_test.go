@@ -99,3 +99,22 @@ func TestEmptySectionKeepsOtherLayers(t *testing.T) {
 		}
 	}
 }
+
+// An empty variable that empties what the file sets (a blank line of
+// .env.example kept in .env) is obeyed, with a warning naming both.
+func TestEmptyVariableOverFileWarns(t *testing.T) {
+	isolateEnv(t)
+	file := writeFile(t, "access:\n  allowed_users: [telegram:1]\nhttp:\n  listen: \"\"\n")
+	t.Setenv("RECALL_HTTP_LISTEN", "") // the file's is empty too: nothing to say
+	c, err := LoadSources(Sources{File: file, DotEnv: writeDotEnv(t, "RECALL_LLM_MODEL=m\nRECALL_ACCESS_ALLOWED_USERS=\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Access.AllowedUsers != nil {
+		t.Errorf("allowed_users = %q, want none", c.Access.AllowedUsers)
+	}
+	w := c.Warnings()
+	if len(w) != 1 || !strings.Contains(w[0], "line 2 sets RECALL_ACCESS_ALLOWED_USERS empty: access.allowed_users is empty, not what "+file+" sets (remove the line to use the file's)") {
+		t.Errorf("warnings = %q", w)
+	}
+}

@@ -95,6 +95,12 @@ func load(s Sources) (Config, origins, error) {
 			return Config{}, nil, fmt.Errorf("config: %w", err)
 		}
 	}
+	inFile := map[string]bool{} // keys the file sets to something not empty
+	for _, l := range leaves() {
+		if val := v.Get(l.key); val != nil && !isEmpty(val) {
+			inFile[l.key] = true
+		}
+	}
 	v.AllowEmptyEnv(true)
 	from := origins{}
 	defaults := reflect.ValueOf(Default())
@@ -109,6 +115,12 @@ func load(s Sources) (Config, origins, error) {
 			from[l.key] = o
 			if o.dotenv != "" { // what viper reads after the environment, before the file
 				v.Set(l.key, o.value)
+			}
+			if o.value == "" && inFile[l.key] {
+				// .env.example's blank lines, kept in a .env, would
+				// otherwise empty what config.yaml sets without a word.
+				warnings = append(warnings, fmt.Sprintf("%s: %s is empty, not what %s sets (%s to use the file's)",
+					o.emptyText(), l.key, s.File, o.unsetText()))
 			}
 		} else if s.File != "" && v.InConfig(l.key) {
 			from[l.key] = origin{file: s.File}
@@ -140,6 +152,17 @@ func load(s Sources) (Config, origins, error) {
 	normalizeLists(&c)
 	c.warnings = warnings
 	return c, from, nil
+}
+
+// isEmpty reports whether a value of the file is empty: "", false, 0, or
+// an empty list or mapping.
+func isEmpty(val any) bool {
+	rv := reflect.ValueOf(val)
+	switch rv.Kind() {
+	case reflect.Slice, reflect.Map:
+		return rv.Len() == 0
+	}
+	return rv.IsZero()
 }
 
 // fromEnv returns where the first of names that is set comes from: the
