@@ -57,6 +57,10 @@ func listHook(from, to reflect.Type, data any) (any, error) {
 // "\"abc\" is not a duration (like 30s or 2m)". It returns "" when val
 // decodes. A secret's value is never shown.
 func checkValue(val any, t reflect.Type, secret bool) string {
+	if s, ok := val.(string); ok && strings.TrimSpace(s) == "" && t.Kind() != reflect.String && t.Kind() != reflect.Slice {
+		// Weak typing would read "" as 0 or false.
+		return "is empty, and it needs " + expects(t) + " (remove the key to keep the default)"
+	}
 	if f, ok := val.(float64); ok && isInt(t.Kind()) {
 		// mapstructure would truncate 2.5 to 2, and 1e20 overflows.
 		switch {
