@@ -9,6 +9,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/subosito/gotenv"
 )
@@ -28,9 +29,10 @@ var dotEnvName = regexp.MustCompile(`^\s*(?:export\s+)?([\w.]+)(?:\s*=|:\s)`)
 // "#" comments (an unquoted value ends at "#"), an "export " prefix, quotes;
 // $NAME in an unquoted or double-quoted value is replaced by that variable,
 // and single quotes keep a value as written. A missing file is no error.
-// Other variables are left alone (Docker reads the same file). A RECALL_*
-// name that sets no key is refused, naming the file, its line and the
-// nearest name that does. Values are never quoted: they may be secrets.
+// Other variables, and the test suite's RECALL_TEST_*, are left alone
+// (Docker reads the same file). A RECALL_* name that sets no key is
+// refused, naming the file, its line and the nearest name that does.
+// Values are never quoted: they may be secrets.
 func readDotEnv(path string) (map[string]dotEnvVar, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -57,7 +59,7 @@ func readDotEnv(path string) (map[string]dotEnvVar, error) {
 	out := map[string]dotEnvVar{}
 	var unknown []dotEnvVar
 	for name, value := range env {
-		if !isRecallName(name) {
+		if !isRecallName(name) || strings.HasPrefix(name, TestEnvPrefix) {
 			continue
 		}
 		v := dotEnvVar{name: name, value: value, line: lines[name]}

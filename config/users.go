@@ -21,6 +21,9 @@ var (
 	// userRE matches access entries "channel:id": a lowercase channel name,
 	// a colon, and a non-empty id without whitespace.
 	userRE = regexp.MustCompile(`^[a-z][a-z0-9_-]*:\S+$`)
+	// tgUserRE matches a Telegram id as the adapter writes it: a signed
+	// integer without "+" or leading zeros.
+	tgUserRE = regexp.MustCompile(`^(0|-?[1-9][0-9]*)$`)
 	// waUserRE matches a WhatsApp id: the phone number in international
 	// form, digits only, or the "…@lid" id of a user whose number the
 	// bot could not learn.
@@ -36,7 +39,7 @@ func userProblem(entry string) string {
 	channel, id, _ := strings.Cut(entry, ":")
 	switch channel {
 	case channelTelegram:
-		if _, err := strconv.ParseInt(id, 10, 64); err != nil {
+		if _, err := strconv.ParseInt(id, 10, 64); err != nil || !tgUserRE.MatchString(id) {
 			return fmt.Sprintf("a Telegram user id is a number (e.g. telegram:123456; the bot tells a user theirs when it refuses them), got %q", entry)
 		}
 	case channelWhatsApp:
