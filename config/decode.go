@@ -81,10 +81,10 @@ func checkValue(val any, t reflect.Type, secret bool) string {
 		return ""
 	}
 	shown := "the value (not shown: it is a secret)"
-	switch val.(type) {
+	switch val := val.(type) {
 	case string:
 		if !secret {
-			shown = strconv.Quote(val.(string))
+			shown = strconv.Quote(val)
 		}
 	case map[string]any, []any:
 		shown = "a list or mapping"
