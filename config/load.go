@@ -95,52 +95,13 @@ func load(s Sources) (Config, origins, error) {
 			return Config{}, nil, fmt.Errorf("config: %w", err)
 		}
 	}
-	inFile := map[string]bool{} // keys the file sets to something not empty
-	for _, l := range leaves() {
-		if val := v.Get(l.key); val != nil && !isEmpty(val) {
-			inFile[l.key] = true
-		}
+	from, more, err := bindKeys(v, s, dotenv)
+	if err != nil {
+		return Config{}, nil, fmt.Errorf("config: %w", err)
 	}
-	v.AllowEmptyEnv(true)
-	from := origins{}
-	defaults := reflect.ValueOf(Default())
-	for _, l := range leaves() {
-		v.SetDefault(l.key, defaults.FieldByIndex(l.index).Interface())
-		// Every key explicitly: AutomaticEnv alone does not reach Unmarshal.
-		names := envNames(l.key)
-		if err := v.BindEnv(append([]string{l.key}, names...)...); err != nil {
-			return Config{}, nil, fmt.Errorf("config: binding %s: %w", l.key, err)
-		}
-		if o, ok := fromEnv(names, dotenv, s.DotEnv); ok {
-			from[l.key] = o
-			if o.dotenv != "" { // what viper reads after the environment, before the file
-				v.Set(l.key, o.value)
-			}
-			if o.value == "" && inFile[l.key] {
-				// .env.example's blank lines, kept in a .env, would
-				// otherwise empty what config.yaml sets without a word.
-				warnings = append(warnings, fmt.Sprintf("%s: %s is empty, not what %s sets (%s to use the file's)",
-					o.emptyText(), l.key, s.File, o.unsetText()))
-			}
-		} else if s.File != "" && v.InConfig(l.key) {
-			from[l.key] = origin{file: s.File}
-		}
-	}
-
-	for _, l := range leaves() {
-		t := defaults.FieldByIndex(l.index).Type()
-		o := from[l.key]
-		if o.env != "" && o.value == "" && t.Kind() != reflect.String && t.Kind() != reflect.Slice {
-			errs = append(errs, &KeyError{Key: l.key, Msg: fmt.Sprintf("%s, and %s needs %s: %s to keep the default (%v)",
-				o.emptyText(), l.key, expects(t), o.unsetText(), defaults.FieldByIndex(l.index).Interface())})
-			continue
-		}
-		if msg := checkValue(v.Get(l.key), t, l.secret); msg != "" {
-			errs = append(errs, &KeyError{Key: l.key, Msg: msg, Where: o.where()})
-		}
-	}
-	if len(errs) > 0 {
-		return Config{}, nil, fmt.Errorf("config: %w", errors.Join(errs...))
+	warnings = append(warnings, more...)
+	if err := checkValues(v, from); err != nil {
+		return Config{}, nil, fmt.Errorf("config: %w", err)
 	}
 
 	var c Config
@@ -152,6 +113,71 @@ func load(s Sources) (Config, origins, error) {
 	normalizeLists(&c)
 	c.warnings = warnings
 	return c, from, nil
+}
+
+// bindKeys gives v every key's default and variables (v holds the file
+// already), and the .env file's variables for the keys the environment
+// does not set. It returns where each key's value comes from, and a
+// warning for each variable set to "" that empties what the file sets.
+func bindKeys(v *viper.Viper, s Sources, dotenv map[string]dotEnvVar) (origins, []string, error) {
+	inFile := map[string]bool{} // keys the file sets to something not empty
+	for _, l := range leaves() {
+		if val := v.Get(l.key); val != nil && !isEmpty(val) {
+			inFile[l.key] = true
+		}
+	}
+	v.AllowEmptyEnv(true)
+	from := origins{}
+	var warnings []string
+	defaults := reflect.ValueOf(Default())
+	for _, l := range leaves() {
+		v.SetDefault(l.key, defaults.FieldByIndex(l.index).Interface())
+		// Every key explicitly: AutomaticEnv alone does not reach Unmarshal.
+		names := envNames(l.key)
+		if err := v.BindEnv(append([]string{l.key}, names...)...); err != nil {
+			return nil, nil, fmt.Errorf("binding %s: %w", l.key, err)
+		}
+		o, ok := fromEnv(names, dotenv, s.DotEnv)
+		if !ok {
+			if s.File != "" && v.InConfig(l.key) {
+				from[l.key] = origin{file: s.File}
+			}
+			continue
+		}
+		from[l.key] = o
+		if o.dotenv != "" { // what viper reads after the environment, before the file
+			v.Set(l.key, o.value)
+		}
+		if o.value == "" && inFile[l.key] {
+			// .env.example's blank lines, kept in a .env, would
+			// otherwise empty what config.yaml sets without a word.
+			warnings = append(warnings, fmt.Sprintf("%s: %s is empty, not what %s sets (%s to use the file's)",
+				o.emptyText(), l.key, s.File, o.unsetText()))
+		}
+	}
+	return from, warnings, nil
+}
+
+// checkValues checks that each key's value (as v has it) can be read as
+// its type, and refuses a variable set to "" for a key that cannot be
+// empty (a number, a duration, a switch), naming it. It returns every
+// problem, each a *KeyError.
+func checkValues(v *viper.Viper, from origins) error {
+	var errs []error
+	defaults := reflect.ValueOf(Default())
+	for _, l := range leaves() {
+		def := defaults.FieldByIndex(l.index)
+		o := from[l.key]
+		if k := def.Kind(); o.env != "" && o.value == "" && k != reflect.String && k != reflect.Slice {
+			errs = append(errs, &KeyError{Key: l.key, Msg: fmt.Sprintf("%s, and %s needs %s: %s to keep the default (%v)",
+				o.emptyText(), l.key, expects(def.Type()), o.unsetText(), def.Interface())})
+			continue
+		}
+		if msg := checkValue(v.Get(l.key), def.Type(), l.secret); msg != "" {
+			errs = append(errs, &KeyError{Key: l.key, Msg: msg, Where: o.where()})
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // isEmpty reports whether a value of the file is empty: "", false, 0, or
