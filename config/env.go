@@ -15,68 +15,54 @@ const TestEnvPrefix = EnvPrefix + "_TEST_"
 // CheckEnv rejects RECALL_* variables in environ ("NAME=value" entries, as
 // os.Environ returns them) that set no key, naming the nearest variable that
 // does: a misspelled RECALL_LLM_BASEURL must stop the start, not leave the
-// bot talking to the default endpoint with the user's key. Variables set to
-// "" are ignored (they set nothing). Values are never quoted: they may be
-// secrets.
+// bot talking to the default endpoint with the user's key. viper itself
+// ignores variables it was not told about. A variable set to "" counts (it
+// sets its key to empty), so a misspelled empty one is refused too.
+// RECALL_CONFIG (FileEnv) and the test suite's RECALL_TEST_* are left
+// alone. Values are never quoted: they may be secrets.
 func CheckEnv(environ []string) error {
-	known := map[string]bool{}
-	var names []string
-	for _, l := range leaves() {
-		for _, n := range append([]string{envName(l.key)}, shorthandEnv(l.key)...) {
-			known[n] = true
-			names = append(names, n)
-		}
-	}
-	var errs []error
 	var unknown []string
 	for _, kv := range environ {
-		name, value, _ := strings.Cut(kv, "=")
-		if !strings.HasPrefix(strings.ToUpper(name), EnvPrefix+"_") || value == "" || known[name] {
+		name, _, _ := strings.Cut(kv, "=")
+		if !isRecallName(name) || knownEnv(name) || name == FileEnv || strings.HasPrefix(name, TestEnvPrefix) {
 			continue
-		}
-		if strings.HasPrefix(name, TestEnvPrefix) {
-			continue // the test suite's own (RECALL_TEST_POSTGRES_URL), never a key
 		}
 		unknown = append(unknown, name)
 	}
 	slices.Sort(unknown)
+	var errs []error
 	for _, name := range slices.Compact(unknown) {
 		errs = append(errs, fmt.Errorf("environment variable %s sets no configuration key; did you mean %s? (unset it, or fix its name)",
-			name, nearest(strings.ToUpper(name), names)))
+			name, suggestEnv(name)))
 	}
 	return errors.Join(errs...)
 }
 
-// nearest returns the candidate with the smallest edit distance to s (the
-// first of equals).
-func nearest(s string, candidates []string) string {
-	best, bestD := "", -1
-	for _, c := range candidates {
-		if d := editDistance(s, c); bestD < 0 || d < bestD {
-			best, bestD = c, d
-		}
-	}
-	return best
+// isRecallName reports whether a variable's name is in Recall's namespace
+// (RECALL_…, in any case: recall_llm_model is a typo of RECALL_LLM_MODEL).
+func isRecallName(name string) bool {
+	return strings.HasPrefix(strings.ToUpper(name), EnvPrefix+"_")
 }
 
-// editDistance is the Levenshtein distance between a and b, in bytes
-// (variable names are ASCII).
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
+// envVars returns every variable that sets a key, in key order.
+func envVars() []string {
+	var out []string
+	for _, l := range leaves() {
+		out = append(out, envNames(l.key)...)
 	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
+	return out
+}
+
+// knownEnv reports whether name is a variable that sets a key.
+func knownEnv(name string) bool { return slices.Contains(envVars(), name) }
+
+// suggestEnv returns the variable that sets a key nearest to name (one that
+// does not): RECALL_TOKEN → RECALL_TELEGRAM_TOKEN.
+func suggestEnv(name string) string {
+	vars := envVars()
+	bare := make([]string, len(vars)) // without RECALL_: the prefix is no word to match on
+	for i, v := range vars {
+		bare[i] = strings.TrimPrefix(v, EnvPrefix+"_")
 	}
-	return prev[len(b)]
+	return vars[nearest(strings.TrimPrefix(strings.ToUpper(name), EnvPrefix+"_"), bare)]
 }

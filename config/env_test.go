@@ -1,7 +1,6 @@
 package config
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -42,6 +41,16 @@ func TestCheckEnv(t *testing.T) {
 		{[]string{"RECALL_TELEGRAM_TOKN=1"}, "did you mean RECALL_TELEGRAM_TOKEN?"},
 		{[]string{"RECALL_DATA=/x"}, "did you mean RECALL_DATA_DIR?"},
 		{[]string{"recall_llm_model=x"}, "did you mean RECALL_LLM_MODEL?"},
+		// The last word finds the key where the edit distance alone
+		// named RECALL_DATA_DIR.
+		{[]string{"RECALL_TOKEN=1:AAH"}, "did you mean RECALL_TELEGRAM_TOKEN?"},
+		{[]string{"RECALL_API_KEY=sk"}, "did you mean RECALL_LLM_API_KEY?"},
+		{[]string{"RECALL_WEBHOOK_URL=https://x"}, "did you mean RECALL_TELEGRAM_WEBHOOK_URL?"},
+		{[]string{"RECALL_LISTEN=:1"}, "did you mean RECALL_HTTP_LISTEN?"},
+		// Set but empty counts now: an empty typo is refused too.
+		{[]string{"RECALL_HTTP_LISTN="}, "RECALL_HTTP_LISTN sets no configuration key; did you mean RECALL_HTTP_LISTEN?"},
+		{[]string{"RECALL_CONFIG=/etc/recall.yaml"}, ""},
+		{[]string{"RECALL_LLM_TOOLS=off"}, ""},
 	} {
 		err := CheckEnv(tc.env)
 		switch {
@@ -76,35 +85,6 @@ func TestSecretInFileWarns(t *testing.T) {
 	}
 	if len(c.Warnings()) != 0 {
 		t.Errorf("config.yaml: %q", c.Warnings())
-	}
-}
-
-// .env beside the bot holds the secrets config.yaml must not; the
-// environment wins over it, and a misspelled name in it is caught too.
-func TestLoadDotEnv(t *testing.T) {
-	isolateEnv(t)
-	t.Setenv("RECALL_LLM_MODEL", "from-env")
-	p := writeFile(t, "# secrets\nRECALL_LLM_API_KEY=sk-dot\nexport RECALL_TELEGRAM_TOKEN=\"123:AAH x\"\nRECALL_LLM_MODEL=from-file\nRECALL_LOG_LEVEL=debug # comment\nPATH=/nowhere\n\n")
-	if err := LoadDotEnv(p); err != nil {
-		t.Fatal(err)
-	}
-	c, err := Load("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.LLM.APIKey != "sk-dot" || c.Telegram.Token != "123:AAH x" || c.LLM.Model != "from-env" || c.Log.Level != "debug" {
-		t.Errorf("loaded %q %q %q %q", c.LLM.APIKey, c.Telegram.Token, c.LLM.Model, c.Log.Level)
-	}
-	if err := LoadDotEnv(filepath.Join(t.TempDir(), "none")); err != nil {
-		t.Errorf("a missing .env: %v", err)
-	}
-	t.Setenv("RECALL_LLM_APIKEY", "") // restored after the test
-	bad := writeFile(t, "RECALL_LLM_APIKEY=sk-typo\n")
-	if err := LoadDotEnv(bad); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Load(""); err == nil || !strings.Contains(err.Error(), "did you mean RECALL_LLM_API_KEY?") {
-		t.Errorf("a typo in .env: %v", err)
 	}
 }
 

@@ -39,7 +39,7 @@ func FuzzLoad(f *testing.F) {
 	f.Add("telegram:\n  token: \"1:A\"\n  webhook: {url: 'http://x', secret: 'a b'}\n")
 	dir := f.TempDir()
 	for _, l := range leaves() {
-		if v, ok := os.LookupEnv(envName(l.key)); ok && v != "" {
+		if _, ok := os.LookupEnv(envName(l.key)); ok {
 			f.Skipf("%s is set: the fuzz target reads files only", envName(l.key))
 		}
 	}

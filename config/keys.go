@@ -62,3 +62,13 @@ func walk(t reflect.Type, prefix string, index []int) []leaf {
 func envName(key string) string {
 	return EnvPrefix + "_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
 }
+
+// envNames returns every variable that sets key, the first one set winning:
+// its own, then a shorthand's (RECALL_LLM_TOOLS for llm.tools.mode).
+func envNames(key string) []string {
+	return append([]string{envName(key)}, shorthandEnv(key)...)
+}
+
+// FileEnv names the configuration file when no --config is given
+// (DefaultSources). It sets no key, and .env cannot set it.
+const FileEnv = EnvPrefix + "_CONFIG"

@@ -3,263 +3,282 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"reflect"
-	"slices"
 	"strings"
-	"time"
-	"unicode"
 
 	"github.com/go-viper/mapstructure/v2"
-	"go.yaml.in/yaml/v3"
+	"github.com/spf13/viper"
 )
 
-// Load builds the configuration from Default, then the YAML file at path (if
-// path is not empty), then RECALL_* environment variables, and validates the
-// result. A missing file at an explicit path, a key in the file that Recall
-// does not know, a RECALL_* variable that sets no key (CheckEnv), a value
-// that cannot be parsed, or a failed Validate is an error; on error the zero
+// Sources says where Load reads the configuration, beside the defaults and
+// the process environment.
+type Sources struct {
+	File   string // YAML file; "" = none; a missing one is an error
+	DotEnv string // .env file; "" = none; a missing one is no error
+}
+
+// DefaultSources returns where the bot reads its configuration: the file
+// flag names (--config), else the one RECALL_CONFIG names (set but empty:
+// no file), else config.yaml in the working directory when there is one;
+// and .env in the working directory.
+func DefaultSources(flag string) Sources {
+	s := Sources{File: flag, DotEnv: ".env"}
+	if flag != "" {
+		return s
+	}
+	if p, ok := os.LookupEnv(FileEnv); ok {
+		s.File = p
+		return s
+	}
+	if _, err := os.Stat("config.yaml"); !errors.Is(err, fs.ErrNotExist) {
+		s.File = "config.yaml" // a file that cannot be read is said so by Load
+	}
+	return s
+}
+
+// Load is LoadSources with the YAML file at path (none when "") and no
+// .env file.
+func Load(path string) (Config, error) {
+	return LoadSources(Sources{File: path})
+}
+
+// LoadSources builds the configuration with viper, each key from the first
+// of: its RECALL_* variable, the .env file, the YAML file, Default; then
+// validates it. A variable (or .env line) set to "" counts: it sets its
+// key to empty (RECALL_HTTP_LISTEN= turns the health server off), and is
+// refused, naming it, for a key where empty means nothing (numbers,
+// durations, switches, and what Validate refuses empty). A missing file
+// at an explicit path, a key in the file that Recall does not know, a
+// RECALL_* variable that sets no key (CheckEnv, and the same in .env), a
+// value that cannot be read as its key's type, or a failed Validate is an
+// error naming the key and where its value came from; on error the zero
 // Config is returned.
 //
 // Durations are written like "30s" or "10m". Lists are YAML lists in the
-// file and comma- or space-separated strings in the environment.
-func Load(path string) (Config, error) {
-	c, err := load(path)
+// file and comma- or space-separated strings in variables.
+func LoadSources(s Sources) (Config, error) {
+	c, from, err := load(s)
 	if err != nil {
 		return Config{}, err
 	}
 	if err := c.Validate(); err != nil {
-		return Config{}, fmt.Errorf("config: invalid:\n%w", err)
+		return Config{}, fmt.Errorf("config: invalid:\n%w", from.annotate(err))
 	}
 	return c, nil
 }
 
-// load is Load without validation.
-func load(path string) (Config, error) {
+// load is LoadSources without validation; it also returns where each key
+// came from.
+func load(s Sources) (Config, origins, error) {
+	var errs []error
 	if err := CheckEnv(os.Environ()); err != nil {
-		return Config{}, fmt.Errorf("config: %w", err)
+		errs = append(errs, err)
 	}
-	var warnings []string
-	var file map[string]any // leaf key → value, from the file
-	if path != "" {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				return Config{}, fmt.Errorf("config: file %s not found: %w", path, os.ErrNotExist)
-			}
-			return Config{}, fmt.Errorf("config: reading %s: %w", path, err)
+	var dotenv map[string]dotEnvVar
+	if s.DotEnv != "" {
+		var err error
+		if dotenv, err = readDotEnv(s.DotEnv); err != nil {
+			errs = append(errs, err)
 		}
-		data = expandShorthands(data)
-		if file, err = readYAML(data); err != nil {
-			return Config{}, fmt.Errorf("config: %s: parsing: %w", path, err)
-		}
-		if err := checkFileKeys(file); err != nil {
-			return Config{}, fmt.Errorf("config: %s: %w", path, err)
-		}
-		warnings = fileSecrets(path, file)
+	}
+	if len(errs) > 0 {
+		return Config{}, nil, fmt.Errorf("config: %w", errors.Join(errs...))
 	}
 
-	// Each key from the environment, else the file, else its default.
-	settings := map[string]any{}
-	defaults := reflect.ValueOf(Default())
-	for _, l := range leaves() {
-		val := defaults.FieldByIndex(l.index).Interface()
-		if fv, ok := file[l.key]; ok && fv != nil {
-			val = fv
+	v := viper.New()
+	var warnings []string
+	if s.File != "" {
+		var err error
+		if warnings, err = readFile(v, s.File); err != nil {
+			return Config{}, nil, fmt.Errorf("config: %w", err)
 		}
-		for _, name := range append([]string{envName(l.key)}, shorthandEnv(l.key)...) {
-			if ev := os.Getenv(name); ev != "" { // set but empty counts as unset
-				val = ev
-				break
-			}
-		}
-		setPath(settings, strings.Split(l.key, "."), val)
+	}
+	from, more, err := bindKeys(v, s, dotenv)
+	if err != nil {
+		return Config{}, nil, fmt.Errorf("config: %w", err)
+	}
+	warnings = append(warnings, more...)
+	if err := checkValues(v, from); err != nil {
+		return Config{}, nil, fmt.Errorf("config: %w", err)
 	}
 
 	var c Config
-	dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
-		Result:           &c,
-		WeaklyTypedInput: true, // environment values are strings
-		DecodeHook:       mapstructure.ComposeDecodeHookFunc(durationHook, listHook),
-		ErrorUnused:      true,
-	})
-	if err != nil {
-		return Config{}, fmt.Errorf("config: %w", err)
-	}
-	if err := dec.Decode(settings); err != nil {
-		return Config{}, fmt.Errorf("config: %w", err)
+	if err := v.Unmarshal(&c, viper.DecodeHook(decodeHook), func(dc *mapstructure.DecoderConfig) {
+		dc.ErrorUnused = true
+	}); err != nil {
+		return Config{}, nil, fmt.Errorf("config: decoding: %w", err)
 	}
 	normalizeLists(&c)
 	c.warnings = warnings
-	return c, nil
+	return c, from, nil
 }
 
-// readYAML reads a YAML document into its keys: dotted paths, lower case
-// (keys are matched ignoring case), one per scalar or list; a section
-// written without a value ("memory:") is a key holding nil, an empty
-// mapping none.
-func readYAML(data []byte) (map[string]any, error) {
-	var doc map[string]any
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, err
-	}
-	out := map[string]any{}
-	var flatten func(prefix string, m map[string]any)
-	flatten = func(prefix string, m map[string]any) {
-		for k, v := range m {
-			key := strings.ToLower(k)
-			if prefix != "" {
-				key = prefix + "." + key
-			}
-			switch sub := v.(type) {
-			case map[string]any:
-				flatten(key, sub)
-				continue
-			case map[any]any: // a key that is not a string ("1: x")
-				named := make(map[string]any, len(sub))
-				for k, v := range sub {
-					named[fmt.Sprint(k)] = v
-				}
-				flatten(key, named)
-				continue
-			}
-			out[key] = v
+// bindKeys gives v every key's default and variables (v holds the file
+// already), and the .env file's variables for the keys the environment
+// does not set. It returns where each key's value comes from, and a
+// warning for each variable set to "" that empties what the file sets.
+func bindKeys(v *viper.Viper, s Sources, dotenv map[string]dotEnvVar) (origins, []string, error) {
+	inFile := map[string]bool{} // keys the file sets to something not empty
+	for _, l := range leaves() {
+		if val := v.Get(l.key); val != nil && !isEmpty(val) {
+			inFile[l.key] = true
 		}
 	}
-	flatten("", doc)
-	return out, nil
-}
-
-// setPath sets m[path[0]][path[1]]… = v, making the mappings on the way.
-func setPath(m map[string]any, path []string, v any) {
-	for _, p := range path[:len(path)-1] {
-		sub, ok := m[p].(map[string]any)
+	v.AllowEmptyEnv(true)
+	from := origins{}
+	var warnings []string
+	defaults := reflect.ValueOf(Default())
+	for _, l := range leaves() {
+		v.SetDefault(l.key, defaults.FieldByIndex(l.index).Interface())
+		// Every key explicitly: AutomaticEnv alone does not reach Unmarshal.
+		names := envNames(l.key)
+		if err := v.BindEnv(append([]string{l.key}, names...)...); err != nil {
+			return nil, nil, fmt.Errorf("binding %s: %w", l.key, err)
+		}
+		o, ok := fromEnv(names, dotenv, s.DotEnv)
 		if !ok {
-			sub = map[string]any{}
-			m[p] = sub
-		}
-		m = sub
-	}
-	m[path[len(path)-1]] = v
-}
-
-// fileSecrets warns about each secret (llm.api_key, telegram.token, …) the
-// file itself holds: a file that is copied, committed or shared carries it.
-// The value is never quoted.
-func fileSecrets(path string, file map[string]any) []string {
-	var out []string
-	for _, l := range leaves() {
-		if v, ok := file[l.key]; l.secret && ok && v != nil && fmt.Sprint(v) != "" {
-			out = append(out, fmt.Sprintf("%s holds a secret (%s): move it to the environment (%s) or to a .env file that is never committed, and leave it empty in %s",
-				path, l.key, envName(l.key), path))
-		}
-	}
-	return out
-}
-
-// checkFileKeys rejects keys of the file that do not correspond to a
-// Config field, so that typos are not silently ignored.
-func checkFileKeys(file map[string]any) error {
-	known := map[string]bool{}
-	for _, l := range leaves() {
-		known[l.key] = true
-	}
-	var errs []error
-	keys := make([]string, 0, len(file))
-	for k := range file {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		switch {
-		case known[k]:
-		case parentKeys[k]:
-			// A section written as a scalar ("memory: 5") is wrong; an
-			// empty section ("memory:") is harmless.
-			// The value is not quoted: it may be a secret written one
-			// level too high ("telegram: 123456:AAH…").
-			if v := file[k]; v != nil {
-				errs = append(errs, fmt.Errorf("%s: must be a mapping of keys (e.g. %s.%s: …), got a single %T value", k, k, firstChild(k), v))
+			if s.File != "" && v.InConfig(l.key) {
+				from[l.key] = origin{file: s.File}
 			}
-		default:
-			errs = append(errs, unknownKey(k))
+			continue
+		}
+		from[l.key] = o
+		if o.dotenv != "" { // what viper reads after the environment, before the file
+			v.Set(l.key, o.value)
+		}
+		if o.value == "" && inFile[l.key] {
+			// .env.example's blank lines, kept in a .env, would
+			// otherwise empty what config.yaml sets without a word.
+			warnings = append(warnings, fmt.Sprintf("%s: %s is empty, not what %s sets (%s to use the file's)",
+				o.emptyText(), l.key, s.File, o.unsetText()))
+		}
+	}
+	return from, warnings, nil
+}
+
+// checkValues checks that each key's value (as v has it) can be read as
+// its type, and refuses a variable set to "" for a key that cannot be
+// empty (a number, a duration, a switch), naming it. It returns every
+// problem, each a *KeyError.
+func checkValues(v *viper.Viper, from origins) error {
+	var errs []error
+	defaults := reflect.ValueOf(Default())
+	for _, l := range leaves() {
+		def := defaults.FieldByIndex(l.index)
+		o := from[l.key]
+		if k := def.Kind(); o.env != "" && o.value == "" && k != reflect.String && k != reflect.Slice {
+			errs = append(errs, &KeyError{Key: l.key, Msg: fmt.Sprintf("%s, and %s needs %s: %s to keep the default (%v)",
+				o.emptyText(), l.key, expects(def.Type()), o.unsetText(), def.Interface())})
+			continue
+		}
+		if msg := checkValue(v.Get(l.key), def.Type(), l.secret); msg != "" {
+			errs = append(errs, &KeyError{Key: l.key, Msg: msg, Where: o.where()})
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// unknownKey reports a key the configuration does not have. Keys are
-// letters, digits, underscores and dots; one with anything else is most
-// likely a value glued to its key ("api_key:sk-…:" or "token=123:AAH…"
-// parse as one key), so it is named only up to there: the rest may be a
-// secret.
-func unknownKey(k string) error {
-	i := strings.IndexFunc(k, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.')
-	})
-	if i < 0 {
-		return fmt.Errorf("%s: unknown key", k)
+// isEmpty reports whether a value of the file is empty: "", false, 0, or
+// an empty list or mapping.
+func isEmpty(val any) bool {
+	rv := reflect.ValueOf(val)
+	switch rv.Kind() {
+	case reflect.Slice, reflect.Map:
+		return rv.Len() == 0
 	}
-	return fmt.Errorf("%s…: unknown key (the rest of it is not shown: a value written without a space after its colon? write \"key: value\")", k[:i+1])
+	return rv.IsZero()
 }
 
-// firstChild names the first key of section key, for messages.
-func firstChild(section string) string {
-	for _, l := range leaves() {
-		if rest, ok := strings.CutPrefix(l.key, section+"."); ok {
-			name, _, _ := strings.Cut(rest, ".")
-			return name
+// fromEnv returns where the first of names that is set comes from: the
+// environment, else the .env file (read from dotenvPath).
+func fromEnv(names []string, dotenv map[string]dotEnvVar, dotenvPath string) (origin, bool) {
+	for _, n := range names {
+		if val, ok := os.LookupEnv(n); ok {
+			return origin{env: n, value: val}, true
 		}
 	}
-	return "key"
+	for _, n := range names {
+		if d, ok := dotenv[n]; ok {
+			return origin{env: n, value: d.value, dotenv: dotenvPath, line: d.line}, true
+		}
+	}
+	return origin{}, false
 }
 
-var durationType = reflect.TypeFor[time.Duration]()
-
-// durationHook parses strings like "30s" into time.Duration and rejects bare
-// non-zero numbers, which would otherwise silently mean nanoseconds.
-func durationHook(from, to reflect.Type, data any) (any, error) {
-	if to != durationType || from == durationType {
-		return data, nil
-	}
-	switch from.Kind() {
-	case reflect.String:
-		s := strings.TrimSpace(data.(string))
-		d, err := time.ParseDuration(s)
-		if err != nil {
-			return nil, fmt.Errorf("invalid duration %q (write e.g. \"30s\", \"10m\", \"1h\")", s)
-		}
-		return d, nil
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
-		reflect.Float32, reflect.Float64:
-		if reflect.ValueOf(data).IsZero() {
-			return time.Duration(0), nil
-		}
-		return nil, fmt.Errorf("duration %v has no unit (write e.g. \"30s\", \"10m\", \"1h\")", data)
-	}
-	return data, nil
+// origin is where a key's value came from: a variable (of the environment
+// or of a .env file), or the YAML file. The zero origin is the default.
+type origin struct {
+	env    string // variable name
+	value  string // the variable's value, never shown (it may be a secret)
+	dotenv string // .env file holding the variable; "" = the environment
+	line   int    // its line in the .env file
+	file   string // YAML file
 }
 
-// listHook splits a string into a []string on commas and whitespace, so
-// RECALL_ACCESS_ALLOWED_USERS="telegram:1, whatsapp:2" works.
-func listHook(from, to reflect.Type, data any) (any, error) {
-	if from.Kind() != reflect.String || to.Kind() != reflect.Slice || to.Elem().Kind() != reflect.String {
-		return data, nil
+// origins maps keys to where their values came from; keys at their
+// default are absent.
+type origins map[string]origin
+
+// where names the origin for messages: "set by RECALL_LLM_TIMEOUT",
+// "set in .env line 3 (RECALL_LLM_TIMEOUT)", "set in config.yaml"; "" for a
+// default.
+func (o origin) where() string {
+	switch {
+	case o.dotenv != "":
+		return fmt.Sprintf("set in %s line %d (%s)", o.dotenv, o.line, o.env)
+	case o.env != "":
+		return "set by " + o.env
+	case o.file != "":
+		return "set in " + o.file
 	}
-	return strings.FieldsFunc(data.(string), func(r rune) bool {
-		return r == ',' || unicode.IsSpace(r)
-	}), nil
+	return ""
 }
 
-// normalizeLists turns empty lists into nil so that "allowed_users: []" and
-// an absent key load identically.
-func normalizeLists(c *Config) {
-	rv := reflect.ValueOf(c).Elem()
-	for _, l := range leaves() {
-		f := rv.FieldByIndex(l.index)
-		if f.Kind() == reflect.Slice && f.Len() == 0 && !f.IsNil() {
-			f.Set(reflect.Zero(f.Type()))
-		}
+// emptyText says that the variable is set but empty.
+func (o origin) emptyText() string {
+	if o.dotenv != "" {
+		return fmt.Sprintf("%s line %d sets %s empty", o.dotenv, o.line, o.env)
 	}
+	return o.env + " is set but empty"
+}
+
+// unsetText says how to take the variable away.
+func (o origin) unsetText() string {
+	if o.dotenv != "" {
+		return "remove the line"
+	}
+	return "unset it"
+}
+
+// annotate adds to each KeyError of err (Validate's) where the key's
+// value came from, and for one set empty by a variable how to go back to
+// the default.
+func (from origins) annotate(err error) error {
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return err
+	}
+	var out []error
+	for _, e := range joined.Unwrap() {
+		var ke *KeyError
+		if !errors.As(e, &ke) {
+			out = append(out, e)
+			continue
+		}
+		key, _, _ := strings.Cut(ke.Key, "[") // access.allowed_users[1]
+		o, ok := from[key]
+		if !ok {
+			out = append(out, e)
+			continue
+		}
+		a := *ke
+		a.Where = o.where()
+		if o.env != "" && o.value == "" {
+			a.Where = fmt.Sprintf("%s: %s to keep the default", o.emptyText(), o.unsetText())
+		}
+		out = append(out, &a)
+	}
+	return errors.Join(out...)
 }

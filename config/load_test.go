@@ -17,14 +17,18 @@ import (
 
 const exampleFile = "../config.yaml"
 
-// isolateEnv makes every RECALL_* override unset for the test (Load treats
-// set-but-empty as unset), so the caller's environment cannot leak in.
+// isolateEnv unsets every RECALL_* variable for the test (restored after
+// it), so the caller's environment cannot leak in. Unset, not empty: a
+// variable set to "" sets its key to empty.
 func isolateEnv(t *testing.T) {
 	t.Helper()
-	for _, l := range leaves() {
-		t.Setenv(envName(l.key), "")
-		for _, n := range shorthandEnv(l.key) {
-			t.Setenv(n, "")
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if isRecallName(name) && !strings.HasPrefix(name, TestEnvPrefix) {
+			t.Setenv(name, "") // restores the value after the test
+			if err := os.Unsetenv(name); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 }
@@ -186,7 +190,7 @@ func TestEveryKeyHasEnvOverride(t *testing.T) {
 				t.Fatalf("no test value for type %s", def.Type())
 			}
 			t.Setenv(envName(l.key), env)
-			c, err := load("")
+			c, _, err := load(Sources{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -232,14 +236,16 @@ func TestEnvOverrides(t *testing.T) {
 			func(c Config) any { return c.Memory.Budget.Total }, 16000},
 		{"nested webhook", map[string]string{"RECALL_TELEGRAM_WEBHOOK_URL": "https://bot.example.com/hook", "RECALL_TELEGRAM_WEBHOOK_SECRET": "s3cret_-X"},
 			func(c Config) any { return c.Telegram.Webhook.URL }, "https://bot.example.com/hook"},
-		{"list comma", map[string]string{"RECALL_ACCESS_ALLOWED_USERS": "telegram:1,whatsapp:2"},
-			func(c Config) any { return c.Access.AllowedUsers }, []string{"telegram:1", "whatsapp:2"}},
+		{"list comma", map[string]string{"RECALL_ACCESS_ALLOWED_USERS": "telegram:1,whatsapp:4915112345678"},
+			func(c Config) any { return c.Access.AllowedUsers }, []string{"telegram:1", "whatsapp:4915112345678"}},
 		{"list space", map[string]string{"RECALL_ACCESS_ALLOWED_USERS": "telegram:1 console:local"},
 			func(c Config) any { return c.Access.AllowedUsers }, []string{"telegram:1", "console:local"}},
-		{"list mixed", map[string]string{"RECALL_ACCESS_ADMINS": " telegram:1,  whatsapp:2 ,console:local "},
-			func(c Config) any { return c.Access.Admins }, []string{"telegram:1", "whatsapp:2", "console:local"}},
-		{"empty env ignored", map[string]string{"RECALL_HTTP_LISTEN": ""},
-			func(c Config) any { return c.HTTP.Listen }, "127.0.0.1:9090"},
+		{"list mixed", map[string]string{"RECALL_ACCESS_ADMINS": " telegram:1,  whatsapp:4915112345678 ,console:local "},
+			func(c Config) any { return c.Access.Admins }, []string{"telegram:1", "whatsapp:4915112345678", "console:local"}},
+		// Set but empty counts (it was ignored before viper's AllowEmptyEnv):
+		// the health server is turned off from the environment.
+		{"empty env turns the health server off", map[string]string{"RECALL_HTTP_LISTEN": ""},
+			func(c Config) any { return c.HTTP.Listen }, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -338,9 +344,9 @@ func TestLoadErrors(t *testing.T) {
 		{name: "bad yaml", file: "memory: [\n", wantErrs: []string{"parsing"}},
 		{name: "duration without unit in file", file: "llm:\n  timeout: 30\n", wantErrs: []string{"llm.timeout", "no unit"}},
 		{name: "bad duration in env", env: map[string]string{"RECALL_SHUTDOWN_TIMEOUT": "soon"},
-			wantErrs: []string{"shutdown.timeout", "invalid duration"}},
+			wantErrs: []string{`shutdown.timeout: "soon" is not a duration (like 30s or 2m); set by RECALL_SHUTDOWN_TIMEOUT`}},
 		{name: "bad int in env", env: map[string]string{"RECALL_MEMORY_BUDGET_TOTAL": "lots"},
-			wantErrs: []string{"memory.budget.total"}},
+			wantErrs: []string{`memory.budget.total: "lots" is not a whole number; set by RECALL_MEMORY_BUDGET_TOTAL`}},
 		{name: "validation from file", file: "memory:\n  threshold: 0\n",
 			wantErrs: []string{"memory.threshold: must be between 1 and 500, got 0"}},
 		{name: "validation from env", env: map[string]string{"RECALL_LOG_LEVEL": "verbose"},

@@ -24,13 +24,11 @@ func shorthandEnv(key string) []string {
 }
 
 // expandShorthands rewrites each shorthand section written as one value in
-// the YAML data into its mapping ("tools: off" under llm becomes
-// "tools: {mode: off}"). Data without one is returned unchanged, and so is
-// data that does not parse (the parser that reads it next says why).
-func expandShorthands(data []byte) []byte {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil || len(doc.Content) == 0 {
-		return data
+// the YAML document into its mapping ("tools: off" under llm becomes
+// "tools: {mode: off}"), and reports whether it changed anything.
+func expandShorthands(doc *yaml.Node) bool {
+	if len(doc.Content) == 0 {
+		return false
 	}
 	changed := false
 	for section, key := range shorthands {
@@ -50,18 +48,11 @@ func expandShorthands(data []byte) []byte {
 			}
 		}
 	}
-	if !changed {
-		return data
-	}
-	out, err := yaml.Marshal(&doc)
-	if err != nil {
-		return data
-	}
-	return out
+	return changed
 }
 
 // mappingValue returns the value of key in a mapping node (keys compared
-// ignoring case, as Load does), or nil.
+// ignoring case, as viper does), or nil.
 func mappingValue(m *yaml.Node, key string) *yaml.Node {
 	if m == nil || m.Kind != yaml.MappingNode {
 		return nil

@@ -157,20 +157,32 @@ const (
 var (
 	// waVersionRE matches whatsapp.client_version: "2.3000.1031234567".
 	waVersionRE = regexp.MustCompile(`^[0-9]{1,10}\.[0-9]{1,10}\.[0-9]{1,10}$`)
-	// userRE matches access entries "channel:id": a lowercase channel name,
-	// a colon, and a non-empty id without whitespace.
-	userRE = regexp.MustCompile(`^[a-z][a-z0-9_-]*:\S+$`)
 	// webhookSecretRE is Telegram's rule for secret_token.
 	webhookSecretRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`)
 )
 
-// validator collects problems; every message starts with the full key.
+// KeyError is a problem with one key's value, for the user: "memory.threshold:
+// must be between 1 and 500, got 0; set by RECALL_MEMORY_THRESHOLD".
+type KeyError struct {
+	Key   string // full key, with the index of a list's entry: "access.admins[1]"
+	Msg   string // what is wrong
+	Where string // where the value came from ("set by RECALL_…"); "" = not known, or the default
+}
+
+func (e *KeyError) Error() string {
+	if e.Where == "" {
+		return e.Key + ": " + e.Msg
+	}
+	return e.Key + ": " + e.Msg + "; " + e.Where
+}
+
+// validator collects problems, each a *KeyError.
 type validator struct {
 	errs []error
 }
 
 func (v *validator) addf(key, format string, args ...any) {
-	v.errs = append(v.errs, fmt.Errorf("%s: "+format, append([]any{key}, args...)...))
+	v.errs = append(v.errs, &KeyError{Key: key, Msg: fmt.Sprintf(format, args...)})
 }
 
 func (v *validator) nonEmpty(key, s string) {
@@ -242,11 +254,12 @@ func (v *validator) listenAddr(key, s string, emptyOK bool) {
 	}
 }
 
+// userList checks each entry names a user as its channel writes them
+// (userProblem).
 func (v *validator) userList(key string, entries []string) {
 	for i, e := range entries {
-		if !userRE.MatchString(e) {
-			v.addf(fmt.Sprintf("%s[%d]", key, i),
-				"must be \"channel:id\" with a lowercase channel (e.g. telegram:123456, console:local), got %q", e)
+		if msg := userProblem(e); msg != "" {
+			v.addf(fmt.Sprintf("%s[%d]", key, i), "%s", msg)
 		}
 	}
 }

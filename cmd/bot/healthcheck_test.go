@@ -104,10 +104,7 @@ func TestHealthcheckExitCodes(t *testing.T) {
 	}
 
 	off := newEnv(t, "")
-	if err := os.WriteFile(filepath.Join(off.Dir, "config.yaml"), []byte("http:\n  listen: \"\"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	off.Extra = []string{"RECALL_HTTP_LISTEN="} // set but empty: the file decides
+	off.Extra = []string{"RECALL_HTTP_LISTEN="} // set but empty: the server is off
 	r = off.run(t, "", "healthcheck")
 	if r.Code != 1 || !strings.Contains(r.Stderr, "http.listen is empty") {
 		t.Errorf("healthcheck with http.listen empty:\n%s", r)

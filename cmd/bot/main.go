@@ -37,9 +37,11 @@ Usage:
   bot reindex                              embed the stored messages for search by meaning (memory.embeddings); resumable
   bot version                              print the version
 
-Configuration: config.yaml in the working directory (or --config FILE), and
-environment variables RECALL_<KEY> (e.g. RECALL_LLM_API_KEY, RECALL_DATA_DIR),
-also read from .env in the working directory (the environment wins).
+Configuration: config.yaml in the working directory (or --config FILE, or the
+file RECALL_CONFIG names), and environment variables RECALL_<KEY> (e.g.
+RECALL_LLM_API_KEY, RECALL_DATA_DIR), also read from .env in the working
+directory (the environment wins). A variable set to "" sets its key to empty
+(RECALL_HTTP_LISTEN= turns the health server off).
 
 Stopping: the first SIGINT or SIGTERM stops taking messages and lets work in
 progress finish (shutdown.timeout), then exits 0; a second one exits at once

@@ -18,18 +18,11 @@ import (
 	"github.com/recallbot/recall/logs"
 )
 
-// loadConfig reads --config, or config.yaml when it exists, plus the
-// environment and the RECALL_* variables of .env in the working directory.
+// loadConfig reads --config (else RECALL_CONFIG, else config.yaml when it
+// exists), the environment and the RECALL_* variables of .env in the
+// working directory (config.DefaultSources).
 func loadConfig(path string) (config.Config, error) {
-	if err := config.LoadDotEnv(".env"); err != nil {
-		return config.Config{}, err
-	}
-	if path == "" {
-		if _, err := os.Stat("config.yaml"); err == nil {
-			path = "config.yaml"
-		}
-	}
-	return config.Load(path)
+	return config.LoadSources(config.DefaultSources(path))
 }
 
 // newApp builds the bot (package app) with the production parts, logging
