@@ -34,6 +34,7 @@ type scale struct {
 
 	rssConvs, rssTurns, rssC int
 	rssSettle                time.Duration
+	rssQuiet                 time.Duration // after the load, before the "once quiet" reading
 
 	startup   figures.ArchiveLayout
 	startRuns int
@@ -50,7 +51,7 @@ var fullScale = scale{
 	turnArchived: 100_000, turns: 300, warmup: 20,
 	concConvs: 1000, concTurns: 10, concC: []int{50, 100}, delay: 200 * time.Millisecond,
 	tokenTurns: []int{10, 100, 1000},
-	rssConvs:   1000, rssTurns: 10, rssC: 100, rssSettle: 2 * time.Second,
+	rssConvs:   1000, rssTurns: 10, rssC: 100, rssSettle: 2 * time.Second, rssQuiet: 40 * time.Second,
 	startup: figures.Archive1G, startRuns: 3,
 	smallConvs: 20, smallTurns: 10,
 	firstTurns: 10, firstRuns: 5,
@@ -63,7 +64,7 @@ var quickScale = scale{
 	turnArchived: 10_000, turns: 60, warmup: 10,
 	concConvs: 100, concTurns: 5, concC: []int{50}, delay: 200 * time.Millisecond,
 	tokenTurns: []int{10, 100},
-	rssConvs:   100, rssTurns: 5, rssC: 50, rssSettle: time.Second,
+	rssConvs:   100, rssTurns: 5, rssC: 50, rssSettle: time.Second, rssQuiet: 5 * time.Second,
 	startup: figures.Archive100k, startRuns: 3,
 	smallConvs: 20, smallTurns: 10,
 	firstTurns: 10, firstRuns: 3,
@@ -326,7 +327,7 @@ func measureMemory(ctx context.Context, e *runEnv) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := figures.ResidentMemory(ctx, bin, figures.ResidentOptions{Convs: sc.rssConvs, Turns: sc.rssTurns, Delay: sc.delay, Concurrency: sc.rssC, Settle: sc.rssSettle, Profiles: e.profiles, Env: e.botEnv})
+	res, err := figures.ResidentMemory(ctx, bin, figures.ResidentOptions{Convs: sc.rssConvs, Turns: sc.rssTurns, Delay: sc.delay, Concurrency: sc.rssC, Settle: sc.rssSettle, Quiet: sc.rssQuiet, Profiles: e.profiles, Env: e.botEnv})
 	if err != nil {
 		return nil, err
 	}
@@ -347,6 +348,8 @@ func measureMemory(ctx context.Context, e *runEnv) ([]row, error) {
 		{Figure: "anonymous memory after the load (RssAnon) vs idle", Ours: fmtMiB(res.Loaded.Anon), Baseline: fmtMiB(res.Idle.Anon), Ratio: fmtRatio(float64(res.Loaded.Anon), float64(res.Idle.Anon)),
 			Scale: load, Values: map[string]float64{"anon_mib": mib(res.Loaded.Anon), "idle_anon_mib": mib(res.Idle.Anon), "pss_mib": mib(res.Loaded.Pss), "rss_mib": mib(res.Loaded.RSS),
 				"file_mib": mib(res.Loaded.File), "load_s": res.Wall.Seconds(), "other_msgs": float64(res.Others)}},
+		{Figure: fmt.Sprintf("anonymous memory %s after the load (RssAnon) vs idle", sc.rssQuiet), Ours: fmtMiB(res.Quiet.Anon), Baseline: fmtMiB(res.Idle.Anon), Ratio: fmtRatio(float64(res.Quiet.Anon), float64(res.Idle.Anon)),
+			Scale: load, Values: map[string]float64{"anon_mib": mib(res.Quiet.Anon), "pss_mib": mib(res.Quiet.Pss), "rss_mib": mib(res.Quiet.RSS), "quiet_s": sc.rssQuiet.Seconds()}},
 		{Figure: "peak anonymous memory during the load (RssAnon, read every 100 ms) vs idle", Ours: fmtMiB(res.PeakAnon), Baseline: fmtMiB(res.Idle.Anon), Ratio: fmtRatio(float64(res.PeakAnon), float64(res.Idle.Anon)),
 			Scale: load, Values: map[string]float64{"peak_anon_mib": mib(res.PeakAnon), "peak_pss_mib": mib(res.PeakPss), "hwm_mib": mib(res.Loaded.Peak)}},
 		{Figure: "PSS idle / after the load / peak (smaps_rollup)", Ours: triple(res.Idle.Pss, res.Loaded.Pss, res.PeakPss), Baseline: "—", Ratio: "—",

@@ -18,8 +18,11 @@ type ResidentOptions struct {
 	Delay        time.Duration // the fake LLM's answer time
 	Concurrency  int           // llm.concurrency of the bot; 0: the default
 	Settle       time.Duration // wait after ready before the idle reading
-	Model        string        // llm.model; "": gpt-4o-mini (exact token counts)
-	Env          []string      // more of the bot's environment (KEY=value), e.g. GOGC
+	// Quiet, when set, is a wait after the load before one more reading
+	// (ResidentResult.Quiet): what the bot keeps once quiet again.
+	Quiet time.Duration
+	Model string   // llm.model; "": gpt-4o-mini (exact token counts)
+	Env   []string // more of the bot's environment (KEY=value), e.g. GOGC
 	// Profiles, when set, is a folder that gets the bot's heap and
 	// goroutine profiles idle and after the load (idle-heap.pprof,
 	// loaded-heap.pprof, …); bin must be built with the pprof tag.
@@ -29,6 +32,7 @@ type ResidentOptions struct {
 // ResidentResult is the bot's memory idle and after the load.
 type ResidentResult struct {
 	Idle, Loaded ProcMemory
+	Quiet        ProcMemory // ResidentOptions.Quiet after the load; zero without it
 	// PeakAnon and PeakPss are the most anonymous memory and PSS read
 	// during the load, every peakEvery (the kernel keeps the peak of VmRSS
 	// alone: Loaded.Peak); a spike between two readings is missed.
@@ -119,6 +123,16 @@ func ResidentMemory(ctx context.Context, bin string, o ResidentOptions) (Residen
 	res.PeakPss = max(peak.Pss, res.Loaded.Pss, res.Idle.Pss)
 	if err := profiles(bot, o.Profiles, "loaded"); err != nil {
 		return res, err
+	}
+	if o.Quiet > 0 {
+		select {
+		case <-time.After(o.Quiet):
+		case <-ctx.Done():
+			return res, ctx.Err()
+		}
+		if res.Quiet, err = bot.Memory(); err != nil {
+			return res, err
+		}
 	}
 	return res, bot.Stop()
 }
