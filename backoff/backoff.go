@@ -1,6 +1,7 @@
 // Package backoff owns the retry waits shared by the chat adapters and the
 // LLM client: exponential delays with jitter, and a sleep that ends with its
-// context.
+// context. Not a retry library: each caller owns its loop, mixing a
+// server's own wait (Retry-After, retry_after) with these.
 package backoff
 
 import (

@@ -34,6 +34,7 @@ type scale struct {
 
 	rssConvs, rssTurns, rssC int
 	rssSettle                time.Duration
+	rssQuiet                 time.Duration // after the load, before the "once quiet" reading
 
 	startup   figures.ArchiveLayout
 	startRuns int
@@ -50,7 +51,7 @@ var fullScale = scale{
 	turnArchived: 100_000, turns: 300, warmup: 20,
 	concConvs: 1000, concTurns: 10, concC: []int{50, 100}, delay: 200 * time.Millisecond,
 	tokenTurns: []int{10, 100, 1000},
-	rssConvs:   1000, rssTurns: 10, rssC: 100, rssSettle: 2 * time.Second,
+	rssConvs:   1000, rssTurns: 10, rssC: 100, rssSettle: 2 * time.Second, rssQuiet: 40 * time.Second,
 	startup: figures.Archive1G, startRuns: 3,
 	smallConvs: 20, smallTurns: 10,
 	firstTurns: 10, firstRuns: 5,
@@ -63,7 +64,7 @@ var quickScale = scale{
 	turnArchived: 10_000, turns: 60, warmup: 10,
 	concConvs: 100, concTurns: 5, concC: []int{50}, delay: 200 * time.Millisecond,
 	tokenTurns: []int{10, 100},
-	rssConvs:   100, rssTurns: 5, rssC: 50, rssSettle: time.Second,
+	rssConvs:   100, rssTurns: 5, rssC: 50, rssSettle: time.Second, rssQuiet: 5 * time.Second,
 	startup: figures.Archive100k, startRuns: 3,
 	smallConvs: 20, smallTurns: 10,
 	firstTurns: 10, firstRuns: 3,
@@ -326,21 +327,35 @@ func measureMemory(ctx context.Context, e *runEnv) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := figures.ResidentMemory(ctx, bin, figures.ResidentOptions{Convs: sc.rssConvs, Turns: sc.rssTurns, Delay: sc.delay, Concurrency: sc.rssC, Settle: sc.rssSettle, Profiles: e.profiles, Env: e.botEnv})
+	res, err := figures.ResidentMemory(ctx, bin, figures.ResidentOptions{Convs: sc.rssConvs, Turns: sc.rssTurns, Delay: sc.delay, Concurrency: sc.rssC, Settle: sc.rssSettle, Quiet: sc.rssQuiet, Profiles: e.profiles, Env: e.botEnv})
 	if err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(e.log, "  idle: %s anonymous + %s files; after the load: %s anonymous + %s files\n",
 		fmtMiB(res.Idle.Anon), fmtMiB(res.Idle.File), fmtMiB(res.Loaded.Anon), fmtMiB(res.Loaded.File))
 	load := fmt.Sprintf("real bot; %s users × %d msgs, %s LLM, C=%d", thousands(int64(sc.rssConvs)), sc.rssTurns, sc.delay, sc.rssC)
+	idle := "real bot, Telegram mode, empty db"
+	triple := func(a, b, c int64) string {
+		return fmt.Sprintf("%.1f / %.1f / %.1f MiB", mib(a), mib(b), mib(c))
+	}
+	// Anonymous memory is what the host pays for this process alone (the
+	// Go heap and stacks, SQLite's memories); the executable's mapped pages
+	// in VmRSS are the kernel's to share and reclaim. PSS counts a page
+	// shared with other processes in part.
 	return []row{
-		{Figure: "resident memory idle (VmRSS)", Ours: fmtMiB(res.Idle.RSS), Baseline: "—", Ratio: "—",
-			Scale: "real bot, Telegram mode, empty db", Values: map[string]float64{"rss_mib": mib(res.Idle.RSS), "anon_mib": mib(res.Idle.Anon), "file_mib": mib(res.Idle.File)}},
-		{Figure: "resident memory after the load (VmRSS) vs idle", Ours: fmtMiB(res.Loaded.RSS), Baseline: fmtMiB(res.Idle.RSS), Ratio: fmtRatio(float64(res.Loaded.RSS), float64(res.Idle.RSS)),
-			Scale: load, Values: map[string]float64{"rss_mib": mib(res.Loaded.RSS), "idle_mib": mib(res.Idle.RSS), "load_s": res.Wall.Seconds(), "other_msgs": float64(res.Others),
-				"anon_mib": mib(res.Loaded.Anon), "file_mib": mib(res.Loaded.File)}},
-		{Figure: "peak resident memory during the load (VmHWM) vs idle", Ours: fmtMiB(res.Loaded.Peak), Baseline: fmtMiB(res.Idle.RSS), Ratio: fmtRatio(float64(res.Loaded.Peak), float64(res.Idle.RSS)),
-			Scale: load, Values: map[string]float64{"hwm_mib": mib(res.Loaded.Peak)}},
+		{Figure: "anonymous memory idle (RssAnon)", Ours: fmtMiB(res.Idle.Anon), Baseline: "—", Ratio: "—",
+			Scale: idle, Values: map[string]float64{"anon_mib": mib(res.Idle.Anon), "pss_mib": mib(res.Idle.Pss), "rss_mib": mib(res.Idle.RSS), "file_mib": mib(res.Idle.File)}},
+		{Figure: "anonymous memory after the load (RssAnon) vs idle", Ours: fmtMiB(res.Loaded.Anon), Baseline: fmtMiB(res.Idle.Anon), Ratio: fmtRatio(float64(res.Loaded.Anon), float64(res.Idle.Anon)),
+			Scale: load, Values: map[string]float64{"anon_mib": mib(res.Loaded.Anon), "idle_anon_mib": mib(res.Idle.Anon), "pss_mib": mib(res.Loaded.Pss), "rss_mib": mib(res.Loaded.RSS),
+				"file_mib": mib(res.Loaded.File), "load_s": res.Wall.Seconds(), "other_msgs": float64(res.Others)}},
+		{Figure: fmt.Sprintf("anonymous memory %s after the load (RssAnon) vs idle", sc.rssQuiet), Ours: fmtMiB(res.Quiet.Anon), Baseline: fmtMiB(res.Idle.Anon), Ratio: fmtRatio(float64(res.Quiet.Anon), float64(res.Idle.Anon)),
+			Scale: load, Values: map[string]float64{"anon_mib": mib(res.Quiet.Anon), "pss_mib": mib(res.Quiet.Pss), "rss_mib": mib(res.Quiet.RSS), "quiet_s": sc.rssQuiet.Seconds()}},
+		{Figure: "peak anonymous memory during the load (RssAnon, read every 100 ms) vs idle", Ours: fmtMiB(res.PeakAnon), Baseline: fmtMiB(res.Idle.Anon), Ratio: fmtRatio(float64(res.PeakAnon), float64(res.Idle.Anon)),
+			Scale: load, Values: map[string]float64{"peak_anon_mib": mib(res.PeakAnon), "peak_pss_mib": mib(res.PeakPss), "hwm_mib": mib(res.Loaded.Peak)}},
+		{Figure: "PSS idle / after the load / peak (smaps_rollup)", Ours: triple(res.Idle.Pss, res.Loaded.Pss, res.PeakPss), Baseline: "—", Ratio: "—",
+			Scale: load, Values: map[string]float64{"idle_pss_mib": mib(res.Idle.Pss), "pss_mib": mib(res.Loaded.Pss), "peak_pss_mib": mib(res.PeakPss)}},
+		{Figure: "VmRSS idle / after the load / peak (VmHWM)", Ours: triple(res.Idle.RSS, res.Loaded.RSS, res.Loaded.Peak), Baseline: "—", Ratio: "—",
+			Scale: load, Values: map[string]float64{"idle_rss_mib": mib(res.Idle.RSS), "rss_mib": mib(res.Loaded.RSS), "hwm_mib": mib(res.Loaded.Peak)}},
 	}, nil
 }
 

@@ -1,8 +1,7 @@
 // Package metrics owns Recall's Prometheus metrics: its counters and the
-// latency histogram, and the handler that serves them, with the Go
-// runtime's and the process's own figures, in the Prometheus text format.
-// It writes the format itself (Prometheus' client library weighed 1.2 MB
-// of the binary).
+// latency histogram on a registry of its own, with client_golang's Go
+// runtime and process collectors, and the promhttp handler that serves
+// them.
 //
 // Metrics observes chat turns (it implements chat.Observer), counts
 // summaries and channel reconnects when told, and reads the write queue's

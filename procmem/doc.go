@@ -1,5 +1,6 @@
-// Package procmem owns what the bot knows of its own resident memory: how
-// much of it is anonymous (the Go heap and stacks, SQLite's memories) and how
-// much is mapped from files (the executable's code and tables), and giving
-// back the pages of the executable that only start-up used.
+// Package procmem owns what the bot knows of a process's resident memory
+// (Linux, from /proc): its total (VmRSS), how much of it is anonymous (the
+// Go heap and stacks, SQLite's memories: what the host pays for the process
+// alone) and mapped from files (the executable's pages, which the kernel
+// shares and reclaims at will), and its proportional share (PSS).
 package procmem

@@ -1,6 +1,9 @@
 package procmem
 
-import "testing"
+import (
+	"os"
+	"testing"
+)
 
 func TestParseStatus(t *testing.T) {
 	raw := "Name:\tbot\nVmPeak:\t 1300000 kB\nVmHWM:\t   40000 kB\nVmRSS:\t   33600 kB\nRssAnon:\t    8900 kB\nRssFile:\t   24700 kB\nRssShmem:\t       0 kB\nThreads:\t7\n"
@@ -14,5 +17,31 @@ func TestParseStatus(t *testing.T) {
 	}
 	if _, err := parseStatus("Name:\tbot\n"); err == nil {
 		t.Error("a status without VmRSS was read without an error")
+	}
+}
+
+func TestParsePss(t *testing.T) {
+	raw := "55d0c8a4e000-7ffd1c5f4000 ---p 00000000 00:00 0                          [rollup]\nRss:               33600 kB\nPss:               21345 kB\nPss_Anon:           8900 kB\nPss_File:          12445 kB\n"
+	got, err := parsePss(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != 21345<<10 {
+		t.Errorf("Pss = %d, want %d", got, 21345<<10)
+	}
+	if _, err := parsePss("Rss:  1 kB\n"); err == nil {
+		t.Error("a summary without Pss was read without an error")
+	}
+}
+
+// This process's own figures are read, PSS among them: at most the
+// resident size, and at least its anonymous part (never shared).
+func TestReadThisProcess(t *testing.T) {
+	r, err := ReadPID(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Pss <= 0 || r.Pss > r.Total || r.Anon > r.Pss || r.Anon+r.File > r.Total+1<<20 {
+		t.Errorf("implausible figures: %+v", r)
 	}
 }

@@ -185,12 +185,14 @@ func (b *Bot) WaitReady(ctx context.Context, timeout time.Duration) (time.Time, 
 	}
 }
 
-// ProcMemory is a process's resident memory, from /proc/<pid>/status.
+// ProcMemory is a process's resident memory, from /proc/<pid>/status and
+// /proc/<pid>/smaps_rollup.
 type ProcMemory struct {
 	RSS  int64 // VmRSS, bytes: resident now
 	Peak int64 // VmHWM, bytes: the peak resident size
-	Anon int64 // RssAnon, bytes: of RSS, anonymous memory (Go heap and stacks, SQLite's memories)
-	File int64 // RssFile, bytes: of RSS, mapped files (the binary's pages)
+	Anon int64 // RssAnon, bytes: of RSS, anonymous memory (Go heap and stacks, SQLite's memories): what the host pays for this process alone
+	File int64 // RssFile, bytes: of RSS, mapped files (the binary's pages, the kernel's to share and reclaim)
+	Pss  int64 // Pss, bytes: anonymous memory plus each mapped page divided by the processes that map it
 }
 
 // Pid is the bot's process id.
@@ -203,7 +205,7 @@ func (b *Bot) Memory() (ProcMemory, error) {
 
 func procMemory(pid int) (ProcMemory, error) {
 	r, err := procmem.ReadPID(pid)
-	return ProcMemory{RSS: r.Total, Peak: r.Peak, Anon: r.Anon, File: r.File}, err
+	return ProcMemory{RSS: r.Total, Peak: r.Peak, Anon: r.Anon, File: r.File, Pss: r.Pss}, err
 }
 
 // Profile fetches the pprof profile name (heap after a GC, goroutine, …)

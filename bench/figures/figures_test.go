@@ -125,6 +125,10 @@ func TestRealBot(t *testing.T) {
 	if res.Turns != 6 || res.Idle.RSS <= 0 || res.Loaded.RSS <= 0 || res.Loaded.Peak < res.Loaded.RSS {
 		t.Errorf("ResidentMemory = %+v: want 6 turns, resident sizes read, peak ≥ current", res)
 	}
+	if res.Idle.Pss <= 0 || res.Loaded.Pss <= 0 || res.Loaded.Anon <= 0 || res.Loaded.Pss > res.Loaded.RSS ||
+		res.PeakAnon < res.Loaded.Anon || res.PeakPss < res.Loaded.Pss {
+		t.Errorf("ResidentMemory = %+v: want anonymous memory and PSS read, PSS ≤ VmRSS, peaks ≥ after the load", res)
+	}
 	est, err := ResidentMemory(ctx, bin, ResidentOptions{Convs: 2, Turns: 2, Model: "llama3"})
 	if err != nil {
 		t.Fatal(err)

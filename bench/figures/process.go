@@ -18,8 +18,11 @@ type ResidentOptions struct {
 	Delay        time.Duration // the fake LLM's answer time
 	Concurrency  int           // llm.concurrency of the bot; 0: the default
 	Settle       time.Duration // wait after ready before the idle reading
-	Model        string        // llm.model; "": gpt-4o-mini (exact token counts)
-	Env          []string      // more of the bot's environment (KEY=value), e.g. GOGC
+	// Quiet, when set, is a wait after the load before one more reading
+	// (ResidentResult.Quiet): what the bot keeps once quiet again.
+	Quiet time.Duration
+	Model string   // llm.model; "": gpt-4o-mini (exact token counts)
+	Env   []string // more of the bot's environment (KEY=value), e.g. GOGC
 	// Profiles, when set, is a folder that gets the bot's heap and
 	// goroutine profiles idle and after the load (idle-heap.pprof,
 	// loaded-heap.pprof, …); bin must be built with the pprof tag.
@@ -29,9 +32,14 @@ type ResidentOptions struct {
 // ResidentResult is the bot's memory idle and after the load.
 type ResidentResult struct {
 	Idle, Loaded ProcMemory
-	Wall         time.Duration // of the load
-	Turns        int
-	Others       int // bot messages that answered no user message
+	Quiet        ProcMemory // ResidentOptions.Quiet after the load; zero without it
+	// PeakAnon and PeakPss are the most anonymous memory and PSS read
+	// during the load, every peakEvery (the kernel keeps the peak of VmRSS
+	// alone: Loaded.Peak); a spike between two readings is missed.
+	PeakAnon, PeakPss int64
+	Wall              time.Duration // of the load
+	Turns             int
+	Others            int // bot messages that answered no user message
 }
 
 // ResidentMemory runs the real bot (bin, built by BuildBot) in Telegram mode
@@ -94,6 +102,9 @@ func ResidentMemory(ctx context.Context, bin string, o ResidentOptions) (Residen
 	}
 	start := time.Now()
 	done := tg.Converse(ids, texts)
+	sctx, stopSampling := context.WithCancel(ctx)
+	defer stopSampling()
+	peaks := samplePeaks(sctx, bot.Pid(), done)
 	select {
 	case <-done:
 	case <-time.After(30 * time.Minute):
@@ -102,15 +113,59 @@ func ResidentMemory(ctx context.Context, bin string, o ResidentOptions) (Residen
 		return res, ctx.Err()
 	}
 	res.Wall = time.Since(start)
+	peak := <-peaks
 	res.Turns = o.Convs * o.Turns
 	res.Others = tg.Others()
 	if res.Loaded, err = bot.Memory(); err != nil {
 		return res, err
 	}
+	res.PeakAnon = max(peak.Anon, res.Loaded.Anon, res.Idle.Anon)
+	res.PeakPss = max(peak.Pss, res.Loaded.Pss, res.Idle.Pss)
 	if err := profiles(bot, o.Profiles, "loaded"); err != nil {
 		return res, err
 	}
+	if o.Quiet > 0 {
+		select {
+		case <-time.After(o.Quiet):
+		case <-ctx.Done():
+			return res, ctx.Err()
+		}
+		if res.Quiet, err = bot.Memory(); err != nil {
+			return res, err
+		}
+	}
 	return res, bot.Stop()
+}
+
+// peakEvery is how often samplePeaks reads the bot's memory.
+const peakEvery = 100 * time.Millisecond
+
+// samplePeaks reads process pid's memory every peakEvery until done is
+// closed, then sends the most anonymous memory and PSS it read (zero when
+// no reading succeeded) and closes the channel; it closes it at once when
+// ctx ends.
+func samplePeaks(ctx context.Context, pid int, done <-chan struct{}) <-chan ProcMemory {
+	out := make(chan ProcMemory, 1)
+	go func() {
+		defer close(out)
+		var peak ProcMemory
+		tick := time.NewTicker(peakEvery)
+		defer tick.Stop()
+		for {
+			if m, err := procMemory(pid); err == nil {
+				peak.Anon, peak.Pss = max(peak.Anon, m.Anon), max(peak.Pss, m.Pss)
+			}
+			select {
+			case <-done:
+				out <- peak
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return out
 }
 
 // profiles writes bot's heap and goroutine profiles into dir as

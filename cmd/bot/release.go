@@ -7,32 +7,27 @@ import (
 	"time"
 
 	"github.com/recallbot/recall/ops"
-	"github.com/recallbot/recall/procmem"
 )
 
-// When the bot gives memory back: once start-up is over and no turn ran for
-// quietAtStart (a user writing at once gets a bot that is not collecting
-// its start-up garbage, nor faulting its code back in; and the search
-// index's first merge, a second after the last write, is over: its SQLite
-// code would come back resident), then after each busy spell once quiet
-// for quietAfterBusy (a conversation's next message usually comes sooner
-// and finds the pages of the last turn; the turn after a trim pays a few
-// milliseconds of page faults).
+// When the bot gives its free heap back: once start-up is over and no turn
+// ran for quietAtStart (a user writing at once gets a bot that is not
+// collecting its start-up garbage; and the search index's first merge, a
+// second after the last write, is over), then after each busy spell once
+// quiet for quietAfterBusy (a conversation's next message usually comes
+// sooner and finds the heap the last turn grew).
 const (
 	quietAtStart   = 1250 * time.Millisecond
 	quietAfterBusy = 30 * time.Second
 	quietPoll      = 250 * time.Millisecond
 )
 
-// trimWhenQuiet owns giving memory back to the kernel while the bot is
-// quiet: it collects the garbage, returns the free heap
-// (debug.FreeOSMemory) and gives back the executable's pages
-// (procmem.ReleaseExecutable; those the next turn needs come back from the
-// page cache, a minor fault each). It starts once start-up is over —
-// after <-started, the health report says every one of channels is ok —
-// and runs until ctx ends; activity is a count that moves with every turn
-// (the store's written messages). It gives up on the pages after a minute
-// without the channels healthy.
+// trimWhenQuiet owns giving anonymous memory back to the kernel while the
+// bot is quiet: it collects the garbage and returns the free heap
+// (debug.FreeOSMemory) at once, where the runtime's scavenger would return
+// it over minutes. It starts once start-up is over — after <-started, the
+// health report says every one of channels is ok — and runs until ctx ends;
+// activity is a count that moves with every turn (the store's written
+// messages). It gives up after a minute without the channels healthy.
 func trimWhenQuiet(ctx context.Context, started <-chan struct{}, health *ops.Health, channels []string, activity func() int64, log *slog.Logger) {
 	select {
 	case <-started:
@@ -64,20 +59,13 @@ func trimWhenQuiet(ctx context.Context, started <-chan struct{}, health *ops.Hea
 	}
 }
 
-// trim collects the garbage, returns the free heap to the kernel, then
-// gives back the executable's pages: the collection maps the type data and
-// function tables it reads now, not at the next cycle after the release.
+// trim collects the garbage and returns the free heap to the kernel.
 func trim(log *slog.Logger) {
 	debug.FreeOSMemory()
-	released, err := procmem.ReleaseExecutable()
-	if err != nil {
-		log.Debug("could not give back the executable's pages", "err", err)
-		return
-	}
-	log.Debug("gave back the free heap and the executable's pages", "bytes", released)
+	log.Debug("gave back the free heap")
 }
 
-// quiet decides when memory is given back: after start-up once nothing
+// quiet decides when the free heap is given back: after start-up once nothing
 // happened for quietAtStart, then once after every busy spell, when
 // nothing happened for quietAfterBusy.
 type quiet struct {

@@ -10,7 +10,7 @@ import (
 )
 
 // Start-up is over when every chat channel reports healthy, whatever the
-// other parts say (an LLM down at start does not keep the pages resident).
+// other parts say (an LLM down at start does not keep the free heap in the process).
 func TestReadyWhenEveryChannelIsHealthy(t *testing.T) {
 	ctx := context.Background()
 	fail := func(context.Context) error { return errors.New("down") }

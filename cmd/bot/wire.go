@@ -79,8 +79,8 @@ func runBot(ctx context.Context, cfg config.Config, stdin io.Reader, stdout, std
 		return errors.Join(err, a.Close())
 	}
 	stopRetention := a.StartRetention(ctx)
-	// Start-up over, and after each busy spell, the free heap and the
-	// executable's pages leave the resident set while the bot is quiet.
+	// Start-up over, and after each busy spell, the free heap goes back to
+	// the kernel while the bot is quiet.
 	rctx, stopRelease := context.WithCancel(ctx)
 	released := make(chan struct{})
 	written := func() int64 { return a.Store.WriteStats().Written }
