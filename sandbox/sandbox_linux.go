@@ -179,7 +179,7 @@ func (e *Exec) run(ctx context.Context, name string, input []byte, mem int64, li
 	case used >= time.Duration(cpu)*time.Second:
 		return nil, fmt.Errorf("%w: %s used more than %s of CPU", ErrLimit, name, lim.CPU)
 	case strings.Contains(msg, "out of memory") || strings.Contains(msg, "cannot allocate memory") ||
-		strings.Contains(msg, "address space"): // the race detector's runtime says it so
+		strings.Contains(msg, "address space") || strings.Contains(msg, "failed to allocate"): // the race detector says it so
 		return nil, fmt.Errorf("%w: %s needed more than %d MiB of memory", ErrLimit, name, mem>>20)
 	}
 	return nil, fmt.Errorf("%w: %s died (%v) %s", ErrLimit, name, ee.ProcessState, msg)
