@@ -31,12 +31,6 @@ const (
 // message on stderr); the Go runtime's own fatal errors exit with 2.
 const exitJobError = 3
 
-// Exec is the program a Pool re-executes as its workers (this one).
-type Exec struct {
-	path string
-	err  error // finding the executable
-}
-
 // Serve runs the job named in the environment when this process is a
 // worker, and exits; it returns at once otherwise, with the Exec that
 // re-executes this program. Call it first thing in main (or TestMain).
@@ -95,12 +89,12 @@ func runJob(job Job, input []byte) (out []byte, err error) {
 	return job(input)
 }
 
-// limit sets the worker's limits on itself: cpu seconds of CPU (SIGKILL a
-// second after: the Go runtime ignores SIGXCPU) and mem bytes of address
+// limit sets the worker's limits on itself: cpu seconds of CPU (then
+// SIGKILL: the Go runtime ignores the SIGXCPU of a soft limit) and mem bytes of address
 // space above what the process has mapped now; the Go heap is collected
 // hard before it gets there. One thread runs Go code.
 func limit(cpu, mem uint64) error {
-	if err := syscall.Setrlimit(syscall.RLIMIT_CPU, &syscall.Rlimit{Cur: cpu, Max: cpu + 1}); err != nil {
+	if err := syscall.Setrlimit(syscall.RLIMIT_CPU, &syscall.Rlimit{Cur: cpu, Max: cpu}); err != nil {
 		return fmt.Errorf("RLIMIT_CPU: %w", err)
 	}
 	vm, err := vmSize()
@@ -138,6 +132,9 @@ func vmSize() (uint64, error) {
 // run runs job name on input in a new worker with mem bytes of address
 // space, within lim's time, CPU and output.
 func (e *Exec) run(ctx context.Context, name string, input []byte, mem int64, lim Limits) ([]byte, error) {
+	if e.path == "" && e.err == nil {
+		return e.runHere(ctx, name, input, mem, lim)
+	}
 	if e.err != nil {
 		return nil, fmt.Errorf("finding the program to run %s in: %w", name, e.err)
 	}

@@ -1,0 +1,89 @@
+package media_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/recallbot/recall/media"
+	"github.com/recallbot/recall/media/mediatest"
+	"github.com/recallbot/recall/pipeline"
+	"github.com/recallbot/recall/sandbox"
+)
+
+// worker is this test binary re-executed as the stage's sandbox worker.
+var worker *sandbox.Exec
+
+func TestMain(m *testing.M) {
+	worker = sandbox.Serve(media.Jobs())
+	os.Exit(m.Run())
+}
+
+func pdfIn(name string, data []byte) pipeline.Inbound {
+	return pipeline.Inbound{Key: key, MessageID: name, Time: time.Now(),
+		Media: &pipeline.Media{Kind: pipeline.MediaDocument, Name: name, MIME: "application/pdf", Size: int64(len(data)), Fetch: bytesOf(data)}}
+}
+
+// A PDF whose cross-reference table points back at itself (the reader
+// loops), and one whose page inflates to 256 MiB of text, are stopped in
+// their worker and get a clear answer; a good PDF is read in a worker too.
+func TestHostilePDFsAreStopped(t *testing.T) {
+	pool := sandbox.NewPool(worker, sandbox.Limits{CPU: time.Second, Timeout: 20 * time.Second, Memory: 256 << 20})
+	st := media.New(&recorder{}, media.Options{Sandbox: pool})
+	got, sent := run(t, st, pdfIn("ok.pdf", mediatest.TextPDF("Rent is due on the first")))
+	if got == nil || !strings.Contains(got.Text, "Rent is due on the first") {
+		t.Fatalf("a good PDF: reached the model %+v, sent %q", got, sent)
+	}
+	for name, data := range map[string][]byte{"loop.pdf": mediatest.LoopPDF(), "bomb.pdf": mediatest.BombPDF(256 << 20)} {
+		start := time.Now()
+		got, sent := run(t, st, pdfIn(name, data))
+		if got != nil || len(sent) != 1 || !strings.Contains(sent[0], "I couldn't read that PDF (it looks damaged or too complex)") {
+			t.Errorf("%s (%d bytes): reached the model %+v, sent %q", name, len(data), got, sent)
+		}
+		t.Logf("%s (%d bytes) answered in %s", name, len(data), time.Since(start).Round(time.Millisecond))
+	}
+}
+
+// countingDescriber describes every image as a cat, counting the calls.
+type countingDescriber struct{ calls atomic.Int32 }
+
+func (d *countingDescriber) Describe(context.Context, []byte, string) (string, int, error) {
+	d.calls.Add(1)
+	return "a cat", 1, nil
+}
+
+// An image over media.max_image_pixels is refused from its header, never
+// decoded; one under it whose decoding needs more memory than the workers
+// share is refused too; a normal photo is seen.
+func TestImageBombsAreRefusedUndecoded(t *testing.T) {
+	pool := sandbox.NewPool(worker, sandbox.Limits{Memory: 256 << 20})
+	d := &countingDescriber{}
+	st := media.New(&recorder{}, media.Options{Describer: d, Vision: media.VisionOn, Sandbox: pool})
+	photo := func(data []byte) pipeline.Inbound {
+		return pipeline.Inbound{Key: key, MessageID: "p", Time: time.Now(),
+			Media: &pipeline.Media{Kind: pipeline.MediaPhoto, Size: int64(len(data)), Fetch: bytesOf(data)}}
+	}
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"10000×10000", mediatest.BombPNG(10000, 10000, false), "too large for me to open (10000×10000 pixels; at most 40 million)"},
+		{"6000×6000 16-bit", mediatest.BombPNG(6000, 6000, true), "too large for me to open (6000×6000 pixels: too much memory to open)"},
+	} {
+		got, sent := run(t, st, photo(tc.data))
+		if got != nil || len(sent) != 1 || !strings.Contains(sent[0], tc.want) {
+			t.Errorf("%s: reached the model %+v, sent %q", tc.name, got, sent)
+		}
+	}
+	if n := d.calls.Load(); n != 0 {
+		t.Fatalf("the model was asked to describe %d refused images", n)
+	}
+	got, sent := run(t, st, photo(mediatest.BombPNG(2000, 1000, false)))
+	if got == nil || !strings.HasPrefix(got.Text, "📷 Photo: a cat") || got.Image == nil || got.Image.Width != media.MaxSide {
+		t.Fatalf("a normal photo: reached the model %+v, sent %q", got, sent)
+	}
+}
