@@ -22,12 +22,12 @@ import (
 	"github.com/recallbot/recall/llm"
 	"github.com/recallbot/recall/logs"
 	"github.com/recallbot/recall/media"
-	"github.com/recallbot/recall/sandbox"
 	"github.com/recallbot/recall/memory"
 	"github.com/recallbot/recall/memtools"
 	"github.com/recallbot/recall/metrics"
 	"github.com/recallbot/recall/ops"
 	"github.com/recallbot/recall/pipeline"
+	"github.com/recallbot/recall/sandbox"
 	"github.com/recallbot/recall/summary"
 	"github.com/recallbot/recall/turnqueue"
 )

@@ -13,10 +13,10 @@ import (
 	"github.com/recallbot/recall/adapters/telegram"
 	"github.com/recallbot/recall/adapters/whatsapp"
 	"github.com/recallbot/recall/app"
-	"github.com/recallbot/recall/sandbox"
 	"github.com/recallbot/recall/config"
 	"github.com/recallbot/recall/llm"
 	"github.com/recallbot/recall/logs"
+	"github.com/recallbot/recall/sandbox"
 )
 
 // loadConfig reads --config, or config.yaml when it exists, plus the
