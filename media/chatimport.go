@@ -1,7 +1,9 @@
 package media
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"strings"
@@ -69,9 +71,16 @@ func (s *Stage) chatImport(ctx context.Context, t *pipeline.Turn) (handled bool,
 	if loc == nil {
 		loc = time.Local
 	}
-	chat, err := chatexport.Parse(data, loc)
-	if err != nil || len(chat.Messages) == 0 {
+	chat, err := chatexport.Read(ctx2, bytes.NewReader(data), int64(len(data)), loc)
+	switch {
+	case errors.Is(err, chatexport.ErrNotExport) || (err == nil && len(chat.Messages) == 0):
 		return false, nil // not an export after all: read it as a document
+	case err != nil && ctx.Err() == nil:
+		t.Logger().Info("reading a chat export", "err", err)
+		return true, s.refuse(ctx, t, fmt.Sprintf("📄 %s (a chat export I could not import)", md.Name),
+			fmt.Sprintf("I couldn't import %s: %v.", md.Name, err))
+	case err != nil:
+		return true, err
 	}
 	key := t.In.Key
 	question := fmt.Sprintf("I found %s in %s. Import them into this chat's memory? They become searchable history I can recall; nothing else changes.",
