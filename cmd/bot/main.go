@@ -112,7 +112,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, workers *sand
 	case "":
 		err = runBot(ctx, cfg, stdin, stdout, stderr, workers)
 	case "import":
-		err = runImport(ctx, cfg, rest, stdout)
+		err = runImport(ctx, cfg, rest, stdout, stderr)
 	case "export":
 		err = runExport(ctx, cfg, rest, stdout)
 	case "backup":
