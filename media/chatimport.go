@@ -28,11 +28,14 @@ type Importer interface {
 // Imports configure "bring your history": a chat export sent as a document
 // is offered for import into the conversation's archive.
 type Imports struct {
-	Confirm  Confirmer
-	Store    Importer
-	Count    func(string) int // tokens of a message
-	MaxBytes int64            // largest export read (default 64 MiB)
-	Location *time.Location   // WhatsApp's local times (default time.Local)
+	Confirm Confirmer
+	Store   Importer
+	Count   func(string) int // tokens of a message
+	// MaxBytes is the largest export read (default 20 MiB, what Telegram
+	// lets a bot download): a larger one is refused from the size the
+	// platform gives, before it is downloaded.
+	MaxBytes int64
+	Location *time.Location // WhatsApp's local times (default time.Local)
 }
 
 // looksLikeExport reports whether a document's name is that of a chat
@@ -54,7 +57,7 @@ func (s *Stage) chatImport(ctx context.Context, t *pipeline.Turn) (handled bool,
 	}
 	maxBytes := im.MaxBytes
 	if maxBytes <= 0 {
-		maxBytes = 64 << 20
+		maxBytes = 20 << 20
 	}
 	if md.Size > maxBytes {
 		return true, reply(ctx, t, fmt.Sprintf("That chat export is too large for me to import here (%d MB; at most %d MB). The operator can import it with: bot import --telegram-export FILE --key %s (or --whatsapp-export).",

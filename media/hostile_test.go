@@ -2,6 +2,7 @@ package media_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/recallbot/recall/media"
 	"github.com/recallbot/recall/media/mediatest"
+	"github.com/recallbot/recall/memory"
 	"github.com/recallbot/recall/pipeline"
 	"github.com/recallbot/recall/sandbox"
 )
@@ -86,4 +88,35 @@ func TestImageBombsAreRefusedUndecoded(t *testing.T) {
 	if got == nil || !strings.HasPrefix(got.Text, "📷 Photo: a cat") || got.Image == nil || got.Image.Width != media.MaxSide {
 		t.Fatalf("a normal photo: reached the model %+v, sent %q", got, sent)
 	}
+}
+
+// noConfirm is a Confirmer the test must not reach.
+type noConfirm struct{ t *testing.T }
+
+func (c noConfirm) Confirm(context.Context, *pipeline.Turn, string, string, string, func(context.Context) (string, error)) error {
+	c.t.Error("asked to confirm an import")
+	return nil
+}
+
+// A chat export larger than what is read is refused from the size the
+// platform gives, before a byte is downloaded.
+func TestLargeChatExportIsRefusedBeforeItsDownload(t *testing.T) {
+	var fetched atomic.Int32
+	fetch := func(context.Context, int64) ([]byte, error) { fetched.Add(1); return nil, context.Canceled }
+	st := media.New(&recorder{}, media.Options{Imports: &media.Imports{Confirm: noConfirm{t}, Store: importer{}}})
+	got, sent := run(t, st, pipeline.Inbound{Key: key, MessageID: "r", Time: time.Now(),
+		Media: &pipeline.Media{Kind: pipeline.MediaDocument, Name: "result.json", MIME: "application/json", Size: 60 << 20, Fetch: fetch}})
+	if got != nil || len(sent) != 1 || !strings.Contains(sent[0], "too large for me to import here (60 MB; at most 20 MB)") {
+		t.Fatalf("reached the model %+v, sent %q", got, sent)
+	}
+	if n := fetched.Load(); n != 0 {
+		t.Fatalf("downloaded %d times", n)
+	}
+}
+
+// importer is an Importer the test must not reach.
+type importer struct{}
+
+func (importer) Import(context.Context, memory.Export) (memory.ImportReport, error) {
+	return memory.ImportReport{}, errors.New("not expected")
 }
