@@ -49,7 +49,7 @@ func (a *App) mediaStage(rec media.Recorder, usage media.Usage) *media.Stage {
 	}
 	if a.parts.Workers != nil {
 		opts.Sandbox = sandbox.NewPool(a.parts.Workers, sandbox.Limits{Workers: mc.Workers.Count, Memory: int64(mc.Workers.MemoryMB) << 20,
-			Timeout: mc.Workers.Timeout, CPU: time.Duration(mc.Workers.CPUSeconds) * time.Second})
+			Wait: mc.Workers.Wait, Timeout: mc.Workers.Timeout, CPU: time.Duration(mc.Workers.CPUSeconds) * time.Second})
 	}
 	if imp, ok := rec.(media.Importer); ok {
 		opts.Imports = &media.Imports{Confirm: laterConfirm{a}, Store: imp, Count: a.Counter.Count}

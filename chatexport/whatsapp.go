@@ -224,12 +224,12 @@ func ReadWhatsAppZip(ctx context.Context, r io.ReaderAt, size int64, loc *time.L
 	if best == nil {
 		return Chat{}, fmt.Errorf("%w: the zip holds no chat text (.txt)", ErrNotExport)
 	}
-	if best.UncompressedSize64 > maxZipText {
-		return Chat{}, fmt.Errorf("the chat text in the zip is over %d MiB (%d MiB)", maxZipText>>20, best.UncompressedSize64>>20)
-	}
 	if best.UncompressedSize64 > 1<<20 && best.UncompressedSize64 > maxZipRatio*best.CompressedSize64 {
 		return Chat{}, fmt.Errorf("the chat text in the zip inflates %d times (%d KiB to %d MiB): it is not an export",
 			best.UncompressedSize64/max(best.CompressedSize64, 1), best.CompressedSize64>>10, best.UncompressedSize64>>20)
+	}
+	if best.UncompressedSize64 > maxZipText {
+		return Chat{}, fmt.Errorf("the chat text in the zip is over %d MiB (%d MiB)", maxZipText>>20, best.UncompressedSize64>>20)
 	}
 	rc, err := best.Open() // archive/zip fails a read past the declared size
 	if err != nil {

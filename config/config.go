@@ -95,6 +95,7 @@ type Media struct {
 type Workers struct {
 	Count      int           `mapstructure:"count"`
 	MemoryMB   int           `mapstructure:"memory_mb"`
+	Wait       time.Duration `mapstructure:"wait"`
 	Timeout    time.Duration `mapstructure:"timeout"`
 	CPUSeconds int           `mapstructure:"cpu_seconds"`
 }
@@ -388,7 +389,7 @@ func Default() Config {
 			MaxDocumentBytes: 1 << 20,
 			MaxPDFBytes:      20 << 20,
 			MaxImagePixels:   40_000_000,
-			Workers:          Workers{Count: 2, MemoryMB: 256, Timeout: 30 * time.Second, CPUSeconds: 10},
+			Workers:          Workers{Count: 2, MemoryMB: 256, Wait: 10 * time.Second, Timeout: 15 * time.Second, CPUSeconds: 5},
 		},
 		Memory: Memory{
 			EnabledByDefault:  true,

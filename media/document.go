@@ -108,6 +108,9 @@ func (s *Stage) pdfDocument(ctx context.Context, t *pipeline.Turn, name string) 
 		t.Logger().Info("reading a PDF", "err", err)
 		return true, s.refuse(ctx, t, fmt.Sprintf("📄 %s (a PDF I could not read)", name),
 			fmt.Sprintf("I couldn't read that PDF (it looks damaged or too complex): %s. Paste the part you want me to read.", name))
+	case errors.Is(err, sandbox.ErrBusy):
+		t.Logger().Info("reading a PDF", "err", err)
+		return true, reply(ctx, t, fmt.Sprintf("I'm reading too many files right now: please send %s again in a minute.", name))
 	case ctx2.Err() != nil && ctx.Err() == nil:
 		t.Logger().Info("reading a PDF", "err", err)
 		return true, reply(ctx, t, fmt.Sprintf("I couldn't read %s in time: I'm busy with other files. Please send it again in a minute.", name))

@@ -64,6 +64,9 @@ func (s *Stage) photo(ctx context.Context, t *pipeline.Turn) (done bool, err err
 		return true, s.refuse(ctx, t, "📷 (a photo too large to open)",
 			"That image is too large for me to open "+strings.TrimPrefix(err.Error(), errImageTooLarge.Error()+" ")+
 				". Send a smaller one. (Operator: media.max_image_pixels sets the limit.)")
+	case errors.Is(err, sandbox.ErrBusy):
+		t.Logger().Info("opening a photo", "err", err)
+		return true, reply(ctx, t, "I'm looking at too many images right now: please send that one again in a minute.")
 	case errors.Is(err, sandbox.ErrLimit):
 		t.Logger().Info("opening a photo", "err", err)
 		return true, s.refuse(ctx, t, "📷 (a photo I could not open)", "I couldn't open that image (it looks damaged or too complex).")

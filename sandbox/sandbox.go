@@ -26,6 +26,10 @@ var ErrLimit = errors.New("the worker was stopped")
 // (Limits.Memory): it was not run.
 var ErrTooBig = errors.New("the job needs more memory than the workers have")
 
+// ErrBusy means no worker (or not the memory a job asked for) came free
+// within Limits.Wait: the job was not run. Try again later.
+var ErrBusy = errors.New("every worker is busy")
+
 // JobError is a job's own error, as its worker reported it.
 type JobError struct {
 	Job, Msg string
@@ -37,8 +41,9 @@ func (e *JobError) Error() string { return e.Job + ": " + e.Msg }
 type Limits struct {
 	Workers   int           // jobs running at once (default 2)
 	Memory    int64         // bytes of address space all workers running at once share (default 256 MiB)
-	Timeout   time.Duration // wall clock of one job, start-up included (default 30 s)
-	CPU       time.Duration // CPU time of one job, rounded up to seconds (default 10 s)
+	Wait      time.Duration // longest wait for a worker and memory before ErrBusy (default 10 s)
+	Timeout   time.Duration // wall clock of one job, start-up included (default 15 s)
+	CPU       time.Duration // CPU time of one job, rounded up to seconds (default 5 s)
 	MaxOutput int64         // bytes a job may write back (default 16 MiB)
 }
 
@@ -50,11 +55,14 @@ func (l Limits) withDefaults() Limits {
 	if l.Memory <= 0 {
 		l.Memory = 256 << 20
 	}
+	if l.Wait <= 0 {
+		l.Wait = 10 * time.Second
+	}
 	if l.Timeout <= 0 {
-		l.Timeout = 30 * time.Second
+		l.Timeout = 15 * time.Second
 	}
 	if l.CPU <= 0 {
-		l.CPU = 10 * time.Second
+		l.CPU = 5 * time.Second
 	}
 	if l.MaxOutput <= 0 {
 		l.MaxOutput = 16 << 20
@@ -91,9 +99,11 @@ func (p *Pool) Share() int64 { return max(p.lim.Memory/int64(p.lim.Workers), min
 
 // Run runs job name on input in a worker that may use mem bytes of address
 // space above its start (0: Share()), after waiting for a free worker and
-// for that memory. The error is ErrTooBig when mem is over Limits.Memory,
-// wraps ErrLimit when the worker was stopped, is a *JobError when the job
-// failed, or ctx's error.
+// for that memory (at most Limits.Wait: a file answered late is no better
+// than one refused). The error is ErrTooBig when mem is over
+// Limits.Memory, ErrBusy when the wait was too long, wraps ErrLimit when
+// the worker was stopped, is a *JobError when the job failed, or ctx's
+// error.
 func (p *Pool) Run(ctx context.Context, name string, input []byte, mem int64) ([]byte, error) {
 	if mem <= 0 {
 		mem = p.Share()
@@ -102,12 +112,20 @@ func (p *Pool) Run(ctx context.Context, name string, input []byte, mem int64) ([
 	if mem > p.lim.Memory {
 		return nil, fmt.Errorf("%w (%d MiB asked, %d MiB shared)", ErrTooBig, mem>>20, p.lim.Memory>>20)
 	}
-	if err := p.mem.Acquire(ctx, mem); err != nil {
-		return nil, fmt.Errorf("waiting for memory to run %s: %w", name, err)
+	wctx, cancel := context.WithTimeout(ctx, p.lim.Wait)
+	defer cancel()
+	waited := func(what string, err error) error {
+		if ctx.Err() == nil {
+			return fmt.Errorf("%w: no %s for %s within %s", ErrBusy, what, name, p.lim.Wait)
+		}
+		return fmt.Errorf("waiting for %s to run %s: %w", what, name, err)
+	}
+	if err := p.mem.Acquire(wctx, mem); err != nil {
+		return nil, waited("memory", err)
 	}
 	defer p.mem.Release(mem)
-	if err := p.slots.Acquire(ctx, 1); err != nil {
-		return nil, fmt.Errorf("waiting for a worker to run %s: %w", name, err)
+	if err := p.slots.Acquire(wctx, 1); err != nil {
+		return nil, waited("worker", err)
 	}
 	defer p.slots.Release(1)
 	return p.exec.run(ctx, name, input, mem, p.lim)

@@ -171,13 +171,16 @@ func (e *Exec) run(ctx context.Context, name string, input []byte, mem int64, li
 	if ee.ExitCode() == exitJobError {
 		return nil, &JobError{Job: name, Msg: msg}
 	}
+	// RLIMIT_CPU's SIGKILL: the rusage the kernel reports may be a tick
+	// short of the limit (seen: well short, under -race).
 	used := ee.UserTime() + ee.SystemTime()
+	ws, _ := ee.Sys().(syscall.WaitStatus)
 	switch {
-	case used >= time.Duration(cpu)*time.Second:
+	case ws.Signaled() && ws.Signal() == syscall.SIGKILL && used >= time.Duration(cpu)*time.Second/2:
 		return nil, fmt.Errorf("%w: %s used more than %s of CPU", ErrLimit, name, lim.CPU)
 	case strings.Contains(msg, "out of memory") || strings.Contains(msg, "cannot allocate memory") ||
 		strings.Contains(msg, "address space") || strings.Contains(msg, "failed to allocate"): // the race detector says it so
 		return nil, fmt.Errorf("%w: %s needed more than %d MiB of memory", ErrLimit, name, mem>>20)
 	}
-	return nil, fmt.Errorf("%w: %s died (%v) %s", ErrLimit, name, ee.ProcessState, msg)
+	return nil, fmt.Errorf("%w: %s died (%v, %s of CPU) %s", ErrLimit, name, ee.ProcessState, used.Round(time.Millisecond), msg)
 }

@@ -149,6 +149,11 @@ func TestPoolBoundsWorkers(t *testing.T) {
 	if p.mem.TryAcquire(200<<20 - p.Share() + 1) {
 		t.Fatal("the running job's memory was handed out again")
 	}
+	busy := NewPool(self, Limits{Workers: 1, Wait: time.Millisecond})
+	busy.slots = p.slots // the same worker, taken
+	if _, err := busy.Run(t.Context(), "echo", nil, 0); !errors.Is(err, ErrBusy) {
+		t.Fatalf("a job waiting past Limits.Wait: %v", err)
+	}
 	w.Write([]byte("go"))
 	w.Close()
 	if err := <-done; err != nil {

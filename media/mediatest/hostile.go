@@ -135,7 +135,7 @@ func BombZip(size int) []byte {
 	line := []byte(strings.Repeat("a", 79) + "\n")
 	chunk := bytes.Repeat(line, 1<<20/len(line))
 	for n := 0; n < size; n += len(chunk) {
-		f.Write(chunk)
+		f.Write(chunk[:min(len(chunk), size-n)])
 	}
 	zw.Close()
 	return b.Bytes()
