@@ -65,6 +65,15 @@ func (s *Stage) chatImport(ctx context.Context, t *pipeline.Turn) (handled bool,
 	}
 	ctx2, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
+	select {
+	case s.exports <- struct{}{}:
+		defer func() { <-s.exports }()
+	case <-ctx2.Done():
+		if ctx.Err() != nil {
+			return true, ctx.Err()
+		}
+		return true, reply(ctx, t, fmt.Sprintf("I'm reading too many files right now: please send %s again in a minute.", md.Name))
+	}
 	data, err := md.Fetch(ctx2, maxBytes)
 	if err != nil {
 		t.Logger().Warn("downloading a chat export", "err", err)

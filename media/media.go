@@ -96,6 +96,10 @@ type Stage struct {
 	rec  Recorder
 	opts Options
 
+	// exports lets one chat export at a time be downloaded and parsed
+	// in this process (its bytes and its messages in memory).
+	exports chan struct{}
+
 	mu       sync.Mutex
 	noVision map[string]bool       // auto: the models that refused images (bounded: maxModels)
 	told     map[pipeline.Key]bool // conversations told how to enable vision (bounded: maxTold)
@@ -138,7 +142,7 @@ func New(rec Recorder, opts Options) *Stage {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Stage{rec: rec, opts: opts, told: map[pipeline.Key]bool{}, noVision: map[string]bool{}}
+	return &Stage{rec: rec, opts: opts, exports: make(chan struct{}, 1), told: map[pipeline.Key]bool{}, noVision: map[string]bool{}}
 }
 
 // Middleware returns the stage as a pipeline middleware.
