@@ -101,7 +101,8 @@ func limit(cpu, mem uint64) error {
 	if err != nil {
 		return err
 	}
-	if err := syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: vm + mem, Max: vm + mem}); err != nil {
+	as := vm + mem*addressSpaceScale
+	if err := syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: as, Max: as}); err != nil {
 		return fmt.Errorf("RLIMIT_AS: %w", err)
 	}
 	debug.SetMemoryLimit(int64(mem / 2))
