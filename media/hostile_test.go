@@ -30,7 +30,7 @@ func pdfIn(name string, data []byte) pipeline.Inbound {
 }
 
 // A PDF whose cross-reference table points back at itself (the reader
-// loops), and one whose page inflates to 256 MiB of text, are stopped in
+// loops), and one whose page inflates to 160 MiB of text, are stopped in
 // their worker and get a clear answer; a good PDF is read in a worker too.
 func TestHostilePDFsAreStopped(t *testing.T) {
 	pool := sandbox.NewPool(worker, sandbox.Limits{CPU: time.Second, Timeout: 20 * time.Second, Memory: 256 << 20})
@@ -39,7 +39,7 @@ func TestHostilePDFsAreStopped(t *testing.T) {
 	if got == nil || !strings.Contains(got.Text, "Rent is due on the first") {
 		t.Fatalf("a good PDF: reached the model %+v, sent %q", got, sent)
 	}
-	for name, data := range map[string][]byte{"loop.pdf": mediatest.LoopPDF(), "bomb.pdf": mediatest.BombPDF(256 << 20)} {
+	for name, data := range map[string][]byte{"loop.pdf": mediatest.LoopPDF(), "bomb.pdf": mediatest.BombPDF(160 << 20)} {
 		start := time.Now()
 		got, sent := run(t, st, pdfIn(name, data))
 		if got != nil || len(sent) != 1 || !strings.Contains(sent[0], "I couldn't read that PDF (it looks damaged or too complex)") {
@@ -59,11 +59,12 @@ func (d *countingDescriber) Describe(context.Context, []byte, string) (string, i
 
 // An image over media.max_image_pixels is refused from its header, never
 // decoded; one under it whose decoding needs more memory than the workers
-// share is refused too; a normal photo is seen.
+// share is refused too; a normal photo is seen. (The limits are a tenth of
+// the defaults: the files stay quick to make.)
 func TestImageBombsAreRefusedUndecoded(t *testing.T) {
-	pool := sandbox.NewPool(worker, sandbox.Limits{Memory: 256 << 20})
+	pool := sandbox.NewPool(worker, sandbox.Limits{Memory: 96 << 20})
 	d := &countingDescriber{}
-	st := media.New(&recorder{}, media.Options{Describer: d, Vision: media.VisionOn, Sandbox: pool})
+	st := media.New(&recorder{}, media.Options{Describer: d, Vision: media.VisionOn, Sandbox: pool, MaxImagePixels: 4_000_000})
 	photo := func(data []byte) pipeline.Inbound {
 		return pipeline.Inbound{Key: key, MessageID: "p", Time: time.Now(),
 			Media: &pipeline.Media{Kind: pipeline.MediaPhoto, Size: int64(len(data)), Fetch: bytesOf(data)}}
@@ -73,8 +74,8 @@ func TestImageBombsAreRefusedUndecoded(t *testing.T) {
 		data []byte
 		want string
 	}{
-		{"10000×10000", mediatest.BombPNG(10000, 10000, false), "too large for me to open (10000×10000 pixels; at most 40 million)"},
-		{"6000×6000 16-bit", mediatest.BombPNG(6000, 6000, true), "too large for me to open (6000×6000 pixels: too much memory to open)"},
+		{"2500×2000", mediatest.BombPNG(2500, 2000, false), "too large for me to open (2500×2000 pixels; at most 4 million)"},
+		{"1900×1900 16-bit", mediatest.BombPNG(1900, 1900, true), "too large for me to open (1900×1900 pixels: too much memory to open)"},
 	} {
 		got, sent := run(t, st, photo(tc.data))
 		if got != nil || len(sent) != 1 || !strings.Contains(sent[0], tc.want) {
