@@ -27,6 +27,7 @@ import (
 	"github.com/recallbot/recall/metrics"
 	"github.com/recallbot/recall/ops"
 	"github.com/recallbot/recall/pipeline"
+	"github.com/recallbot/recall/sandbox"
 	"github.com/recallbot/recall/summary"
 	"github.com/recallbot/recall/turnqueue"
 )
@@ -58,6 +59,12 @@ type Parts struct {
 	// "/cmd@OtherBot" itself. Empty in production, where the Telegram
 	// adapter strips its own @name and drops other bots' commands.
 	BotName string
+	// Workers is the program the parsers of outside files (PDF, images)
+	// run in, under media.workers' limits: the bot itself re-executed
+	// (sandbox.Serve in main). nil: they run in this process, inputs
+	// capped (tests; nothing stops a parser a hostile file sends into a
+	// loop there).
+	Workers *sandbox.Exec
 	// Store adjusts how the store is opened (a test's faulty disk, short
 	// retries); nil leaves the options from the configuration.
 	Store func(*memory.Options)

@@ -9,6 +9,7 @@ import (
 	"github.com/recallbot/recall/llm"
 	"github.com/recallbot/recall/media"
 	"github.com/recallbot/recall/pipeline"
+	"github.com/recallbot/recall/sandbox"
 )
 
 // mediaStage builds the stage that hears voice notes, sees photos and reads
@@ -26,6 +27,7 @@ func (a *App) mediaStage(rec media.Recorder, usage media.Usage) *media.Stage {
 		MaxImage:       int64(mc.MaxImageBytes),
 		MaxDocument:    int64(mc.MaxDocumentBytes),
 		MaxPDF:         int64(mc.MaxPDFBytes),
+		MaxImagePixels: int64(mc.MaxImagePixels),
 		DocumentPrompt: cfg.Memory.Budget.Snippets,
 		Usage:          usage,
 		Log:            a.Log,
@@ -44,6 +46,10 @@ func (a *App) mediaStage(rec media.Recorder, usage media.Usage) *media.Stage {
 		} else {
 			opts.Transcriber = tr
 		}
+	}
+	if a.parts.Workers != nil {
+		opts.Sandbox = sandbox.NewPool(a.parts.Workers, sandbox.Limits{Workers: mc.Workers.Count, Memory: int64(mc.Workers.MemoryMB) << 20,
+			Wait: mc.Workers.Wait, Timeout: mc.Workers.Timeout, CPU: time.Duration(mc.Workers.CPUSeconds) * time.Second})
 	}
 	if imp, ok := rec.(media.Importer); ok {
 		opts.Imports = &media.Imports{Confirm: laterConfirm{a}, Store: imp, Count: a.Counter.Count}

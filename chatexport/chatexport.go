@@ -1,8 +1,11 @@
 package chatexport
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"time"
@@ -100,18 +103,24 @@ const MaxMessages = 1_000_000
 // parses it. loc is the time zone of WhatsApp's local times (Telegram's
 // JSON carries Unix times).
 func Parse(data []byte, loc *time.Location) (Chat, error) {
-	trimmed := strings.TrimLeft(string(data[:min(len(data), 64)]), " \t\r\n\ufeff")
+	return Read(context.Background(), bytes.NewReader(data), int64(len(data)), loc)
+}
+
+// Read is Parse reading the size bytes of r as a stream (a file need not
+// be in memory whole); it stops with ctx's error when ctx ends.
+func Read(ctx context.Context, r io.ReaderAt, size int64, loc *time.Location) (Chat, error) {
+	head := make([]byte, min(size, 64))
+	if _, err := r.ReadAt(head, 0); err != nil && err != io.EOF {
+		return Chat{}, fmt.Errorf("reading the export: %w", err)
+	}
+	trimmed := strings.TrimLeft(string(head), " \t\r\n\ufeff")
 	switch {
 	case strings.HasPrefix(trimmed, "{"):
-		return ParseTelegram(data)
-	case len(data) >= 4 && string(data[:4]) == "PK\x03\x04":
-		return ParseWhatsAppZip(data, loc)
+		return ParseTelegramReader(ctx, io.NewSectionReader(r, 0, size))
+	case len(head) >= 4 && string(head[:4]) == "PK\x03\x04":
+		return ReadWhatsAppZip(ctx, r, size, loc)
 	}
-	c, err := ParseWhatsApp(string(data), loc)
-	if err != nil {
-		return Chat{}, err
-	}
-	return c, nil
+	return ParseWhatsAppReader(ctx, io.NewSectionReader(r, 0, size), loc)
 }
 
 // Conversation turns the chat into the archived messages of the

@@ -1,8 +1,12 @@
 package chatexport
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -32,54 +36,228 @@ type tgMessage struct {
 // ParseTelegram reads Telegram Desktop's result.json of one chat (or a
 // full export holding exactly one chat).
 func ParseTelegram(data []byte) (Chat, error) {
-	var top struct {
-		tgChat
-		Chats *struct {
-			List []tgChat `json:"list"`
-		} `json:"chats"`
+	return ParseTelegramReader(context.Background(), bytes.NewReader(data))
+}
+
+// ParseTelegramReader reads Telegram Desktop's result.json from r as a
+// stream: one message decoded at a time, counted as it comes (more than
+// MaxMessages entries stop it), so memory holds what is kept, not the
+// file. It stops with ctx's error when ctx ends.
+func ParseTelegramReader(ctx context.Context, r io.Reader) (Chat, error) {
+	p := &tgParser{ctx: ctx, dec: json.NewDecoder(r)}
+	p.dec.UseNumber()
+	c, err := p.top()
+	if err != nil {
+		return Chat{}, err
 	}
-	if err := json.Unmarshal(data, &top); err != nil {
-		return Chat{}, fmt.Errorf("%w: the JSON does not parse (%v)", ErrNotExport, err)
+	c.Source = "telegram"
+	return c, nil
+}
+
+// tgParser walks the export's JSON token by token.
+type tgParser struct {
+	ctx context.Context
+	dec *json.Decoder
+	n   int // entries of messages lists read
+}
+
+// syntax wraps a decoding error: the file is not the JSON of an export.
+func syntax(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
 	}
-	chat := top.tgChat
-	if chat.Messages == nil && top.Chats != nil {
-		switch n := len(top.Chats.List); n {
-		case 0:
-			return Chat{}, fmt.Errorf("%w: the export holds no chats", ErrNotExport)
-		case 1:
-			chat = top.Chats.List[0]
-		default:
-			return Chat{}, fmt.Errorf("the export holds %d chats: export one chat (in the chat: ⋮ → Export chat history, format JSON)", n)
+	return fmt.Errorf("%w: the JSON does not parse (%v)", ErrNotExport, err)
+}
+
+// top reads {"name","messages":[…]} or {"chats":{"list":[…]}}.
+func (p *tgParser) top() (Chat, error) {
+	var (
+		chat    Chat
+		hasMsgs bool
+		inner   *Chat
+		chats   int
+	)
+	err := p.fields(func(key string) error {
+		switch key {
+		case "name":
+			return p.dec.Decode(&chat.Name)
+		case "messages":
+			hasMsgs = true
+			return p.messages(&chat)
+		case "chats":
+			return p.fields(func(key string) error {
+				if key != "list" {
+					return p.skip()
+				}
+				return p.list(func() error {
+					chats++
+					if chats > 1 || hasMsgs {
+						return p.skip() // counted; only one chat is imported
+					}
+					c, err := p.chat()
+					inner = &c
+					return err
+				})
+			})
 		}
-	}
-	if chat.Messages == nil {
+		return p.skip()
+	})
+	switch {
+	case err != nil:
+		return Chat{}, err
+	case hasMsgs:
+		return chat, nil
+	case chats > 1:
+		return Chat{}, fmt.Errorf("the export holds %d chats: export one chat (in the chat: ⋮ → Export chat history, format JSON)", chats)
+	case inner != nil:
+		return *inner, nil
+	case chats == 0 && !hasMsgs:
 		return Chat{}, fmt.Errorf("%w: no \"messages\" list (export with format JSON, not HTML)", ErrNotExport)
 	}
-	if len(chat.Messages) > MaxMessages {
-		return Chat{}, fmt.Errorf("the export holds %d messages; at most %d are imported at once", len(chat.Messages), MaxMessages)
+	return Chat{}, fmt.Errorf("%w: the export holds no chats", ErrNotExport)
+}
+
+// chat reads one {"name","messages":[…]} object.
+func (p *tgParser) chat() (Chat, error) {
+	var c Chat
+	has := false
+	err := p.fields(func(key string) error {
+		switch key {
+		case "name":
+			return p.dec.Decode(&c.Name)
+		case "messages":
+			has = true
+			return p.messages(&c)
+		}
+		return p.skip()
+	})
+	if err == nil && !has {
+		err = fmt.Errorf("%w: no \"messages\" list (export with format JSON, not HTML)", ErrNotExport)
 	}
-	out := Chat{Name: chat.Name, Source: "telegram"}
-	for _, m := range chat.Messages {
-		if m.Type != "message" || m.From == nil {
-			out.Skipped++ // service messages: joins, pins, calls…
-			continue
+	return c, err
+}
+
+// messages reads a messages list into c, one entry at a time.
+func (p *tgParser) messages(c *Chat) error {
+	return p.list(func() error {
+		p.n++
+		if p.n > MaxMessages {
+			return fmt.Errorf("the export holds more than %d messages; at most %d are imported at once", MaxMessages, MaxMessages)
 		}
-		text := strings.TrimSpace(tgText(m.Text))
-		if text == "" {
-			text = tgMediaNote(m)
+		if p.n%4096 == 0 {
+			if err := p.ctx.Err(); err != nil {
+				return err
+			}
 		}
-		t, ok := tgTime(m)
-		if text == "" || !ok {
-			out.Skipped++
-			continue
+		var m tgMessage
+		if err := p.dec.Decode(&m); err != nil {
+			return syntax(err)
 		}
-		sender := strings.TrimSpace(*m.From)
-		if sender == "" {
-			sender = "Deleted Account"
-		}
-		out.Messages = append(out.Messages, Message{ID: "tg" + m.ID.String(), Sender: sender, Text: text, Time: t})
+		c.add(m)
+		return nil
+	})
+}
+
+// add keeps a message of the export, or counts it as skipped.
+func (c *Chat) add(m tgMessage) {
+	if m.Type != "message" || m.From == nil {
+		c.Skipped++ // service messages: joins, pins, calls…
+		return
 	}
-	return out, nil
+	text := strings.TrimSpace(tgText(m.Text))
+	if text == "" {
+		text = tgMediaNote(m)
+	}
+	t, ok := tgTime(m)
+	if text == "" || !ok {
+		c.Skipped++
+		return
+	}
+	sender := strings.TrimSpace(*m.From)
+	if sender == "" {
+		sender = "Deleted Account"
+	}
+	c.Messages = append(c.Messages, Message{ID: "tg" + m.ID.String(), Sender: sender, Text: text, Time: t})
+}
+
+// open reads the delimiter want ('{' or '['); null reads as none.
+func (p *tgParser) open(want json.Delim) (null bool, err error) {
+	tok, err := p.dec.Token()
+	if err != nil {
+		return false, syntax(err)
+	}
+	if tok == nil {
+		return true, nil
+	}
+	if d, ok := tok.(json.Delim); !ok || d != want {
+		return false, fmt.Errorf("%w: %v where %v was expected", ErrNotExport, tok, want)
+	}
+	return false, nil
+}
+
+// fields calls f with each key of the object that comes next (null: no
+// keys), f reading the value; it reads the closing '}'.
+func (p *tgParser) fields(f func(key string) error) error {
+	if null, err := p.open('{'); null || err != nil {
+		return err
+	}
+	for p.dec.More() {
+		tok, err := p.dec.Token()
+		if err != nil {
+			return syntax(err)
+		}
+		key, _ := tok.(string)
+		if err := f(key); err != nil {
+			return err
+		}
+	}
+	if _, err := p.dec.Token(); err != nil {
+		return syntax(err)
+	}
+	return nil
+}
+
+// list calls f for each element of the array that comes next (null: no
+// elements), f reading the element; it reads the closing ']'.
+func (p *tgParser) list(f func() error) error {
+	if null, err := p.open('['); null || err != nil {
+		return err
+	}
+	for p.dec.More() {
+		if err := f(); err != nil {
+			return err
+		}
+	}
+	if _, err := p.dec.Token(); err != nil {
+		return syntax(err)
+	}
+	return nil
+}
+
+// skip reads past the next value, token by token (nothing kept).
+func (p *tgParser) skip() error {
+	depth := 0
+	for i := 0; ; i++ {
+		tok, err := p.dec.Token()
+		if err != nil {
+			return syntax(err)
+		}
+		if i%65536 == 65535 {
+			if err := p.ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if d, ok := tok.(json.Delim); ok {
+			if d == '{' || d == '[' {
+				depth++
+			} else {
+				depth--
+			}
+		}
+		if depth == 0 {
+			return nil
+		}
+	}
 }
 
 // tgText flattens "text": a string, or an array of strings and

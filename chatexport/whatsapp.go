@@ -2,7 +2,10 @@ package chatexport
 
 import (
 	"archive/zip"
+	"bufio"
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -40,14 +43,32 @@ type waLine struct {
 // found from the whole file: a number above 12 settles it; a 12-hour clock
 // with no such number means month/day (the US style).
 func ParseWhatsApp(text string, loc *time.Location) (Chat, error) {
+	return ParseWhatsAppReader(context.Background(), strings.NewReader(text), loc)
+}
+
+// maxLine caps one line of a WhatsApp export (a message's line, or one of
+// its continuation lines).
+const maxLine = 1 << 20
+
+// ParseWhatsAppReader is ParseWhatsApp reading r line by line: more than
+// MaxMessages messages, or a line over 1 MiB, stop it; memory holds the
+// messages, not the file. It stops with ctx's error when ctx ends.
+func ParseWhatsAppReader(ctx context.Context, r io.Reader, loc *time.Location) (Chat, error) {
 	if loc == nil {
 		loc = time.Local
 	}
 	var lines []*waLine
 	var last *waLine
 	dayFirst, monthFirst, yearFirst, twelve := false, false, false, false
-	for i, raw := range strings.Split(text, "\n") {
-		line := strings.TrimRight(marks.Replace(raw), "\r")
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
+	for i := 0; sc.Scan(); i++ {
+		if i%65536 == 65535 {
+			if err := ctx.Err(); err != nil {
+				return Chat{}, err
+			}
+		}
+		line := strings.TrimRight(marks.Replace(sc.Text()), "\r")
 		m := whatsappLine.FindStringSubmatch(line)
 		if m == nil {
 			if last != nil {
@@ -80,14 +101,19 @@ func ParseWhatsApp(text string, loc *time.Location) (Chat, error) {
 		case l.b > 12:
 			monthFirst = true
 		}
+		if len(lines) >= MaxMessages {
+			return Chat{}, fmt.Errorf("the export holds more than %d messages; at most %d are imported at once", MaxMessages, MaxMessages)
+		}
 		lines = append(lines, l)
 		last = l
 	}
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return Chat{}, fmt.Errorf("%w: a line is over %d KiB", ErrNotExport, maxLine>>10)
+	} else if err != nil {
+		return Chat{}, fmt.Errorf("reading the chat text: %w", err)
+	}
 	if len(lines) == 0 {
 		return Chat{}, fmt.Errorf("%w: no line looks like a WhatsApp message (\"31/12/2023, 21:41 - Name: text\")", ErrNotExport)
-	}
-	if len(lines) > MaxMessages {
-		return Chat{}, fmt.Errorf("the export holds %d messages; at most %d are imported at once", len(lines), MaxMessages)
 	}
 	if dayFirst && monthFirst {
 		return Chat{}, fmt.Errorf("%w: the dates mix day/month and month/day orders", ErrNotExport)
@@ -161,14 +187,27 @@ func mediaNote(text string) string {
 	return text
 }
 
-// maxZipText caps the chat text read from a zip.
-const maxZipText = 256 << 20
+// Bounds of the chat text read from a zip: its size, and how many times
+// its compressed size it may be (chat text compresses about 5–15 times; a
+// decompression bomb, hundreds of times).
+const (
+	maxZipText  = 256 << 20
+	maxZipRatio = 100
+)
 
 // ParseWhatsAppZip reads the chat text inside WhatsApp's export zip
 // ("_chat.txt" on iPhone, "WhatsApp Chat with ….txt" on Android); media
 // files in it are ignored.
 func ParseWhatsAppZip(data []byte, loc *time.Location) (Chat, error) {
-	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	return ReadWhatsAppZip(context.Background(), bytes.NewReader(data), int64(len(data)), loc)
+}
+
+// ReadWhatsAppZip is ParseWhatsAppZip reading the size bytes of r. The
+// chat text's declared size and compression ratio are checked before it
+// is inflated, and the bytes inflated as they come (maxZipText,
+// maxZipRatio); it is parsed as a stream.
+func ReadWhatsAppZip(ctx context.Context, r io.ReaderAt, size int64, loc *time.Location) (Chat, error) {
+	zr, err := zip.NewReader(r, size)
 	if err != nil {
 		return Chat{}, fmt.Errorf("%w: the zip does not open (%v)", ErrNotExport, err)
 	}
@@ -185,24 +224,25 @@ func ParseWhatsAppZip(data []byte, loc *time.Location) (Chat, error) {
 	if best == nil {
 		return Chat{}, fmt.Errorf("%w: the zip holds no chat text (.txt)", ErrNotExport)
 	}
-	rc, err := best.Open()
+	if best.UncompressedSize64 > 1<<20 && best.UncompressedSize64 > maxZipRatio*best.CompressedSize64 {
+		return Chat{}, fmt.Errorf("the chat text in the zip inflates %d times (%d KiB to %d MiB): it is not an export",
+			best.UncompressedSize64/max(best.CompressedSize64, 1), best.CompressedSize64>>10, best.UncompressedSize64>>20)
+	}
+	if best.UncompressedSize64 > maxZipText {
+		return Chat{}, fmt.Errorf("the chat text in the zip is over %d MiB (%d MiB)", maxZipText>>20, best.UncompressedSize64>>20)
+	}
+	rc, err := best.Open() // archive/zip fails a read past the declared size
 	if err != nil {
 		return Chat{}, fmt.Errorf("reading %s in the zip: %w", best.Name, err)
 	}
 	defer rc.Close()
-	text, err := io.ReadAll(io.LimitReader(rc, maxZipText+1))
+	c, err := ParseWhatsAppReader(ctx, io.LimitReader(rc, int64(best.UncompressedSize64)), loc)
 	if err != nil {
-		return Chat{}, fmt.Errorf("reading %s in the zip: %w", best.Name, err)
+		return Chat{}, err
 	}
-	if len(text) > maxZipText {
-		return Chat{}, fmt.Errorf("the chat text in the zip is over %d MiB", maxZipText>>20)
+	c.Name = strings.TrimSuffix(strings.TrimPrefix(best.Name, "WhatsApp Chat with "), ".txt")
+	if c.Name == "_chat" {
+		c.Name = ""
 	}
-	c, err := ParseWhatsApp(string(text), loc)
-	if err == nil {
-		c.Name = strings.TrimSuffix(strings.TrimPrefix(best.Name, "WhatsApp Chat with "), ".txt")
-		if c.Name == "_chat" {
-			c.Name = ""
-		}
-	}
-	return c, err
+	return c, nil
 }

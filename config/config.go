@@ -78,10 +78,26 @@ type Media struct {
 	MaxImageBytes    int    `mapstructure:"max_image_bytes"`
 	MaxDocumentBytes int    `mapstructure:"max_document_bytes"`
 	MaxPDFBytes      int    `mapstructure:"max_pdf_bytes"`
+	// MaxImagePixels refuses larger images from their header, before
+	// they are decoded.
+	MaxImagePixels int `mapstructure:"max_image_pixels"`
+	// Workers bound the child processes that parse PDFs and images.
+	Workers Workers `mapstructure:"workers"`
 	// KeepImages keeps the bytes of the photos users send under
 	// data/media/ (0600), purged with the rest; off, only their
 	// description is stored.
 	KeepImages bool `mapstructure:"keep_images"`
+}
+
+// Workers owns the limits of the child processes that parse outside
+// files (package sandbox): how many at once, the memory they share, and
+// each one's wall clock and CPU time.
+type Workers struct {
+	Count      int           `mapstructure:"count"`
+	MemoryMB   int           `mapstructure:"memory_mb"`
+	Wait       time.Duration `mapstructure:"wait"`
+	Timeout    time.Duration `mapstructure:"timeout"`
+	CPUSeconds int           `mapstructure:"cpu_seconds"`
 }
 
 // Transcription owns speech-to-text for voice notes and audio.
@@ -372,6 +388,8 @@ func Default() Config {
 			MaxImageBytes:    20 << 20,
 			MaxDocumentBytes: 1 << 20,
 			MaxPDFBytes:      20 << 20,
+			MaxImagePixels:   40_000_000,
+			Workers:          Workers{Count: 2, MemoryMB: 256, Wait: 10 * time.Second, Timeout: 15 * time.Second, CPUSeconds: 5},
 		},
 		Memory: Memory{
 			EnabledByDefault:  true,

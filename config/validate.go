@@ -56,6 +56,12 @@ func (c Config) Validate() error {
 	v.between("media.max_image_bytes", c.Media.MaxImageBytes, 1024, 2<<30)
 	v.between("media.max_document_bytes", c.Media.MaxDocumentBytes, 1024, 2<<30)
 	v.between("media.max_pdf_bytes", c.Media.MaxPDFBytes, 1024, 2<<30)
+	v.between("media.max_image_pixels", c.Media.MaxImagePixels, 1, 1<<30)
+	v.between("media.workers.count", c.Media.Workers.Count, 1, 64)
+	v.between("media.workers.memory_mb", c.Media.Workers.MemoryMB, 96, 1<<20)
+	v.positiveDuration("media.workers.wait", c.Media.Workers.Wait)
+	v.positiveDuration("media.workers.timeout", c.Media.Workers.Timeout)
+	v.between("media.workers.cpu_seconds", c.Media.Workers.CPUSeconds, 1, 3600)
 	if c.LLM.ContextWindow != 0 {
 		v.between("llm.context_window", c.LLM.ContextWindow, 1024, 10_000_000)
 	}

@@ -1,7 +1,9 @@
 package media
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"strings"
@@ -26,11 +28,14 @@ type Importer interface {
 // Imports configure "bring your history": a chat export sent as a document
 // is offered for import into the conversation's archive.
 type Imports struct {
-	Confirm  Confirmer
-	Store    Importer
-	Count    func(string) int // tokens of a message
-	MaxBytes int64            // largest export read (default 64 MiB)
-	Location *time.Location   // WhatsApp's local times (default time.Local)
+	Confirm Confirmer
+	Store   Importer
+	Count   func(string) int // tokens of a message
+	// MaxBytes is the largest export read (default 20 MiB, what Telegram
+	// lets a bot download): a larger one is refused from the size the
+	// platform gives, before it is downloaded.
+	MaxBytes int64
+	Location *time.Location // WhatsApp's local times (default time.Local)
 }
 
 // looksLikeExport reports whether a document's name is that of a chat
@@ -52,7 +57,7 @@ func (s *Stage) chatImport(ctx context.Context, t *pipeline.Turn) (handled bool,
 	}
 	maxBytes := im.MaxBytes
 	if maxBytes <= 0 {
-		maxBytes = 64 << 20
+		maxBytes = 20 << 20
 	}
 	if md.Size > maxBytes {
 		return true, reply(ctx, t, fmt.Sprintf("That chat export is too large for me to import here (%d MB; at most %d MB). The operator can import it with: bot import --telegram-export FILE --key %s (or --whatsapp-export).",
@@ -60,6 +65,15 @@ func (s *Stage) chatImport(ctx context.Context, t *pipeline.Turn) (handled bool,
 	}
 	ctx2, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
+	select {
+	case s.exports <- struct{}{}:
+		defer func() { <-s.exports }()
+	case <-ctx2.Done():
+		if ctx.Err() != nil {
+			return true, ctx.Err()
+		}
+		return true, reply(ctx, t, fmt.Sprintf("I'm reading too many files right now: please send %s again in a minute.", md.Name))
+	}
 	data, err := md.Fetch(ctx2, maxBytes)
 	if err != nil {
 		t.Logger().Warn("downloading a chat export", "err", err)
@@ -69,9 +83,16 @@ func (s *Stage) chatImport(ctx context.Context, t *pipeline.Turn) (handled bool,
 	if loc == nil {
 		loc = time.Local
 	}
-	chat, err := chatexport.Parse(data, loc)
-	if err != nil || len(chat.Messages) == 0 {
+	chat, err := chatexport.Read(ctx2, bytes.NewReader(data), int64(len(data)), loc)
+	switch {
+	case errors.Is(err, chatexport.ErrNotExport) || (err == nil && len(chat.Messages) == 0):
 		return false, nil // not an export after all: read it as a document
+	case err != nil && ctx.Err() == nil:
+		t.Logger().Info("reading a chat export", "err", err)
+		return true, s.refuse(ctx, t, fmt.Sprintf("📄 %s (a chat export I could not import)", md.Name),
+			fmt.Sprintf("I couldn't import %s: %v.", md.Name, err))
+	case err != nil:
+		return true, err
 	}
 	key := t.In.Key
 	question := fmt.Sprintf("I found %s in %s. Import them into this chat's memory? They become searchable history I can recall; nothing else changes.",

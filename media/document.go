@@ -10,6 +10,7 @@ import (
 
 	"github.com/recallbot/recall/excerpt"
 	"github.com/recallbot/recall/pipeline"
+	"github.com/recallbot/recall/sandbox"
 )
 
 // textExts are the document types read as text.
@@ -98,11 +99,21 @@ func (s *Stage) pdfDocument(ctx context.Context, t *pipeline.Turn, name string) 
 		t.Logger().Warn("downloading a PDF", "err", err)
 		return true, reply(ctx, t, fmt.Sprintf("I couldn't download %s (at most %d MB). Please try again.", name, mb(s.opts.MaxPDF)))
 	}
-	text, pages, err := pdfText(data)
+	text, pages, err := s.readPDF(ctx2, data)
 	switch {
 	case errors.Is(err, errNoText):
 		return true, s.refuse(ctx, t, fmt.Sprintf("📄 %s (a PDF with no text I could read)", name),
 			fmt.Sprintf("I found no text in %s: it may be scanned pages or images. Send the text, or a photo of the page you want me to read.", name))
+	case errors.Is(err, sandbox.ErrLimit) || errors.Is(err, sandbox.ErrTooBig):
+		t.Logger().Info("reading a PDF", "err", err)
+		return true, s.refuse(ctx, t, fmt.Sprintf("📄 %s (a PDF I could not read)", name),
+			fmt.Sprintf("I couldn't read that PDF (it looks damaged or too complex): %s. Paste the part you want me to read.", name))
+	case errors.Is(err, sandbox.ErrBusy):
+		t.Logger().Info("reading a PDF", "err", err)
+		return true, reply(ctx, t, fmt.Sprintf("I'm reading too many files right now: please send %s again in a minute.", name))
+	case ctx2.Err() != nil && ctx.Err() == nil:
+		t.Logger().Info("reading a PDF", "err", err)
+		return true, reply(ctx, t, fmt.Sprintf("I couldn't read %s in time: I'm busy with other files. Please send it again in a minute.", name))
 	case err != nil:
 		t.Logger().Info("reading a PDF", "err", err)
 		return true, s.refuse(ctx, t, fmt.Sprintf("📄 %s (a PDF I could not read)", name),

@@ -12,6 +12,7 @@ import (
 
 	"github.com/recallbot/recall/memory"
 	"github.com/recallbot/recall/pipeline"
+	"github.com/recallbot/recall/sandbox"
 )
 
 // Transcriber turns speech into text (llm.Transcriber).
@@ -68,6 +69,9 @@ type Options struct {
 	Vision    string    // VisionAuto (default), VisionOn or VisionOff
 	MaxImage  int64     // larger photos are not downloaded (default 20 MB)
 	Keep      *Kept     // photos' bytes are kept on disk (media.keep_images); nil: not kept
+	// MaxImagePixels refuses larger images before they are decoded
+	// (media.max_image_pixels; default 40 million).
+	MaxImagePixels int64
 
 	MaxDocument int64 // larger text documents are not read (default 1 MiB)
 	MaxPDF      int64 // larger PDFs are not read (default 20 MiB)
@@ -77,6 +81,12 @@ type Options struct {
 	DocumentPrompt int
 	Imports        *Imports // chat exports sent as documents are offered for import; nil: read as documents
 
+	// Sandbox runs the parsers of outside files that are not ours (PDF,
+	// images) in workers it can stop (package sandbox); nil: in this
+	// process, inputs capped (tests and tools only: nothing stops a
+	// parser lost in a hostile file there).
+	Sandbox *sandbox.Pool
+
 	Timeout time.Duration // a download plus its model call (default 2 minutes)
 	Log     *slog.Logger
 }
@@ -85,6 +95,10 @@ type Options struct {
 type Stage struct {
 	rec  Recorder
 	opts Options
+
+	// exports lets one chat export at a time be downloaded and parsed
+	// in this process (its bytes and its messages in memory).
+	exports chan struct{}
 
 	mu       sync.Mutex
 	noVision map[string]bool       // auto: the models that refused images (bounded: maxModels)
@@ -113,6 +127,12 @@ func New(rec Recorder, opts Options) *Stage {
 	if opts.MaxPDF <= 0 {
 		opts.MaxPDF = 20 << 20
 	}
+	if opts.MaxImagePixels <= 0 {
+		opts.MaxImagePixels = 40_000_000
+	}
+	if opts.Sandbox == nil {
+		opts.Sandbox = sandbox.NewPool(sandbox.InProcess(Jobs()), sandbox.Limits{Memory: 1 << 30})
+	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = 2 * time.Minute
 	}
@@ -122,7 +142,7 @@ func New(rec Recorder, opts Options) *Stage {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Stage{rec: rec, opts: opts, told: map[pipeline.Key]bool{}, noVision: map[string]bool{}}
+	return &Stage{rec: rec, opts: opts, exports: make(chan struct{}, 1), told: map[pipeline.Key]bool{}, noVision: map[string]bool{}}
 }
 
 // Middleware returns the stage as a pipeline middleware.

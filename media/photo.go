@@ -15,6 +15,7 @@ import (
 
 	"github.com/recallbot/recall/llm"
 	"github.com/recallbot/recall/pipeline"
+	"github.com/recallbot/recall/sandbox"
 )
 
 // MaxSide is the long side images are scaled down to before a vision model
@@ -57,9 +58,25 @@ func (s *Stage) photo(ctx context.Context, t *pipeline.Turn) (done bool, err err
 		t.In.Text = withCaption(cannotSee, t.In.Text)
 		return false, nil
 	}
-	small, err := Downscale(data, MaxSide)
-	if err != nil {
-		return true, reply(ctx, t, "I couldn't open that image ("+err.Error()+").")
+	small, err := s.downscale(ctx2, data)
+	switch {
+	case errors.Is(err, errImageTooLarge):
+		return true, s.refuse(ctx, t, "📷 (a photo too large to open)",
+			"That image is too large for me to open "+strings.TrimPrefix(err.Error(), errImageTooLarge.Error()+" ")+
+				". Send a smaller one. (Operator: media.max_image_pixels sets the limit.)")
+	case errors.Is(err, sandbox.ErrBusy):
+		t.Logger().Info("opening a photo", "err", err)
+		return true, reply(ctx, t, "I'm looking at too many images right now: please send that one again in a minute.")
+	case errors.Is(err, sandbox.ErrLimit):
+		t.Logger().Info("opening a photo", "err", err)
+		return true, s.refuse(ctx, t, "📷 (a photo I could not open)", "I couldn't open that image (it looks damaged or too complex).")
+	case err != nil:
+		var je *sandbox.JobError
+		if errors.As(err, &je) {
+			return true, reply(ctx, t, "I couldn't open that image ("+je.Msg+").")
+		}
+		t.Logger().Warn("opening a photo", "err", err)
+		return true, reply(ctx, t, "I couldn't open that image. Please try again.")
 	}
 	desc, tokens, err := s.opts.Describer.Describe(ctx2, small, t.In.Text)
 	s.count(ctx, t, "describing a photo", tokens)
@@ -137,7 +154,9 @@ func (s *Stage) tellOnce(ctx context.Context, t *pipeline.Turn) {
 }
 
 // Downscale decodes a JPEG, PNG or GIF and returns it as a JPEG whose long
-// side is at most side pixels.
+// side is at most side pixels. It decodes whatever the image's header
+// declares: the stage runs it in a sandbox worker, after a check of the
+// image's size (Stage.downscale).
 func Downscale(data []byte, side int) ([]byte, error) {
 	cfg, _, err := image.DecodeConfig(bytes.NewReader(data))
 	if err != nil {

@@ -1,6 +1,7 @@
 package telegram
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -64,13 +65,18 @@ func fetcher(b *bot.Bot, hc *http.Client, token, ref string) func(ctx context.Co
 		if resp.StatusCode != http.StatusOK {
 			return nil, fmt.Errorf("downloading the file: HTTP %d", resp.StatusCode)
 		}
-		data, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
-		if err != nil {
+		// Sized once when Telegram says the size: io.ReadAll's doubling
+		// would hold up to twice the file at once.
+		var buf bytes.Buffer
+		if f.FileSize > 0 {
+			buf.Grow(int(f.FileSize) + bytes.MinRead)
+		}
+		if _, err := buf.ReadFrom(io.LimitReader(resp.Body, max+1)); err != nil {
 			return nil, fmt.Errorf("downloading the file: %w", err)
 		}
-		if int64(len(data)) > max {
+		if int64(buf.Len()) > max {
 			return nil, fmt.Errorf("the file is over the %d bytes allowed", max)
 		}
-		return data, nil
+		return buf.Bytes(), nil
 	}
 }

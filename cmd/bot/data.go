@@ -42,9 +42,9 @@ func closeStore(s *memory.Store, err *error) {
 	}
 }
 
-func runImport(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) (err error) {
+func runImport(ctx context.Context, cfg config.Config, args []string, stdout, stderr io.Writer) (err error) {
 	if len(args) > 0 && strings.HasPrefix(args[0], "-") {
-		return runImportChat(ctx, cfg, args, stdout)
+		return runImportChat(ctx, cfg, args, stdout, stderr)
 	}
 	if len(args) != 1 {
 		return usageError("usage: bot import FILE (a recall-export JSON file, e.g. from bot export)")

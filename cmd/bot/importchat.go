@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/recallbot/recall/chatexport"
@@ -23,7 +22,7 @@ const maxChatExport = 512 << 20
 // runImportChat imports another app's chat export into the archive of one
 // conversation: bot import --telegram-export result.json --key telegram:123
 // (or --whatsapp-export chat.txt|chat.zip).
-func runImportChat(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) (err error) {
+func runImportChat(ctx context.Context, cfg config.Config, args []string, stdout, stderr io.Writer) (err error) {
 	const usage = "usage: bot import --telegram-export FILE --key KEY, or --whatsapp-export FILE --key KEY " +
 		"(FILE: Telegram Desktop's result.json, or WhatsApp's exported .txt or .zip; KEY: the conversation, e.g. telegram:123456)"
 	fl := flag.NewFlagSet("import", flag.ContinueOnError)
@@ -39,17 +38,30 @@ func runImportChat(ctx context.Context, cfg config.Config, args []string, stdout
 		return usageError(fmt.Sprintf("--key %q: %v; %s", *keyText, err, usage))
 	}
 	path := *tg + *wa
-	data, err := readCapped(path, maxChatExport)
+	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
-	var chat chatexport.Chat
-	if *tg != "" {
-		chat, err = chatexport.ParseTelegram(data)
-	} else if strings.HasPrefix(string(data[:min(len(data), 4)]), "PK\x03\x04") {
-		chat, err = chatexport.ParseWhatsAppZip(data, time.Local)
-	} else {
-		chat, err = chatexport.ParseWhatsApp(string(data), time.Local)
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", path, err)
+	}
+	if st.Size() > maxChatExport {
+		return fmt.Errorf("%s is over %d MiB", path, maxChatExport>>20)
+	}
+	prog := newProgress(stderr, path)
+	read := &readProgress{r: f, size: st.Size(), p: prog}
+	chat, err := chatexport.Read(ctx, read, st.Size(), time.Local)
+	switch {
+	case err == nil && *tg != "" && chat.Source != "telegram":
+		err = fmt.Errorf("not Telegram Desktop's result.json (use --whatsapp-export for WhatsApp's)")
+	case err == nil && *wa != "" && chat.Source != "whatsapp":
+		err = fmt.Errorf("not a WhatsApp export (use --telegram-export for Telegram Desktop's result.json)")
+	}
+	prog.done()
+	if ctx.Err() != nil {
+		return fmt.Errorf("interrupted while reading %s: nothing was imported", path)
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
@@ -64,28 +76,45 @@ func runImportChat(ctx context.Context, cfg config.Config, args []string, stdout
 	defer closeStore(s, &err)
 	counter := llm.NewCounter(cfg.LLM.Model)
 	conv := chat.Conversation(key, counter.Count)
-	rep, err := s.Import(ctx, memory.NewExport(memory.OwnerData{Owner: key.Owner(), Conversations: []memory.ConversationData{conv}}))
+	found := chat.Describe()
+	chat.Messages = nil // conv holds them now
+	imported, err := importInBatches(ctx, s, key, conv, newProgress(stderr, "importing"))
 	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("interrupted: %d of %d messages imported (each batch whole); run the same command again to import the rest: what is already in is skipped",
+				imported, len(conv.Messages))
+		}
 		return err
 	}
 	return json.NewEncoder(stdout).Encode(map[string]any{
-		"imported": rep.Messages, "found": chat.Describe(), "skipped": chat.Skipped, "key": key.String(),
+		"imported": imported, "found": found, "skipped": chat.Skipped, "key": key.String(),
 	})
 }
 
-// readCapped reads a file of at most max bytes.
-func readCapped(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
+// importBatch is how many messages one transaction of bot import adds: a
+// stop (SIGTERM, Ctrl-C) keeps the batches done, and loses at most one.
+const importBatch = 2000
+
+// importInBatches imports conv's messages, importBatch at a time, each
+// batch in one transaction (memory.Store.Import), stopping between batches
+// when ctx ends. Messages already in the store are skipped (their platform
+// ids), so a second run resumes. It returns how many were added.
+func importInBatches(ctx context.Context, s *memory.Store, key pipeline.Key, conv memory.ConversationData, prog *progress) (int, error) {
+	defer prog.done()
+	all := conv.Messages
+	added := 0
+	for i := 0; i < len(all); i += importBatch {
+		if err := ctx.Err(); err != nil {
+			return added, err
+		}
+		part := conv
+		part.Messages = all[i:min(i+importBatch, len(all))]
+		rep, err := s.Import(ctx, memory.NewExport(memory.OwnerData{Owner: key.Owner(), Conversations: []memory.ConversationData{part}}))
+		if err != nil {
+			return added, fmt.Errorf("importing messages %d–%d: %w", i+1, i+len(part.Messages), err)
+		}
+		added += rep.Messages
+		prog.set(int64(i+len(part.Messages)), int64(len(all)), "messages")
 	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
-	}
-	if int64(len(data)) > max {
-		return nil, fmt.Errorf("%s is over %d MiB", path, max>>20)
-	}
-	return data, nil
+	return added, nil
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/recallbot/recall/datadir"
 	"github.com/recallbot/recall/logs"
+	"github.com/recallbot/recall/media"
+	"github.com/recallbot/recall/sandbox"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -49,12 +51,17 @@ with code 130.
 `
 
 func main() {
+	// First: when this process is a worker parsing a PDF or an image for
+	// the bot, it does that and exits here (package sandbox).
+	workers := sandbox.Serve(media.Jobs())
 	tuneRuntime(os.Getenv) // memory limit, heap profiler off
 	restrictUmask()        // files the bot creates are 0600, directories 0700 (docs/design.md)
-	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, workers))
 }
 
-func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// run runs the command in args; workers re-executes this program to parse
+// outside files (sandbox.Serve).
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer, workers *sandbox.Exec) int {
 	global := flag.NewFlagSet("bot", flag.ContinueOnError)
 	global.SetOutput(stderr)
 	global.Usage = func() { fmt.Fprint(stderr, usageText) }
@@ -105,9 +112,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer stop()
 	switch cmd {
 	case "":
-		err = runBot(ctx, cfg, stdin, stdout, stderr)
+		err = runBot(ctx, cfg, stdin, stdout, stderr, workers)
 	case "import":
-		err = runImport(ctx, cfg, rest, stdout)
+		err = runImport(ctx, cfg, rest, stdout, stderr)
 	case "export":
 		err = runExport(ctx, cfg, rest, stdout)
 	case "backup":

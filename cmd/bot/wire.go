@@ -16,6 +16,7 @@ import (
 	"github.com/recallbot/recall/config"
 	"github.com/recallbot/recall/llm"
 	"github.com/recallbot/recall/logs"
+	"github.com/recallbot/recall/sandbox"
 )
 
 // loadConfig reads --config (else RECALL_CONFIG, else config.yaml when it
@@ -35,9 +36,9 @@ func newApp(ctx context.Context, cfg config.Config, logw io.Writer) (*app.App, e
 // until end of input), with the health and metrics server on http.listen.
 // Once ctx ends it stops taking updates, lets turns in flight finish
 // (shutdown.timeout), then flushes the write queue.
-func runBot(ctx context.Context, cfg config.Config, stdin io.Reader, stdout, stderr io.Writer) error {
+func runBot(ctx context.Context, cfg config.Config, stdin io.Reader, stdout, stderr io.Writer, workers *sandbox.Exec) error {
 	terminal := !cfg.TelegramEnabled() && !cfg.WhatsApp.Enabled
-	parts := app.Parts{LogWriter: stderr, Version: version, Journal: !terminal}
+	parts := app.Parts{LogWriter: stderr, Version: version, Journal: !terminal, Workers: workers}
 	var logFile *os.File
 	if terminal {
 		// Keep the chat readable: logs go to a file beside the data.
