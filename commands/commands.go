@@ -121,6 +121,9 @@ type Commands struct {
 	opts    Options
 	list    []*Command
 	byName  map[string]*Command
+	// off holds, for a command this bot does not offer as configured,
+	// what the user reads instead of "I don't know the command".
+	off map[string]string
 
 	isAdmin func(userID string) bool // the bot's admins (EnableAdmin); nil: none
 
@@ -144,8 +147,11 @@ func New(store Store, sum Summarizer, preview Previewer, opts Options) *Commands
 	}
 	c := &Commands{store: store, sum: sum, preview: preview, opts: opts, flows: map[pipeline.Key]*flow{}}
 	c.list = builtins()
+	c.off = map[string]string{}
 	if _, ok := store.(FactStore); ok && opts.Facts {
 		c.list = append(c.list, factsCommand())
+	} else if !opts.Facts {
+		c.off["facts"] = factsOffText
 	}
 	c.byName = map[string]*Command{}
 	for _, cmd := range c.list {
@@ -203,6 +209,9 @@ func (c *Commands) Handle(ctx context.Context, t *pipeline.Turn) (bool, error) {
 		call := &Call{Commands: c, Turn: t, Name: p.Name, Args: p.Args, Key: key}
 		cmd, known := c.byName[p.Name]
 		if !known {
+			if why, ok := c.off[p.Name]; ok {
+				return true, call.Reply(ctx, why)
+			}
 			return true, call.Reply(ctx, unknownText(p.Name, c.closest(p.Name)))
 		}
 		if f := c.flowFor(key); f != nil && f.owner != t.In.SenderID {
