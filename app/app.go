@@ -198,6 +198,14 @@ func New(ctx context.Context, cfg config.Config, parts Parts) (*App, error) {
 	if c, ok := a.Model.(*llm.Client); ok {
 		a.Health.Add(ops.LLM(c))
 	}
+	if a.Model == nil {
+		// The bot runs (commands work) but answers every chat message
+		// with how to configure a model: the operator reads it at start
+		// and on /healthz, before a user has to tell them.
+		a.Health.Add(ops.LLMNotConfigured())
+		a.Log.Warn("no language model is configured: every chat message is answered with how to set one up (commands work)",
+			"set", "llm.base_url and llm.model (RECALL_LLM_BASE_URL, RECALL_LLM_MODEL) for an OpenAI-compatible server such as Ollama, or llm.api_key (RECALL_LLM_API_KEY) for OpenAI")
+	}
 	if err := a.build(ctx, parts, defaults, now); err != nil {
 		return nil, errors.Join(err, store.Close(context.Background()))
 	}
