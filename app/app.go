@@ -193,6 +193,9 @@ func New(ctx context.Context, cfg config.Config, parts Parts) (*App, error) {
 			Temperature: cfg.LLM.Temperature, MaxTokens: cfg.LLM.MaxTokens, Timeout: cfg.LLM.Timeout,
 			MaxRetries: cfg.LLM.MaxRetries, Concurrency: cfg.LLM.Concurrency,
 			TurnTimeout: cfg.LLM.TurnTimeout, UnhealthyAfter: cfg.LLM.UnhealthyAfter,
+			// A non-streamed request shows nothing until it ends: it may
+			// take the whole turn (llm.turn_timeout).
+			RequestTimeout: max(cfg.LLM.TurnTimeout, cfg.LLM.Timeout),
 		})
 	}
 	if c, ok := a.Model.(*llm.Client); ok {
