@@ -329,6 +329,9 @@ func (r *Responder) answer(ctx context.Context, t *pipeline.Turn, settings memor
 		a.reply.Text += tools.announce()
 	}
 	r.rememberCalls(in.Key, tools)
+	if err != nil && errors.Is(context.Cause(ctx), pipeline.ErrInterrupted) {
+		return answered{}, r.interrupted(ctx, t, a.send, err)
+	}
 	if err != nil {
 		ferr := r.failTo(ctx, t, a.send, "llm_error", err, llm.UserMessage(err))
 		if isM && isS && r.opts.Journal != nil && in.MessageID != "" && ctx.Err() == nil {
@@ -361,7 +364,13 @@ func (r *Responder) deliver(ctx context.Context, t *pipeline.Turn, a answered, s
 	if r.store.WriteStats().Failing != nil {
 		err = r.store.Enqueue(answer)
 	} else {
-		sctx, cancel := context.WithTimeout(ctx, r.opts.StoreTimeout)
+		sctx := ctx
+		if errors.Is(context.Cause(ctx), pipeline.ErrInterrupted) {
+			// The answer came before the user's cancel: it is stored and
+			// shown whole, not shown unstored.
+			sctx = context.WithoutCancel(ctx)
+		}
+		sctx, cancel := context.WithTimeout(sctx, r.opts.StoreTimeout)
 		err = r.store.Append(sctx, answer)
 		cancel()
 	}
@@ -558,6 +567,31 @@ func (r *Responder) stream(ctx context.Context, t *pipeline.Turn, sm StreamModel
 		return reply, s.Finish, true, nil
 	}
 	return reply, s.Finish, false, err
+}
+
+// Interrupted is what the user reads when they stopped an answer
+// (pipeline.ErrInterrupted).
+const Interrupted = "Cancelled: I stopped answering. Your message is kept; write again when you're ready."
+
+// interrupted ends a turn its user cancelled (pipeline.ErrInterrupted):
+// nothing of the answer is stored (what a stream showed is replaced by the
+// note), the user's message stays, and it is recorded as handled so that a
+// restart does not answer it. The error says the turn was cancelled.
+func (r *Responder) interrupted(ctx context.Context, t *pipeline.Turn, send func(context.Context, pipeline.Outbound) (string, error), err error) error {
+	// The turn's context is over: what remains to do is quick and bounded.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), usageTimeout)
+	defer cancel()
+	r.observe(t.In.Key.Channel, "cancelled", time.Now(), llm.Reply{})
+	err = fmt.Errorf("answering: %w (%w)", pipeline.ErrInterrupted, err)
+	if _, serr := send(ctx, pipeline.Outbound{Key: t.In.Key, Text: Interrupted, Plain: true, ReplyTo: t.In.MessageID}); serr != nil {
+		err = errors.Join(err, serr)
+	}
+	if t.In.MessageID != "" {
+		if _, merr := r.store.MarkHandled(ctx, t.In.Key, t.In.MessageID); merr != nil {
+			t.Logger().Warn("recording a cancelled turn as handled", "err", merr)
+		}
+	}
+	return err
 }
 
 func (r *Responder) fail(ctx context.Context, t *pipeline.Turn, outcome string, err error, userText string) error {

@@ -531,3 +531,55 @@ func TestSlowAnswerSendsStillThinkingOnce(t *testing.T) {
 		t.Errorf("the note %+v: want a plain reply to the user's message", out.sent[0])
 	}
 }
+
+// A turn its user cancels (pipeline.ErrInterrupted, Ctrl-C in the
+// terminal) tells the user, keeps their message, stores no reply, and is
+// not answered after a restart.
+func TestInterruptedTurnKeepsTheMessageAndStoresNoReply(t *testing.T) {
+	asked := make(chan struct{})
+	f := newFixture(t, func(llmtest.Request) llmtest.Response {
+		close(asked)
+		return llmtest.Response{Hang: true}
+	}, Options{})
+	ctx, cancel := context.WithCancelCause(context.Background())
+	go func() { <-asked; cancel(pipeline.ErrInterrupted) }()
+	rec := &recorder{}
+	err := f.chain.Handle(ctx, &pipeline.Turn{In: inbound("c1", "tell me everything"), Out: rec})
+	if !errors.Is(err, pipeline.ErrInterrupted) {
+		t.Fatalf("Handle: %v, want pipeline.ErrInterrupted", err)
+	}
+	if got := rec.texts(); len(got) != 1 || got[0] != Interrupted {
+		t.Fatalf("sent %q, want only %q", got, Interrupted)
+	}
+	bg := context.Background()
+	if err := f.store.Flush(bg); err != nil {
+		t.Fatal(err)
+	}
+	data, err := f.store.Export(bg, key.Owner(), &key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept bool
+	for _, c := range data.Conversations {
+		for _, m := range c.Messages {
+			switch {
+			case m.Role == memory.RoleUser && m.Text == "tell me everything":
+				kept = true
+			case m.Role == memory.RoleAssistant:
+				t.Errorf("a reply is stored for a cancelled answer: %q", m.Text)
+			}
+		}
+	}
+	if !kept {
+		t.Errorf("the user's message is not kept: %+v", data.Conversations)
+	}
+	left, err := f.store.Unanswered(bg, key.Channel, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range left {
+		if m.PlatformID == "c1" {
+			t.Fatalf("the cancelled message would be answered after a restart: %+v", m)
+		}
+	}
+}

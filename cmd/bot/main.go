@@ -99,11 +99,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		defer func() { _ = lock.Release() }() // the kernel releases it at exit anyway
 	}
-	ctx, stop := shutdownContext(stderr, os.Exit)
+	intr := &interrupts{}
+	ctx, stop := shutdownContext(stderr, os.Exit, intr)
 	defer stop()
 	switch cmd {
 	case "":
-		err = runBot(ctx, cfg, stdin, stdout, stderr)
+		err = runBot(ctx, cfg, stdin, stdout, stderr, intr)
 	case "import":
 		err = runImport(ctx, cfg, rest, stdout)
 	case "export":
