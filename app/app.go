@@ -354,6 +354,11 @@ func (a *App) build(ctx context.Context, parts Parts, defaults memory.Settings, 
 		AfterPurge: a.forgetUndelivered,
 		Embeddings: coverage,
 	})
+	// A question asked before a restart (/summary's steps, /purge's)
+	// waits for its answer still.
+	if err := a.Commands.LoadQuestions(ctx); err != nil {
+		return err
+	}
 	// The stages of DESIGN.md in order: access, dedupe, (rate limit),
 	// commands, (token quota), then the responder: persist, assemble, LLM,
 	// reply, persist, summarize.

@@ -221,7 +221,7 @@ func (c *Commands) Handle(ctx context.Context, t *pipeline.Turn) (bool, error) {
 				return true, call.Reply(ctx, "Only the member who sent the command can cancel that question.")
 			}
 		} else if p.Name != "cancel" {
-			c.endFlow(key) // a new command abandons a pending question
+			c.endFlow(ctx, key) // a new command abandons a pending question
 		}
 		return true, call.fail(ctx, cmd.Run(ctx, call))
 	}
@@ -235,6 +235,16 @@ func (c *Commands) Handle(ctx context.Context, t *pipeline.Turn) (bool, error) {
 			answer = t.In.Choice
 		}
 		return true, call.fail(ctx, f.step(ctx, call, strings.TrimSpace(answer)))
+	}
+	if f := c.staleFor(key); f != nil && f.answers(t.In) && looksLikeAnswer(t.In) {
+		// The answer to a question that expired, or that a restart could
+		// not keep: told so, not taken for chat.
+		if !c.consume(ctx, t) {
+			return true, nil
+		}
+		c.endFlow(ctx, key)
+		call := &Call{Commands: c, Turn: t, Key: key}
+		return true, call.Reply(ctx, "That question expired; "+again(f.kind)+".")
 	}
 	if t.In.Choice != "" {
 		// A button of a question that expired, was answered, or is someone
