@@ -660,8 +660,8 @@ type stillThinking struct{ shown atomic.Bool }
 // after StillThinkingAfter the "still thinking" note unless note says the
 // turn showed it already: where the platform can take it away (a
 // WaitNoter: it is taken away before the func returns), or else sent as a
-// message, the typing indicator renewed at once (Telegram ends it with any
-// message).
+// message. The typing indicator is renewed at once after it (Telegram ends
+// it with any message).
 func (r *Responder) typing(ctx context.Context, t *pipeline.Turn, note *stillThinking) func() {
 	typer, isTyper := t.Out.(pipeline.Typer)
 	noter, isNoter := t.Out.(WaitNoter)
@@ -716,6 +716,7 @@ func (r *Responder) typing(ctx context.Context, t *pipeline.Turn, note *stillThi
 					if err == nil {
 						remove = rm
 					}
+					typing() // a message ends Telegram's indicator
 					continue
 				}
 				nctx, ncancel := context.WithTimeout(ctx, noticeTimeout)
