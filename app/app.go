@@ -200,10 +200,21 @@ func New(ctx context.Context, cfg config.Config, parts Parts) (*App, error) {
 			Temperature: cfg.LLM.Temperature, MaxTokens: cfg.LLM.MaxTokens, Timeout: cfg.LLM.Timeout,
 			MaxRetries: cfg.LLM.MaxRetries, Concurrency: cfg.LLM.Concurrency,
 			TurnTimeout: cfg.LLM.TurnTimeout, UnhealthyAfter: cfg.LLM.UnhealthyAfter,
+			// A non-streamed request shows nothing until it ends: it may
+			// take the whole turn (llm.turn_timeout).
+			RequestTimeout: max(cfg.LLM.TurnTimeout, cfg.LLM.Timeout),
 		})
 	}
 	if c, ok := a.Model.(*llm.Client); ok {
 		a.Health.Add(ops.LLM(c))
+	}
+	if a.Model == nil {
+		// The bot runs (commands work) but answers every chat message
+		// with how to configure a model: the operator reads it at start
+		// and on /healthz, before a user has to tell them.
+		a.Health.Add(ops.LLMNotConfigured())
+		a.Log.Warn("no language model is configured: every chat message is answered with how to set one up (commands work)",
+			"set", "llm.base_url and llm.model (RECALL_LLM_BASE_URL, RECALL_LLM_MODEL) for an OpenAI-compatible server such as Ollama, or llm.api_key (RECALL_LLM_API_KEY) for OpenAI")
 	}
 	if err := a.build(ctx, parts, defaults, now); err != nil {
 		return nil, errors.Join(err, store.Close(context.Background()))
@@ -350,6 +361,11 @@ func (a *App) build(ctx context.Context, parts Parts, defaults memory.Settings, 
 		AfterPurge: a.forgetUndelivered,
 		Embeddings: coverage,
 	})
+	// A question asked before a restart (/summary's steps, /purge's)
+	// waits for its answer still.
+	if err := a.Commands.LoadQuestions(ctx); err != nil {
+		return err
+	}
 	// The stages of docs/design.md ("A turn, stage by stage") in order: access, dedupe, (rate limit),
 	// commands, (token quota), then the responder: persist, assemble, LLM,
 	// reply, persist, summarize.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/recallbot/recall/assemble"
@@ -82,13 +83,14 @@ const cannotSee = "[the user sent a photo you cannot see]"
 
 // WaitNoter is a Sender that can show a short note while a slow answer is
 // awaited and take it away again (the terminal erases it). A platform that
-// cannot take a message away does not implement it and gets no note.
+// cannot take a message away does not implement it: it is sent the note as
+// a message (Send), and its typing indicator goes on.
 type WaitNoter interface {
 	ShowWaitNote(ctx context.Context, key pipeline.Key, text string) (remove func(context.Context) error, err error)
 }
 
-// StillThinking is the note shown by a WaitNoter after
-// Options.StillThinkingAfter.
+// StillThinking is the note shown after Options.StillThinkingAfter, once
+// per turn: by a WaitNoter, or sent as a message.
 const StillThinking = "⏳ still thinking…"
 
 // Options configure the responder.
@@ -99,8 +101,9 @@ type Options struct {
 	KeepRecent   int           // exchanges kept while memory is off (memory.keep_recent_turns; default 4)
 	StoreTimeout time.Duration // how long a reply waits to be durable before it is sent anyway (default 10s)
 	TypingEvery  time.Duration // typing indicator refresh (default 4s)
-	// StillThinkingAfter is the wait after which a WaitNoter shows
-	// StillThinking until the answer starts; 0 = never.
+	// StillThinkingAfter is the wait for an answer after which the user
+	// is shown StillThinking, once per turn (a WaitNoter shows it until
+	// the answer starts; other senders get it as a message); 0 = never.
 	StillThinkingAfter time.Duration
 	NotConfigured      string // reply when no LLM is configured
 	Log                *slog.Logger
@@ -278,12 +281,13 @@ func (r *Responder) answer(ctx context.Context, t *pipeline.Turn, settings memor
 	a := answered{send: t.Out.Send}
 	sm, isM := model.(StreamModel)
 	st, isS := t.Out.(pipeline.Streamer)
+	note := &stillThinking{}
 	ask := func(msgs []llm.Message) {
 		tools.fitResults(r.promptCap(), prompt.Breakdown.Total)
 		if isM && isS {
-			a.reply, a.send, a.cut, err = r.stream(ctx, t, sm, st, msgs)
+			a.reply, a.send, a.cut, err = r.stream(ctx, t, sm, st, msgs, note)
 		} else {
-			stopTyping := r.typing(ctx, t)
+			stopTyping := r.typing(ctx, t, note)
 			a.reply, err = model.Chat(ctx, msgs)
 			stopTyping()
 		}
@@ -325,6 +329,9 @@ func (r *Responder) answer(ctx context.Context, t *pipeline.Turn, settings memor
 		a.reply.Text += tools.announce()
 	}
 	r.rememberCalls(in.Key, tools)
+	if err != nil && errors.Is(context.Cause(ctx), pipeline.ErrInterrupted) {
+		return answered{}, r.interrupted(ctx, t, a.send, err)
+	}
 	if err != nil {
 		ferr := r.failTo(ctx, t, a.send, "llm_error", err, llm.UserMessage(err))
 		if isM && isS && r.opts.Journal != nil && in.MessageID != "" && ctx.Err() == nil {
@@ -357,7 +364,13 @@ func (r *Responder) deliver(ctx context.Context, t *pipeline.Turn, a answered, s
 	if r.store.WriteStats().Failing != nil {
 		err = r.store.Enqueue(answer)
 	} else {
-		sctx, cancel := context.WithTimeout(ctx, r.opts.StoreTimeout)
+		sctx := ctx
+		if errors.Is(context.Cause(ctx), pipeline.ErrInterrupted) {
+			// The answer came before the user's cancel: it is stored and
+			// shown whole, not shown unstored.
+			sctx = context.WithoutCancel(ctx)
+		}
+		sctx, cancel := context.WithTimeout(sctx, r.opts.StoreTimeout)
 		err = r.store.Append(sctx, answer)
 		cancel()
 	}
@@ -520,7 +533,7 @@ func (r *Responder) Prompt(ctx context.Context, key pipeline.Key, text string) (
 // the user read is in the history, and the message is not answered again
 // after a restart. A stream cut because the turn was cancelled (the bot
 // stopping) is left as a crash leaves it.
-func (r *Responder) stream(ctx context.Context, t *pipeline.Turn, sm StreamModel, st pipeline.Streamer, msgs []llm.Message) (
+func (r *Responder) stream(ctx context.Context, t *pipeline.Turn, sm StreamModel, st pipeline.Streamer, msgs []llm.Message, note *stillThinking) (
 	reply llm.Reply, send func(context.Context, pipeline.Outbound) (string, error), cut bool, err error) {
 	s := st.Stream(ctx, t.In.Key, t.In.MessageID)
 	if ss, ok := s.(pipeline.ShownStream); ok && r.opts.Journal != nil && t.In.MessageID != "" {
@@ -531,7 +544,7 @@ func (r *Responder) stream(ctx context.Context, t *pipeline.Turn, sm StreamModel
 	}
 	tctx, cancelTyping := context.WithCancel(ctx)
 	defer cancelTyping()
-	stopTyping := r.typing(tctx, t)
+	stopTyping := r.typing(tctx, t, note)
 	first := true
 	reply, err = sm.Stream(ctx, msgs, func(d string) {
 		if first {
@@ -554,6 +567,31 @@ func (r *Responder) stream(ctx context.Context, t *pipeline.Turn, sm StreamModel
 		return reply, s.Finish, true, nil
 	}
 	return reply, s.Finish, false, err
+}
+
+// Interrupted is what the user reads when they stopped an answer
+// (pipeline.ErrInterrupted).
+const Interrupted = "Cancelled: I stopped answering. Your message is kept; write again when you're ready."
+
+// interrupted ends a turn its user cancelled (pipeline.ErrInterrupted):
+// nothing of the answer is stored (what a stream showed is replaced by the
+// note), the user's message stays, and it is recorded as handled so that a
+// restart does not answer it. The error says the turn was cancelled.
+func (r *Responder) interrupted(ctx context.Context, t *pipeline.Turn, send func(context.Context, pipeline.Outbound) (string, error), err error) error {
+	// The turn's context is over: what remains to do is quick and bounded.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), usageTimeout)
+	defer cancel()
+	r.observe(t.In.Key.Channel, "cancelled", time.Now(), llm.Reply{})
+	err = fmt.Errorf("answering: %w (%w)", pipeline.ErrInterrupted, err)
+	if _, serr := send(ctx, pipeline.Outbound{Key: t.In.Key, Text: Interrupted, Plain: true, ReplyTo: t.In.MessageID}); serr != nil {
+		err = errors.Join(err, serr)
+	}
+	if t.In.MessageID != "" {
+		if _, merr := r.store.MarkHandled(ctx, t.In.Key, t.In.MessageID); merr != nil {
+			t.Logger().Warn("recording a cancelled turn as handled", "err", merr)
+		}
+	}
+	return err
 }
 
 func (r *Responder) fail(ctx context.Context, t *pipeline.Turn, outcome string, err error, userText string) error {
@@ -613,14 +651,22 @@ func (r *Responder) warnStorage(ctx context.Context, t *pipeline.Turn, force boo
 		Text: "⚠️ I'm having trouble saving messages right now. I'll keep going and save them as soon as storage recovers."})
 }
 
+// stillThinking records that a turn's "still thinking" note was shown: a
+// turn asks the model more than once (a smaller prompt, no image) but
+// shows the note once.
+type stillThinking struct{ shown atomic.Bool }
+
 // typing shows the typing indicator until the returned func is called, and
-// after StillThinkingAfter the "still thinking" note where the platform can
-// take it away (it is taken away before the func returns).
-func (r *Responder) typing(ctx context.Context, t *pipeline.Turn) func() {
+// after StillThinkingAfter the "still thinking" note unless note says the
+// turn showed it already: where the platform can take it away (a
+// WaitNoter: it is taken away before the func returns), or else sent as a
+// message. The typing indicator is renewed at once after it (Telegram ends
+// it with any message).
+func (r *Responder) typing(ctx context.Context, t *pipeline.Turn, note *stillThinking) func() {
 	typer, isTyper := t.Out.(pipeline.Typer)
 	noter, isNoter := t.Out.(WaitNoter)
-	isNoter = isNoter && r.opts.StillThinkingAfter > 0
-	if !isTyper && !isNoter {
+	slowNote := r.opts.StillThinkingAfter > 0 && !note.shown.Load()
+	if !isTyper && !slowNote {
 		return func() {}
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -630,7 +676,7 @@ func (r *Responder) typing(ctx context.Context, t *pipeline.Turn) func() {
 		tick := time.NewTicker(r.opts.TypingEvery)
 		defer tick.Stop()
 		var slow <-chan time.Time
-		if isNoter {
+		if slowNote {
 			st := time.NewTimer(r.opts.StillThinkingAfter)
 			defer st.Stop()
 			slow = st.C
@@ -660,12 +706,26 @@ func (r *Responder) typing(ctx context.Context, t *pipeline.Turn) func() {
 				return
 			case <-slow:
 				slow = nil
-				nctx, ncancel := context.WithTimeout(ctx, 2*time.Second)
-				rm, err := noter.ShowWaitNote(nctx, t.In.Key, StillThinking)
-				ncancel()
-				if err == nil {
-					remove = rm
+				if !note.shown.CompareAndSwap(false, true) {
+					continue
 				}
+				if isNoter {
+					nctx, ncancel := context.WithTimeout(ctx, 2*time.Second)
+					rm, err := noter.ShowWaitNote(nctx, t.In.Key, StillThinking)
+					ncancel()
+					if err == nil {
+						remove = rm
+					}
+					typing() // a message ends Telegram's indicator
+					continue
+				}
+				nctx, ncancel := context.WithTimeout(ctx, noticeTimeout)
+				_, err := t.Out.Send(nctx, pipeline.Outbound{Key: t.In.Key, Text: StillThinking, Plain: true, ReplyTo: t.In.MessageID})
+				ncancel()
+				if err != nil && ctx.Err() == nil {
+					t.Logger().Debug("sending the still-thinking note", "err", err)
+				}
+				typing()
 			case <-tick.C:
 				typing()
 			}

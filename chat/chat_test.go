@@ -470,3 +470,116 @@ func TestSlowAnswerShowsStillThinking(t *testing.T) {
 		t.Error("a quick answer got a note")
 	}
 }
+
+// typingCounter is a recorder whose Typing calls a test can wait for.
+type typingCounter struct {
+	recorder
+	typed chan struct{} // one value per Typing call (never blocks)
+}
+
+func (c *typingCounter) Typing(ctx context.Context, key pipeline.Key) error {
+	select {
+	case c.typed <- struct{}{}:
+	default:
+	}
+	return c.recorder.Typing(ctx, key)
+}
+
+// A platform that cannot take a message away (Telegram, WhatsApp) is sent
+// "still thinking" as a message, in reply to the user's, once per turn
+// even when the model is asked twice; its typing indicator goes on.
+func TestSlowAnswerSendsStillThinkingOnce(t *testing.T) {
+	noted := make(chan struct{})
+	out := &typingCounter{typed: make(chan struct{}, 100)}
+	out.onSend = func(o pipeline.Outbound) {
+		if o.Text == StillThinking {
+			close(noted) // a second note panics: once per turn
+		}
+	}
+	f := newFixture(t, func(r llmtest.Request) llmtest.Response {
+		if r.N == 1 {
+			select {
+			case <-noted:
+			case <-time.After(10 * time.Second):
+				return llmtest.Response{Status: 500, Text: "the test saw no note"}
+			}
+			// The model takes no images: the turn asks again, text only.
+			return llmtest.Response{Status: 400, Text: "this model does not support image input"}
+		}
+		// Well past StillThinkingAfter (5 ms) in the second ask: three
+		// typing renewals (20 ms apart).
+		for range 3 {
+			<-out.typed
+		}
+		return llmtest.Response{Text: "at last"}
+	}, Options{StillThinkingAfter: 5 * time.Millisecond, TypingEvery: 20 * time.Millisecond})
+	in := inbound("n1", "what is in this picture?")
+	in.Image = &pipeline.Image{JPEG: []byte{0xff, 0xd8, 0xff, 0xd9}, Width: 1, Height: 1, Tokens: 85}
+	if err := f.turn(t, in, out); err != nil {
+		t.Fatal(err)
+	}
+	out.mu.Lock()
+	defer out.mu.Unlock()
+	var texts []string
+	for _, o := range out.sent {
+		texts = append(texts, o.Text)
+	}
+	if len(texts) != 2 || texts[0] != StillThinking || texts[1] != "at last" {
+		t.Fatalf("sent %q, want the note once, then the answer", texts)
+	}
+	if out.sent[0].ReplyTo != "n1" || !out.sent[0].Plain {
+		t.Errorf("the note %+v: want a plain reply to the user's message", out.sent[0])
+	}
+}
+
+// A turn its user cancels (pipeline.ErrInterrupted, Ctrl-C in the
+// terminal) tells the user, keeps their message, stores no reply, and is
+// not answered after a restart.
+func TestInterruptedTurnKeepsTheMessageAndStoresNoReply(t *testing.T) {
+	asked := make(chan struct{})
+	f := newFixture(t, func(llmtest.Request) llmtest.Response {
+		close(asked)
+		return llmtest.Response{Hang: true}
+	}, Options{})
+	ctx, cancel := context.WithCancelCause(context.Background())
+	go func() { <-asked; cancel(pipeline.ErrInterrupted) }()
+	rec := &recorder{}
+	err := f.chain.Handle(ctx, &pipeline.Turn{In: inbound("c1", "tell me everything"), Out: rec})
+	if !errors.Is(err, pipeline.ErrInterrupted) {
+		t.Fatalf("Handle: %v, want pipeline.ErrInterrupted", err)
+	}
+	if got := rec.texts(); len(got) != 1 || got[0] != Interrupted {
+		t.Fatalf("sent %q, want only %q", got, Interrupted)
+	}
+	bg := context.Background()
+	if err := f.store.Flush(bg); err != nil {
+		t.Fatal(err)
+	}
+	data, err := f.store.Export(bg, key.Owner(), &key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept bool
+	for _, c := range data.Conversations {
+		for _, m := range c.Messages {
+			switch {
+			case m.Role == memory.RoleUser && m.Text == "tell me everything":
+				kept = true
+			case m.Role == memory.RoleAssistant:
+				t.Errorf("a reply is stored for a cancelled answer: %q", m.Text)
+			}
+		}
+	}
+	if !kept {
+		t.Errorf("the user's message is not kept: %+v", data.Conversations)
+	}
+	left, err := f.store.Unanswered(bg, key.Channel, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range left {
+		if m.PlatformID == "c1" {
+			t.Fatalf("the cancelled message would be answered after a restart: %+v", m)
+		}
+	}
+}

@@ -40,7 +40,7 @@ func runStart(ctx context.Context, c *Call) error {
 func runHelp(ctx context.Context, c *Call) error { return c.Reply(ctx, c.HelpText()) }
 
 func runCancel(ctx context.Context, c *Call) error {
-	if c.endFlow(c.Key) {
+	if c.endFlow(ctx, c.Key) {
 		return c.Reply(ctx, "Cancelled.")
 	}
 	return c.Reply(ctx, "There is nothing to cancel.")

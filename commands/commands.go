@@ -121,6 +121,9 @@ type Commands struct {
 	opts    Options
 	list    []*Command
 	byName  map[string]*Command
+	// off holds, for a command this bot does not offer as configured,
+	// what the user reads instead of "I don't know the command".
+	off map[string]string
 
 	isAdmin func(userID string) bool // the bot's admins (EnableAdmin); nil: none
 
@@ -144,8 +147,11 @@ func New(store Store, sum Summarizer, preview Previewer, opts Options) *Commands
 	}
 	c := &Commands{store: store, sum: sum, preview: preview, opts: opts, flows: map[pipeline.Key]*flow{}}
 	c.list = builtins()
+	c.off = map[string]string{}
 	if _, ok := store.(FactStore); ok && opts.Facts {
 		c.list = append(c.list, factsCommand())
+	} else if !opts.Facts {
+		c.off["facts"] = factsOffText
 	}
 	c.byName = map[string]*Command{}
 	for _, cmd := range c.list {
@@ -203,6 +209,9 @@ func (c *Commands) Handle(ctx context.Context, t *pipeline.Turn) (bool, error) {
 		call := &Call{Commands: c, Turn: t, Name: p.Name, Args: p.Args, Key: key}
 		cmd, known := c.byName[p.Name]
 		if !known {
+			if why, ok := c.off[p.Name]; ok {
+				return true, call.Reply(ctx, why)
+			}
 			return true, call.Reply(ctx, unknownText(p.Name, c.closest(p.Name)))
 		}
 		if f := c.flowFor(key); f != nil && f.owner != t.In.SenderID {
@@ -212,7 +221,7 @@ func (c *Commands) Handle(ctx context.Context, t *pipeline.Turn) (bool, error) {
 				return true, call.Reply(ctx, "Only the member who sent the command can cancel that question.")
 			}
 		} else if p.Name != "cancel" {
-			c.endFlow(key) // a new command abandons a pending question
+			c.endFlow(ctx, key) // a new command abandons a pending question
 		}
 		return true, call.fail(ctx, cmd.Run(ctx, call))
 	}
@@ -226,6 +235,16 @@ func (c *Commands) Handle(ctx context.Context, t *pipeline.Turn) (bool, error) {
 			answer = t.In.Choice
 		}
 		return true, call.fail(ctx, f.step(ctx, call, strings.TrimSpace(answer)))
+	}
+	if f := c.staleFor(key); f != nil && f.answers(t.In) && looksLikeAnswer(t.In) {
+		// The answer to a question that expired, or that a restart could
+		// not keep: told so, not taken for chat.
+		if !c.consume(ctx, t) {
+			return true, nil
+		}
+		c.endFlow(ctx, key)
+		call := &Call{Commands: c, Turn: t, Key: key}
+		return true, call.Reply(ctx, "That question expired; "+again(f.kind)+".")
 	}
 	if t.In.Choice != "" {
 		// A button of a question that expired, was answered, or is someone

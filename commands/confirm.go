@@ -15,16 +15,16 @@ func (c *Commands) Confirm(ctx context.Context, t *pipeline.Turn, question, yesL
 	yes func(ctx context.Context) (string, error)) error {
 	choices := []pipeline.Choice{{Label: yesLabel, Data: "yes"}, {Label: "No", Data: "no"}}
 	call := &Call{Commands: c, Turn: t, Key: t.In.Key}
-	call.startFlow(call.Key, func(ctx context.Context, c *Call, answer string) error {
+	call.startFlow(ctx, call.Key, askedConfirm, "", func(ctx context.Context, c *Call, answer string) error {
 		ch, ok := pipeline.PickChoice(answer, choices)
 		if isCancel(answer) || (ok && ch.Data == "no") {
-			c.endFlow(c.Key)
+			c.endFlow(ctx, c.Key)
 			return c.Reply(ctx, noText)
 		}
 		if !ok {
 			return c.Reply(ctx, "Please answer yes or no.")
 		}
-		c.endFlow(c.Key)
+		c.endFlow(ctx, c.Key)
 		text, err := yes(ctx)
 		if err != nil {
 			return err

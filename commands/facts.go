@@ -17,6 +17,12 @@ type FactStore interface {
 	ForgetFact(ctx context.Context, owner string, id int64) (bool, error)
 }
 
+// factsOffText answers /facts when the operator has not turned fact
+// learning on (memory.facts.enabled is false).
+const factsOffText = "I don't learn facts about you on this bot: the operator has not turned fact learning on. " +
+	"They can, with `memory.facts.enabled: true` in config.yaml (or `RECALL_MEMORY_FACTS_ENABLED=true`) and a restart. " +
+	"What you ask me to remember with /remember works either way."
+
 // maxListedFacts caps /facts; the numbers it shows are what /facts forget takes.
 const maxListedFacts = 50
 

@@ -52,8 +52,15 @@ func TestFactsListForgetAndOff(t *testing.T) {
 
 func TestFactsCommandOnlyWhenExtractionIsEnabled(t *testing.T) {
 	h := newHarness(t, &recorder{})
-	if got := h.reply(h.A, "/facts"); !strings.Contains(got, "don't know the command") {
-		t.Fatalf("/facts with extraction off answered %q", got)
+	for _, text := range []string{"/facts", "/facts forget 1", "/facts off"} {
+		got := h.reply(h.A, text)
+		if strings.Contains(got, "don't know the command") {
+			t.Fatalf("%s with extraction off answered %q: the README lists it", text, got)
+		}
+		mustContain(t, text+" with extraction off", got, "not turned fact learning on", "memory.facts.enabled", "RECALL_MEMORY_FACTS_ENABLED")
+	}
+	if strings.Contains(h.cmds.HelpText(), "/facts") {
+		t.Fatal("/facts offered in /help with extraction off")
 	}
 	on := newHarness(t, &recorder{}, withFacts())
 	if !strings.Contains(on.cmds.HelpText(), "/facts") {

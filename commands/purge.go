@@ -33,20 +33,7 @@ var withGroups = []pipeline.Choice{
 func runPurge(ctx context.Context, c *Call) error {
 	fields := strings.Fields(strings.ToLower(c.Args))
 	if len(fields) == 0 {
-		c.startFlow(c.Key, func(ctx context.Context, c *Call, answer string) error {
-			ch, ok := pipeline.PickChoice(answer, purgeChoices)
-			if isCancel(answer) || ok && ch.Data == "cancel" {
-				c.endFlow(c.Key)
-				return c.Reply(ctx, "Cancelled; nothing was deleted.")
-			}
-			if !ok {
-				return c.Reply(ctx, "Please choose 1, 2 or 3, or send cancel.")
-			}
-			if ch.Data == "older" {
-				return askDays(ctx, c)
-			}
-			return confirmPurge(ctx, c, ch.Data, 0)
-		})
+		c.startFlow(ctx, c.Key, askedPurgeWhat, "", purgeWhatStep)
 		return c.ask(ctx, "What should I delete? This cannot be undone.", purgeChoices)
 	}
 	switch {
@@ -74,18 +61,37 @@ func parseDays(s string) (int, error) {
 	return n, nil
 }
 
+// purgeWhatStep answers /purge's first question (askedPurgeWhat).
+func purgeWhatStep(ctx context.Context, c *Call, answer string) error {
+	ch, ok := pipeline.PickChoice(answer, purgeChoices)
+	if isCancel(answer) || ok && ch.Data == "cancel" {
+		c.endFlow(ctx, c.Key)
+		return c.Reply(ctx, "Cancelled; nothing was deleted.")
+	}
+	if !ok {
+		return c.Reply(ctx, "Please choose 1, 2 or 3, or send cancel.")
+	}
+	if ch.Data == "older" {
+		return askDays(ctx, c)
+	}
+	return confirmPurge(ctx, c, ch.Data, 0)
+}
+
+// daysStep answers /purge's "older than how many days" (askedPurgeDays).
+func daysStep(ctx context.Context, c *Call, answer string) error {
+	if isCancel(answer) {
+		c.endFlow(ctx, c.Key)
+		return c.Reply(ctx, "Cancelled; nothing was deleted.")
+	}
+	n, err := parseDays(answer)
+	if err != nil {
+		return c.Reply(ctx, "Please send a number of days from 1 to 36500, or cancel.")
+	}
+	return confirmPurge(ctx, c, "older", n)
+}
+
 func askDays(ctx context.Context, c *Call) error {
-	c.startFlow(c.Key, func(ctx context.Context, c *Call, answer string) error {
-		if isCancel(answer) {
-			c.endFlow(c.Key)
-			return c.Reply(ctx, "Cancelled; nothing was deleted.")
-		}
-		n, err := parseDays(answer)
-		if err != nil {
-			return c.Reply(ctx, "Please send a number of days from 1 to 36500, or cancel.")
-		}
-		return confirmPurge(ctx, c, "older", n)
-	})
+	c.startFlow(ctx, c.Key, askedPurgeDays, "", daysStep)
 	return c.Reply(ctx, "Delete messages older than how many days? Send a number, or cancel.")
 }
 
@@ -112,7 +118,22 @@ func confirmPurge(ctx context.Context, c *Call, what string, days int) error {
 				desc, plural(n, "message", "messages"), plural(groups, "group", "groups"))
 		}
 	}
-	c.startFlow(c.Key, func(ctx context.Context, c *Call, answer string) error {
+	groups := len(choices) == len(withGroups)
+	args := fmt.Sprintf("%s %d %s", what, days, map[bool]string{true: "groups", false: "own"}[groups])
+	c.startFlow(ctx, c.Key, askedPurgeConfirm, args, purgeConfirmStep(what, days, groups))
+	return c.ask(ctx, question, choices)
+}
+
+// purgeConfirmStep answers /purge's confirmation (askedPurgeConfirm) of
+// what (chat, all, older than days), with the choice to purge the
+// sender's messages in groups too when groups.
+func purgeConfirmStep(what string, days int, groups bool) stepFunc {
+	choices := yesNo
+	if groups {
+		choices = withGroups
+	}
+	return func(ctx context.Context, c *Call, answer string) error {
+		sender := memory.SenderScope{Channel: c.Key.Channel, SenderID: c.Turn.In.SenderID, Except: c.Key.Owner()}
 		ch, ok := pipeline.PickChoice(answer, choices)
 		if !ok {
 			switch normalize(answer) {
@@ -131,7 +152,7 @@ func confirmPurge(ctx context.Context, c *Call, what string, days int) error {
 			}
 			return c.Reply(ctx, "Please answer yes or no.")
 		}
-		c.endFlow(c.Key)
+		c.endFlow(ctx, c.Key)
 		if ch.Data != "yes" && ch.Data != "groups" {
 			return c.Reply(ctx, "Cancelled; nothing was deleted.")
 		}
@@ -164,6 +185,5 @@ func confirmPurge(ctx context.Context, c *Call, what string, days int) error {
 				g.Messages, g.Summaries, g.Facts)
 		}
 		return c.Reply(ctx, msg)
-	})
-	return c.ask(ctx, question, choices)
+	}
 }

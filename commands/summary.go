@@ -96,38 +96,46 @@ func runSummaryDatabase(ctx context.Context, c *Call, fields []string) error {
 }
 
 func askStorage(ctx context.Context, c *Call) error {
-	c.startFlow(c.Key, func(ctx context.Context, c *Call, answer string) error {
-		if isCancel(answer) {
-			c.endFlow(c.Key)
-			return c.Reply(ctx, "Cancelled; nothing changed.")
-		}
-		choice, ok := pipeline.PickChoice(answer, storageChoices)
-		if ok && choice.Data == "cancel" {
-			c.endFlow(c.Key)
-			return c.Reply(ctx, "Cancelled; nothing changed.")
-		}
-		storage, ok2 := parseStorage(choice.Data)
-		if !ok || !ok2 {
-			return c.Reply(ctx, "Please choose 1 (SQLite) or 2 (JSON file), or send cancel.")
-		}
-		return askThreshold(ctx, c, storage)
-	})
+	c.startFlow(ctx, c.Key, askedStorage, "", storageStep)
 	return c.ask(ctx, "Step 1 of 2 — where should I keep your memory?", storageChoices)
 }
 
-func askThreshold(ctx context.Context, c *Call, storage memory.Storage) error {
-	c.startFlow(c.Key, func(ctx context.Context, c *Call, answer string) error {
+// storageStep answers /summary's step 1 (askedStorage).
+func storageStep(ctx context.Context, c *Call, answer string) error {
+	if isCancel(answer) {
+		c.endFlow(ctx, c.Key)
+		return c.Reply(ctx, "Cancelled; nothing changed.")
+	}
+	choice, ok := pipeline.PickChoice(answer, storageChoices)
+	if ok && choice.Data == "cancel" {
+		c.endFlow(ctx, c.Key)
+		return c.Reply(ctx, "Cancelled; nothing changed.")
+	}
+	storage, ok2 := parseStorage(choice.Data)
+	if !ok || !ok2 {
+		return c.Reply(ctx, "Please choose 1 (SQLite) or 2 (JSON file), or send cancel.")
+	}
+	return askThreshold(ctx, c, storage)
+}
+
+// thresholdStep answers /summary's step 2 (askedThreshold), storage chosen.
+func thresholdStep(storage memory.Storage) stepFunc {
+	return func(ctx context.Context, c *Call, answer string) error {
 		if isCancel(answer) {
-			c.endFlow(c.Key)
+			c.endFlow(ctx, c.Key)
 			return c.Reply(ctx, "Cancelled; nothing changed.")
 		}
 		n, err := parseThreshold(answer)
 		if err != nil {
 			return c.Reply(ctx, err.Error()+" Or send cancel.")
 		}
-		c.endFlow(c.Key)
+		c.endFlow(ctx, c.Key)
 		return applySummary(ctx, c, storage, n)
-	})
+	}
+}
+
+func askThreshold(ctx context.Context, c *Call, storage memory.Storage) error {
+	c.startFlow(ctx, c.Key, askedThreshold, string(storage), thresholdStep(storage))
 	st, err := c.store.Settings(ctx, c.Key.Owner())
 	if err != nil {
 		return err

@@ -181,13 +181,24 @@ func TestSummaryFlowCancel(t *testing.T) {
 }
 
 func TestSummaryFlowExpires(t *testing.T) {
-	t.Run("late threshold goes on", func(t *testing.T) {
+	t.Run("late threshold is told it expired", func(t *testing.T) {
 		h := newHarness(t, &recorder{})
 		h.reply(h.A, "/summary")
 		h.reply(h.A, "json")
 		h.clock.Advance(ttl + time.Second)
-		if handled, outs := h.send(h.A, "15"); handled || len(outs) != 0 {
-			t.Errorf("late 15: handled=%v replies=%+v; want passed on", handled, outs)
+		handled, outs := h.send(h.A, "15")
+		if !handled || len(outs) != 1 {
+			t.Fatalf("late 15: handled=%v replies=%+v; want told it expired", handled, outs)
+		}
+		mustContain(t, "late 15", outs[0].Text, "That question expired; send /summary again")
+		if handled, _ := h.send(h.A, "15"); handled {
+			t.Error("a second late 15 was handled: the expired question is told once, then it is chat")
+		}
+		// Chat is chat, even right after a question expired.
+		h.reply(h.A, "/summary")
+		h.clock.Advance(ttl + time.Second)
+		if handled, _ := h.send(h.A, "what did we talk about yesterday?"); handled {
+			t.Error("a chat message after a question expired was taken for its answer")
 		}
 		if st := h.settings(h.A.Owner()); st.MemoryEnabled || st.Storage != memory.StorageSQLite {
 			t.Errorf("settings changed: %+v", st)

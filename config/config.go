@@ -152,10 +152,11 @@ type LLM struct {
 	SummaryModel string        `mapstructure:"summary_model"` // "" = same as Model
 	Temperature  float64       `mapstructure:"temperature"`
 	MaxTokens    int           `mapstructure:"max_tokens"`
-	Timeout      time.Duration `mapstructure:"timeout"`      // one request
-	TurnTimeout  time.Duration `mapstructure:"turn_timeout"` // one answer, retries included, until its text starts
+	Timeout      time.Duration `mapstructure:"timeout"`      // the longest silence of a streamed answer (before its first token, between two)
+	TurnTimeout  time.Duration `mapstructure:"turn_timeout"` // an answer's start, retries included; a non-streamed request as a whole
 	// StillThinkingAfter is how long a user waits before a "still
-	// thinking…" note where the platform can take it away again; 0 = never.
+	// thinking…" note, once per message (a message where the platform
+	// cannot take it away again); 0 = never.
 	StillThinkingAfter time.Duration `mapstructure:"still_thinking_after"`
 	MaxRetries         int           `mapstructure:"max_retries"`
 	// UnhealthyAfter failed calls in a row make /healthz's llm part fail.
@@ -373,9 +374,9 @@ func Default() Config {
 			Model:              "gpt-4o-mini",
 			Temperature:        0.7,
 			MaxTokens:          1024,
-			Timeout:            60 * time.Second,
-			TurnTimeout:        90 * time.Second,
-			StillThinkingAfter: 20 * time.Second,
+			Timeout:            2 * time.Minute, // a CPU-only local model may think a minute before its first token
+			TurnTimeout:        5 * time.Minute,
+			StillThinkingAfter: 10 * time.Second,
 			MaxRetries:         4,
 			UnhealthyAfter:     3,
 			Concurrency:        8,

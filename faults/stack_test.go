@@ -114,7 +114,7 @@ func (s *stack) start() {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	model := llm.New(llm.Options{
-		BaseURL: s.llm.URL, Model: "test-model", Timeout: llmTimeout, MaxRetries: llmRetries,
+		BaseURL: s.llm.URL, Model: "test-model", Timeout: llmTimeout, RequestTimeout: llmTimeout, MaxRetries: llmRetries,
 		BaseDelay: 10 * time.Millisecond, MaxDelay: 50 * time.Millisecond,
 	})
 	a, err := app.New(context.Background(), adaptertest.Config(s.dir, []string{"telegram:111", "telegram:222"}), app.Parts{

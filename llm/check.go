@@ -29,7 +29,7 @@ func (c *Client) Check(ctx context.Context) error {
 		return c.confErr
 	}
 	info := &attemptInfo{}
-	actx, cancel := context.WithTimeoutCause(ctx, c.timeout, errAttemptTimeout)
+	actx, cancel := context.WithTimeoutCause(ctx, c.timeout, fmt.Errorf("%w: no answer within %s", errAttemptTimeout, c.timeout))
 	defer cancel()
 	list, err := c.api.ListModels(withAttemptInfo(actx, info))
 	if err != nil {

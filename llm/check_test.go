@@ -3,6 +3,7 @@ package llm_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -226,7 +227,7 @@ func TestUserMessageNamesTheCause(t *testing.T) {
 func TestTurnTimeoutBoundsRetries(t *testing.T) {
 	srv := llmtest.NewServer(t, func(llmtest.Request) llmtest.Response { return llmtest.Response{Hang: true} })
 	c := newClient(t, srv.URL, func(o *llm.Options) {
-		o.Timeout = time.Hour // an attempt alone would wait an hour
+		o.Timeout, o.RequestTimeout = time.Hour, time.Hour // an attempt alone would wait an hour
 		o.TurnTimeout = 100 * time.Millisecond
 		o.MaxRetries = 5
 	})
@@ -248,7 +249,10 @@ func TestTurnTimeoutBoundsRetries(t *testing.T) {
 func TestTimedOutAttemptRetriedOnce(t *testing.T) {
 	srv := llmtest.NewServer(t, func(llmtest.Request) llmtest.Response { return llmtest.Response{Hang: true} })
 	for _, stream := range []bool{false, true} {
-		c := newClient(t, srv.URL, func(o *llm.Options) { o.Timeout = 20 * time.Millisecond; o.MaxRetries = 5 })
+		c := newClient(t, srv.URL, func(o *llm.Options) {
+			o.Timeout, o.RequestTimeout = 20*time.Millisecond, 20*time.Millisecond
+			o.MaxRetries = 5
+		})
 		recordSleeps(c)
 		before := len(srv.Requests())
 		var err error
@@ -286,5 +290,79 @@ func TestTurnTimeoutEndsWhenTextFlows(t *testing.T) {
 	})
 	if err != nil || rep.Text != "one two three" {
 		t.Fatalf("reply %q, err %v", rep.Text, err)
+	}
+}
+
+// A slow model that keeps producing is never cut: it sends chunks without
+// text first (a model thinking, as Ollama's reasoning models do), its
+// first word comes after the turn's deadline (TurnTimeout), and the whole
+// answer takes longer than the silence timeout (Timeout) — each gap well
+// within it.
+func TestSlowStreamThatKeepsWritingIsNotCut(t *testing.T) {
+	pieces := make([]string, 20)
+	for i := 10; i < len(pieces); i++ {
+		pieces[i] = fmt.Sprintf("w%d ", i) // the first 10 chunks hold no text
+	}
+	srv := llmtest.NewServer(t, func(llmtest.Request) llmtest.Response {
+		return llmtest.Response{Pieces: pieces, PieceDelay: 20 * time.Millisecond} // 400 ms in all
+	})
+	c := newClient(t, srv.URL, func(o *llm.Options) {
+		o.Timeout, o.TurnTimeout = 200*time.Millisecond, 200*time.Millisecond
+	})
+	start := time.Now()
+	rep, err := c.Stream(t.Context(), hello, nil)
+	if err != nil || rep.Text != strings.Join(pieces, "") {
+		t.Fatalf("reply %q, err %v", rep.Text, err)
+	}
+	if took := time.Since(start); took < 400*time.Millisecond {
+		t.Fatalf("the stream took %s: not longer than the timeouts, the test proves nothing", took)
+	}
+	if n := len(srv.Requests()); n != 1 {
+		t.Errorf("%d attempts, want 1", n)
+	}
+}
+
+// A model that goes silent longer than the silence timeout fails with a
+// message that says so (retried once first), and the user reads that it
+// took too long.
+func TestSilentStreamFailsClearly(t *testing.T) {
+	never := make(chan struct{}) // no piece is ever released
+	srv := llmtest.NewServer(t, func(llmtest.Request) llmtest.Response {
+		return llmtest.Response{Text: "never sent", Step: never}
+	})
+	c := newClient(t, srv.URL, func(o *llm.Options) { o.Timeout = 50 * time.Millisecond })
+	_, err := c.Stream(t.Context(), hello, nil)
+	if !errors.Is(err, llm.ErrTimeout) || !strings.Contains(err.Error(), "the model sent nothing for 50ms (llm.timeout)") {
+		t.Fatalf("err = %v, want the silence timeout named", err)
+	}
+	if got := llm.UserMessage(err); !strings.Contains(got, "took too long") {
+		t.Errorf("UserMessage = %q", got)
+	}
+	if n := len(srv.Requests()); n != 2 {
+		t.Errorf("%d attempts, want 2 (one retry after a timeout)", n)
+	}
+}
+
+// A non-streamed request shows nothing until it ends: the silence timeout
+// does not bound it, RequestTimeout does.
+func TestNonStreamedRequestHasItsOwnBound(t *testing.T) {
+	srv := llmtest.NewServer(t, func(r llmtest.Request) llmtest.Response {
+		if r.N == 1 {
+			return llmtest.Response{Text: "slow but sure", Delay: 150 * time.Millisecond}
+		}
+		return llmtest.Response{Hang: true}
+	})
+	c := newClient(t, srv.URL, func(o *llm.Options) {
+		o.Timeout, o.RequestTimeout, o.MaxRetries = 20*time.Millisecond, 5*time.Second, -1
+	})
+	if rep, err := c.Chat(t.Context(), hello); err != nil || rep.Text != "slow but sure" {
+		t.Fatalf("a 150 ms answer with a 20 ms silence timeout: %q, %v", rep.Text, err)
+	}
+	c = newClient(t, srv.URL, func(o *llm.Options) {
+		o.Timeout, o.RequestTimeout, o.MaxRetries = time.Hour, 50*time.Millisecond, -1
+	})
+	_, err := c.Chat(t.Context(), hello)
+	if !errors.Is(err, llm.ErrTimeout) || !strings.Contains(err.Error(), "no answer within 50ms") {
+		t.Fatalf("err = %v, want RequestTimeout's bound", err)
 	}
 }

@@ -290,7 +290,7 @@ func TestHangPastTimeoutThenSuccess(t *testing.T) {
 				}
 				return llmtest.Response{Text: "awake"}
 			})
-			c := newClient(t, srv.URL, func(o *llm.Options) { o.Timeout = 300 * time.Millisecond })
+			c := newClient(t, srv.URL, func(o *llm.Options) { o.Timeout, o.RequestTimeout = 300*time.Millisecond, 300*time.Millisecond })
 			var rep llm.Reply
 			var err error
 			if stream {
@@ -409,7 +409,7 @@ func TestEmptyChoicesIsBadResponse(t *testing.T) {
 
 func TestTimeoutsExhausted(t *testing.T) {
 	srv := llmtest.NewServer(t, func(llmtest.Request) llmtest.Response { return llmtest.Response{Hang: true} })
-	c := newClient(t, srv.URL, func(o *llm.Options) { o.Timeout = 50 * time.Millisecond; o.MaxRetries = 1 })
+	c := newClient(t, srv.URL, func(o *llm.Options) { o.RequestTimeout = 50 * time.Millisecond; o.MaxRetries = 1 })
 	_, err := c.Chat(t.Context(), hello)
 	if !errors.Is(err, llm.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want ErrTimeout", err)

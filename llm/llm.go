@@ -58,14 +58,19 @@ type Options struct {
 	Temperature float64
 	// MaxTokens caps the completion length; 0 leaves it to the server.
 	MaxTokens int
-	// Timeout bounds each attempt (default 2m). For Stream it bounds the wait
-	// for the first byte and then every gap between chunks, so long answers
-	// that keep flowing are not cut.
+	// Timeout bounds the silence of a streamed attempt (default 2m): the
+	// wait for its first chunk, then every gap between two chunks. An
+	// answer that keeps coming is never cut, however long it takes.
 	Timeout time.Duration
+	// RequestTimeout bounds a non-streamed attempt as a whole (Chat,
+	// ChatTools, Summarize; default 5m): it shows nothing until it ends, so
+	// it gets room for a slow model's whole answer.
+	RequestTimeout time.Duration
 	// TurnTimeout bounds Chat and Stream as a whole, retries and backoff
 	// included: the user waits at most this long for an answer to start.
-	// For Stream it ends once text flows (the idle Timeout then applies).
-	// Summarize is not bound by it. 0 means no overall bound.
+	// For Stream it ends at the first chunk (the model is producing; the
+	// silence Timeout then applies). Summarize is not bound by it. 0 means
+	// no overall bound.
 	TurnTimeout time.Duration
 	// MaxRetries is the number of attempts after the first one (default 3;
 	// negative means no retries). An attempt that timed out is retried at
@@ -101,10 +106,11 @@ type Reply struct {
 
 // Defaults applied by New.
 const (
-	DefaultTimeout    = 2 * time.Minute
-	DefaultMaxRetries = 3
-	DefaultBaseDelay  = 500 * time.Millisecond
-	DefaultMaxDelay   = 20 * time.Second
+	DefaultTimeout        = 2 * time.Minute
+	DefaultRequestTimeout = 5 * time.Minute
+	DefaultMaxRetries     = 3
+	DefaultBaseDelay      = 500 * time.Millisecond
+	DefaultMaxDelay       = 20 * time.Second
 
 	DefaultUnhealthyAfter = 3
 
@@ -120,7 +126,8 @@ type Client struct {
 	summaryModel string
 	temperature  float64
 	maxTokens    int
-	timeout      time.Duration
+	timeout      time.Duration // silence in a stream
+	reqTimeout   time.Duration // a non-streamed attempt
 	turnTimeout  time.Duration
 	maxRetries   int
 	baseDelay    time.Duration
@@ -145,6 +152,7 @@ func New(o Options) *Client {
 		temperature:  o.Temperature,
 		maxTokens:    o.MaxTokens,
 		timeout:      o.Timeout,
+		reqTimeout:   o.RequestTimeout,
 		turnTimeout:  o.TurnTimeout,
 		maxRetries:   o.MaxRetries,
 		baseDelay:    o.BaseDelay,
@@ -158,6 +166,9 @@ func New(o Options) *Client {
 	}
 	if c.timeout <= 0 {
 		c.timeout = DefaultTimeout
+	}
+	if c.reqTimeout <= 0 {
+		c.reqTimeout = DefaultRequestTimeout
 	}
 	switch {
 	case c.maxRetries == 0:
@@ -250,7 +261,8 @@ func (c *Client) Summarize(ctx context.Context, msgs []Message) (Reply, error) {
 // returned Reply.Text is the full text. A failure before any text arrived is
 // retried like Chat; once text has been delivered nothing is retried, and a
 // broken stream returns a *StreamError carrying the partial text (also in
-// Reply.Text). TurnTimeout bounds the wait for the first text only.
+// Reply.Text). TurnTimeout bounds the wait for the first chunk only;
+// Timeout then bounds each silence.
 func (c *Client) Stream(ctx context.Context, msgs []Message, onDelta func(text string)) (Reply, error) {
 	return c.StreamTools(ctx, msgs, nil, onDelta)
 }
@@ -264,18 +276,22 @@ func (c *Client) StreamTools(ctx context.Context, msgs []Message, tools []Tool, 
 	req.Tools = toolsParam(tools)
 	var rep Reply
 	first := true
-	deltas := func(d string) {
+	started := func() {
+		// The model is producing (text, reasoning or a tool call): from
+		// now on only silence (Timeout) cuts it.
 		if first {
 			first = false
 			flowing()
 		}
+	}
+	deltas := func(d string) {
 		if onDelta != nil {
 			onDelta(d)
 		}
 	}
 	err := c.run(ctx, true, turnEnd, func(actx context.Context, info *attemptInfo, touch func(bool)) error {
 		var err error
-		rep, err = c.streamOnce(actx, req, info, touch, deltas)
+		rep, err = c.streamOnce(actx, req, info, touch, started, deltas)
 		return err
 	})
 	var se *StreamError
@@ -287,7 +303,7 @@ func (c *Client) StreamTools(ctx context.Context, msgs []Message, tools []Tool, 
 
 // turn derives the context of one call bound by TurnTimeout: it is
 // cancelled with errTurnTimeout at turnEnd unless flowing was called first
-// (a stream's text started). done releases it. Without TurnTimeout, ctx is
+// (a stream's first chunk came). done releases it. Without TurnTimeout, ctx is
 // returned as is and turnEnd is zero.
 func (c *Client) turn(ctx context.Context) (tctx context.Context, turnEnd time.Time, flowing, done func()) {
 	if c.turnTimeout <= 0 {
@@ -374,7 +390,7 @@ var (
 // streamOnce runs one streaming attempt. If text was already delivered to
 // onDelta, a failure is returned as *streamBroken so that run does not retry.
 func (c *Client) streamOnce(ctx context.Context, req openai.ChatCompletionRequest, info *attemptInfo,
-	touch func(bool), onDelta func(string)) (Reply, error) {
+	touch func(bool), onChunk func(), onDelta func(string)) (Reply, error) {
 	st, err := c.api.CreateChatCompletionStream(ctx, req)
 	if err != nil {
 		return Reply{}, err
@@ -412,6 +428,7 @@ func (c *Client) streamOnce(ctx context.Context, req openai.ChatCompletionReques
 			return rep, err
 		}
 		chunks++
+		onChunk()
 		if chunk.Model != "" {
 			rep.Model = chunk.Model
 		}

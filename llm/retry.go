@@ -20,7 +20,8 @@ import (
 const maxRetryAfter = 2 * time.Minute
 
 // errAttemptTimeout is the cancellation cause of an attempt that ran past
-// Options.Timeout; errTurnTimeout that of a call that ran past
+// Options.RequestTimeout or stayed silent for Options.Timeout (wrapped
+// with which); errTurnTimeout that of a call that ran past
 // Options.TurnTimeout.
 var (
 	errAttemptTimeout = errors.New("attempt timed out")
@@ -103,7 +104,8 @@ func (c *Client) attemptOnce(ctx context.Context, stream bool, attempt attemptFu
 		// Idle timeout: armed while waiting for the server, paused while
 		// the caller's onDelta runs.
 		actx, cancel = context.WithCancelCause(ctx)
-		timer := time.AfterFunc(c.timeout, func() { cancel(errAttemptTimeout) })
+		silent := fmt.Errorf("%w: the model sent nothing for %s (llm.timeout)", errAttemptTimeout, c.timeout)
+		timer := time.AfterFunc(c.timeout, func() { cancel(silent) })
 		defer timer.Stop()
 		touch = func(active bool) {
 			if active {
@@ -114,7 +116,8 @@ func (c *Client) attemptOnce(ctx context.Context, stream bool, attempt attemptFu
 		}
 	} else {
 		var stop context.CancelFunc
-		actx, stop = context.WithTimeoutCause(ctx, c.timeout, errAttemptTimeout)
+		actx, stop = context.WithTimeoutCause(ctx, c.reqTimeout,
+			fmt.Errorf("%w: no answer within %s", errAttemptTimeout, c.reqTimeout))
 		cancel = func(error) { stop() }
 	}
 	defer cancel(nil)
@@ -216,7 +219,11 @@ func (c *Client) classify(parent, actx context.Context, err error, info *attempt
 	case parent.Err() != nil:
 		return &failure{kind: kindCanceled, msg: parent.Err().Error()}
 	case errors.Is(context.Cause(actx), errAttemptTimeout):
-		return &failure{kind: kindTimeout, msg: fmt.Sprintf("no answer within %s", c.timeout)}
+		msg := context.Cause(actx).Error()
+		if _, m, ok := strings.Cut(msg, ": "); ok {
+			msg = m // what ran out: "no answer within 5m0s"
+		}
+		return &failure{kind: kindTimeout, msg: msg}
 	case errors.As(err, &apiErr) && apiErr.HTTPStatusCode != 0:
 		f := c.statusFailure(apiErr.HTTPStatusCode, apiErr.Message, retryAfter)
 		if code, ok := apiErr.Code.(string); ok && len(code) <= 64 {

@@ -133,6 +133,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			closeAll()
 			return nil, err
 		}
+		if err := sq.pruneQuestions(ctx, time.Now()); err != nil {
+			closeAll()
+			return nil, err
+		}
 		if s.pg != nil {
 			if err := s.pg.pruneHandled(ctx, time.Now().Add(-handledKeep)); err != nil {
 				closeAll()

@@ -29,6 +29,11 @@ type Check struct {
 	// Run returns nil when the part is healthy. ctx ends when the client
 	// goes away.
 	Run func(ctx context.Context) error
+	// Degrades, when true, makes this part's failure a degraded report
+	// (HTTP 200, status "degraded") instead of an unavailable one: the
+	// bot runs and answers what it can, and restarting it would not help
+	// (a part the operator has not configured).
+	Degrades bool
 }
 
 // Querier runs a query (*sql.DB).
@@ -93,9 +98,20 @@ func LLM(model HealthReporter) Check {
 	return Check{Name: "llm", Run: func(context.Context) error { return model.Health() }}
 }
 
+// NotConfigured is the text of an llm part when no model is configured.
+const NotConfigured = "not configured: no chat message can be answered (commands work); " +
+	"set llm.base_url and llm.model (RECALL_LLM_BASE_URL, RECALL_LLM_MODEL) for an OpenAI-compatible server such as Ollama, " +
+	"or llm.api_key (RECALL_LLM_API_KEY) for OpenAI, then restart"
+
+// LLMNotConfigured is the llm part of a bot with no model configured: it
+// always reports NotConfigured, which degrades the report (Check.Degrades).
+func LLMNotConfigured() Check {
+	return Check{Name: "llm", Degrades: true, Run: func(context.Context) error { return errors.New(NotConfigured) }}
+}
+
 // Report is the /healthz body.
 type Report struct {
-	Status string            `json:"status"` // StatusOK or StatusUnavailable
+	Status string            `json:"status"` // StatusOK, StatusDegraded or StatusUnavailable
 	Parts  map[string]string `json:"parts"`  // check name → "ok" or what is wrong
 	// Notes inform without judging (never make the status unavailable):
 	// which replica answered, who holds a lease.
@@ -109,9 +125,12 @@ type Note struct {
 	Run func(ctx context.Context) string
 }
 
-// Report statuses.
+// Report statuses. ServeHTTP answers 200 for StatusOK and StatusDegraded
+// (the bot runs, but a part it needs is missing: the parts say which), 503
+// for StatusUnavailable.
 const (
 	StatusOK          = "ok"
+	StatusDegraded    = "degraded"
 	StatusUnavailable = "unavailable"
 )
 
@@ -147,7 +166,9 @@ func (h *Health) AddNote(n Note) {
 	h.notes = append(h.notes, n)
 }
 
-// Report runs every check, one after the other, then the notes.
+// Report runs every check, one after the other, then the notes. A failing
+// check makes the status unavailable, or degraded when it Degrades (and
+// no other check fails).
 func (h *Health) Report(ctx context.Context) Report {
 	h.mu.Lock()
 	checks := append([]Check(nil), h.checks...)
@@ -156,7 +177,12 @@ func (h *Health) Report(ctx context.Context) Report {
 	r := Report{Status: StatusOK, Parts: make(map[string]string, len(checks))}
 	for _, c := range checks {
 		if err := c.Run(ctx); err != nil {
-			r.Status = StatusUnavailable
+			switch {
+			case !c.Degrades:
+				r.Status = StatusUnavailable
+			case r.Status == StatusOK:
+				r.Status = StatusDegraded
+			}
 			r.Parts[c.Name] = h.redact(err.Error())
 			continue
 		}
@@ -171,13 +197,13 @@ func (h *Health) Report(ctx context.Context) Report {
 	return r
 }
 
-// ServeHTTP answers the report as JSON: 200 when every part is healthy, 503
-// otherwise.
+// ServeHTTP answers the report as JSON: 200 when every part is healthy or
+// the report is only degraded, 503 when it is unavailable.
 func (h *Health) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rep := h.Report(r.Context())
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	if rep.Status != StatusOK {
+	if rep.Status == StatusUnavailable {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}
 	_ = json.NewEncoder(w).Encode(rep)

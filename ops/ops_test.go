@@ -339,3 +339,36 @@ func TestHealthzNotes(t *testing.T) {
 		t.Errorf("note = %q", got)
 	}
 }
+
+// A bot with no model configured runs (commands work) but cannot answer a
+// chat message: its llm part says so and the report is degraded, with a
+// 200 (a restart would not help), unless another part fails.
+func TestHealthzLLMNotConfigured(t *testing.T) {
+	failing := &fakeChannel{}
+	h := ops.NewHealth(nil, ops.LLMNotConfigured(), ops.Channel("telegram", failing))
+	get := func() (int, ops.Report) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+		var rep ops.Report
+		if err := json.Unmarshal(rec.Body.Bytes(), &rep); err != nil {
+			t.Fatal(err)
+		}
+		return rec.Code, rep
+	}
+	code, rep := get()
+	if code != http.StatusOK || rep.Status != ops.StatusDegraded {
+		t.Fatalf("no model: want 200 degraded, got %d %+v", code, rep)
+	}
+	for _, want := range []string{"not configured", "llm.base_url", "llm.model"} {
+		if !strings.Contains(rep.Parts["llm"], want) {
+			t.Errorf("the llm part does not say %q: %q", want, rep.Parts["llm"])
+		}
+	}
+	if rep.Parts["telegram"] != ops.StatusOK {
+		t.Errorf("telegram part: %q", rep.Parts["telegram"])
+	}
+	failing.set(errors.New("disconnected"))
+	if code, rep := get(); code != http.StatusServiceUnavailable || rep.Status != ops.StatusUnavailable {
+		t.Fatalf("no model and telegram down: want 503 unavailable, got %d %+v", code, rep)
+	}
+}

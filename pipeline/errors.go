@@ -21,6 +21,12 @@ var (
 	// the reply stays pending and is sent again (chat.Outbox), instead of
 	// being given up.
 	ErrNotDelivered = errors.New("not delivered yet; it will be sent again")
+	// ErrInterrupted is the cause (context.Cause) of a turn's context
+	// cancelled because its user asked to stop the answer (Ctrl-C in the
+	// terminal chat), not because the bot is stopping: the turn ends
+	// without an answer, the user's message stays in the history, and it
+	// is not answered after a restart.
+	ErrInterrupted = errors.New("the user cancelled the answer")
 )
 
 // ShutdownError reports a shutdown whose deadline ended before every turn was

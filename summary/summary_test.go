@@ -38,12 +38,13 @@ func openStore(t *testing.T) *memory.Store {
 // when retries < 0.
 func newClient(srv *llmtest.Server, retries int) *llm.Client {
 	return llm.New(llm.Options{
-		BaseURL:    srv.URL,
-		Model:      "test-model",
-		Timeout:    10 * time.Second,
-		MaxRetries: retries,
-		BaseDelay:  time.Millisecond,
-		MaxDelay:   2 * time.Millisecond,
+		BaseURL:        srv.URL,
+		Model:          "test-model",
+		Timeout:        10 * time.Second,
+		RequestTimeout: 10 * time.Second,
+		MaxRetries:     retries,
+		BaseDelay:      time.Millisecond,
+		MaxDelay:       2 * time.Millisecond,
 	})
 }
 

@@ -75,7 +75,7 @@ func NewChain(t testing.TB, o ChainOptions) *Chain {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	model := llm.New(llm.Options{BaseURL: o.LLMURL, Model: "test-model", MaxRetries: -1, Timeout: 10 * time.Second})
+	model := llm.New(llm.Options{BaseURL: o.LLMURL, Model: "test-model", MaxRetries: -1, Timeout: 10 * time.Second, RequestTimeout: 10 * time.Second})
 	cfg := Config(o.Dir, o.Allowed)
 	cfg.Access.Admins = o.Admins
 	cfg.LLM.BaseURL = o.LLMURL // also where media.transcription goes by default

@@ -7,7 +7,10 @@
 // On a terminal (WithTerminal) the line is edited in place with history
 // (arrow keys, Home/End, Ctrl-W…), a multi-line paste is one message
 // (bracketed paste), and "thinking…" shows while the bot waits for the
-// model. From a pipe, one line is one message, and terminal escape sequences
+// model. Interrupt (Ctrl-C, routed by the caller) stops the answer in
+// flight; on a terminal Ctrl-C raises SIGINT even in raw mode, so that the
+// caller hears it while a turn runs. From a pipe, one line is one message,
+// and terminal escape sequences
 // (an arrow key typed into `cat | bot`) are stripped: they never reach the
 // model or the store.
 package console
@@ -62,8 +65,10 @@ type Adapter struct {
 
 	mu       sync.Mutex
 	seq      int64
-	term     *term.Terminal // set by Run when editor
-	thinking string         // the indicator showing, "" none
+	term     *term.Terminal          // set by Run when editor
+	thinking string                  // the indicator showing, "" none
+	stop     context.CancelCauseFunc // cancels the turn in flight; nil when idle
+	stopped  bool                    // the turn in flight was interrupted
 }
 
 var (
@@ -202,6 +207,11 @@ func (a *Adapter) reader() (read func() (message, error), done func(), err error
 			return nil, nil, fmt.Errorf("setting up the terminal: %w", err)
 		}
 		restore = func() { _ = term.Restore(a.rawFD, old) }
+		// Raw mode turns Ctrl-C into a byte nobody reads while a turn
+		// runs: keep it a signal, so that it can stop the answer.
+		if err := keepInterruptKey(a.rawFD); err != nil {
+			a.log.Warn("Ctrl-C cannot stop an answer on this terminal", "err", err)
+		}
 	}
 	t := term.NewTerminal(struct {
 		io.Reader
@@ -359,10 +369,20 @@ func (a *Adapter) turn(ctx context.Context, text string) {
 	}
 	log := a.log.With("key", Key)
 	t := &pipeline.Turn{In: in, Out: a, Log: log}
-	err := a.h.Handle(ctx, t)
+	tctx, stop := context.WithCancelCause(ctx)
+	a.mu.Lock()
+	a.stop, a.stopped = stop, false
+	a.mu.Unlock()
+	err := a.h.Handle(tctx, t)
+	a.mu.Lock()
+	a.stop = nil
+	a.mu.Unlock()
+	stop(nil)
 	a.clearThinking()
 	switch {
 	case err == nil:
+	case errors.Is(context.Cause(tctx), pipeline.ErrInterrupted):
+		log.Info("answer cancelled by the user", "msg_id", id, "err", err)
 	case ctx.Err() != nil:
 		log.Warn("turn cancelled", "msg_id", id, "err", err)
 	default:
@@ -370,6 +390,22 @@ func (a *Adapter) turn(ctx context.Context, text string) {
 		// reads why here, once (as the dispatcher logs the other channels).
 		log.Error("turn failed", "msg_id", id, "err", err)
 	}
+}
+
+// Interrupt stops the answer in flight, if any: its turn's context is
+// cancelled with pipeline.ErrInterrupted (the chain tells the user and
+// stores nothing of the answer). It reports false when there is nothing
+// to stop — no turn runs, or this one was interrupted already —: the
+// caller then treats Ctrl-C as a request to leave.
+func (a *Adapter) Interrupt() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.stop == nil || a.stopped {
+		return false
+	}
+	a.stopped = true
+	a.stop(pipeline.ErrInterrupted)
+	return true
 }
 
 // Typing shows "thinking…" on a terminal until the next message is printed

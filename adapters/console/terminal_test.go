@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -177,5 +178,58 @@ func TestTerminalWaitNote(t *testing.T) {
 	}
 	if !strings.Contains(out[i:j], "\r\x1b[K") {
 		t.Errorf("the note is not erased before the answer: %q", out[i:j])
+	}
+}
+
+// Interrupt stops the turn in flight — its context ends with
+// pipeline.ErrInterrupted — once; with no turn running (or the one running
+// interrupted already) it reports false: the caller ends the chat then.
+// The chat goes on with the next line.
+func TestInterruptStopsTheTurnInFlight(t *testing.T) {
+	started := make(chan struct{})
+	causes := make(chan error, 1)
+	var a *console.Adapter
+	h := &recorder{reply: func(ctx context.Context, t *pipeline.Turn) error {
+		if t.In.Text != "slow" {
+			_, err := t.Out.Send(ctx, pipeline.Outbound{Text: "re: " + t.In.Text})
+			return err
+		}
+		close(started)
+		<-ctx.Done()
+		causes <- context.Cause(ctx)
+		_, _ = t.Out.Send(ctx, pipeline.Outbound{Text: "stopped"})
+		return ctx.Err()
+	}}
+	pr, pw := io.Pipe()
+	var out adaptertest.SyncBuffer
+	a = console.New(pr, &out, h, false)
+	if a.Interrupt() {
+		t.Fatal("Interrupt with no turn running reported a turn stopped")
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.Run(t.Context()) }()
+	go func() {
+		io.WriteString(pw, "slow\n")
+		<-started
+		if !a.Interrupt() {
+			t.Error("Interrupt during a turn reported nothing to stop")
+		}
+		if a.Interrupt() {
+			t.Error("a second Interrupt of the same turn reported it stopped again")
+		}
+		io.WriteString(pw, "next\n")
+		pw.Close()
+	}()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if cause := <-causes; !errors.Is(cause, pipeline.ErrInterrupted) {
+		t.Fatalf("the turn's context ended with %v, want pipeline.ErrInterrupted", cause)
+	}
+	if got := out.String(); !strings.Contains(got, "stopped\n") || !strings.Contains(got, "re: next\n") {
+		t.Fatalf("after the interrupt the chat did not go on:\n%s", got)
+	}
+	if a.Interrupt() {
+		t.Fatal("Interrupt after Run reported a turn stopped")
 	}
 }

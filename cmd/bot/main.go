@@ -108,11 +108,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, workers *sand
 		}
 		defer func() { _ = lock.Release() }() // the kernel releases it at exit anyway
 	}
-	ctx, stop := shutdownContext(stderr, os.Exit)
+	intr := &interrupts{}
+	ctx, stop := shutdownContext(stderr, os.Exit, intr)
 	defer stop()
 	switch cmd {
 	case "":
-		err = runBot(ctx, cfg, stdin, stdout, stderr, workers)
+		err = runBot(ctx, cfg, stdin, stdout, stderr, workers, intr)
 	case "import":
 		err = runImport(ctx, cfg, rest, stdout, stderr)
 	case "export":

@@ -36,7 +36,10 @@ func newApp(ctx context.Context, cfg config.Config, logw io.Writer) (*app.App, e
 // until end of input), with the health and metrics server on http.listen.
 // Once ctx ends it stops taking updates, lets turns in flight finish
 // (shutdown.timeout), then flushes the write queue.
-func runBot(ctx context.Context, cfg config.Config, stdin io.Reader, stdout, stderr io.Writer, workers *sandbox.Exec) error {
+//
+// In an interactive terminal chat, Ctrl-C (intr) first stops the answer in
+// flight; one when no answer runs ends the chat.
+func runBot(ctx context.Context, cfg config.Config, stdin io.Reader, stdout, stderr io.Writer, workers *sandbox.Exec, intr *interrupts) error {
 	terminal := !cfg.TelegramEnabled() && !cfg.WhatsApp.Enabled
 	parts := app.Parts{LogWriter: stderr, Version: version, Journal: !terminal, Workers: workers}
 	var logFile *os.File
@@ -96,13 +99,20 @@ func runBot(ctx context.Context, cfg config.Config, stdin io.Reader, stdout, std
 		a.Log.Info("starting the terminal chat", "data", cfg.Data.Dir)
 		interactive := isTerminal(stdin)
 		if interactive {
-			fmt.Fprintf(stdout, "Recall %s — terminal chat. Type /help for commands, /quit to leave. Logs: %s\n", version, filepath.Join(cfg.Data.Dir, "recall.log"))
+			fmt.Fprintf(stdout, "Recall %s — terminal chat. Type /help for commands, /quit or Ctrl-C to leave (Ctrl-C while I answer stops the answer). Logs: %s\n", version, filepath.Join(cfg.Data.Dir, "recall.log"))
 			if a.Model == nil {
 				fmt.Fprintln(stdout, app.NotConfigured)
 			}
 		}
-		runErr = console.New(stdin, stdout, a.Handler, interactive, console.WithLog(a.Log),
-			console.WithExportDir(filepath.Join(cfg.Data.Dir, "exports")), console.IfTerminal(stdin)).Run(ctx)
+		chat := console.New(stdin, stdout, a.Handler, interactive, console.WithLog(a.Log),
+			console.WithExportDir(filepath.Join(cfg.Data.Dir, "exports")), console.IfTerminal(stdin))
+		if interactive {
+			// Ctrl-C stops the answer in flight; from a pipe (a script)
+			// it stops the bot as SIGTERM does.
+			intr.route(chat.Interrupt)
+		}
+		runErr = chat.Run(ctx)
+		intr.route(nil)
 	} else {
 		var channels []app.ChannelFunc
 		if cfg.TelegramEnabled() {
