@@ -64,7 +64,7 @@ func New(opts Options) *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		turns: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "recall_turns_total",
-			Help: "Chat turns answered, by channel and outcome (ok, llm_error, storage, send_error, not_configured)."},
+			Help: "Chat turns answered, by channel and outcome (ok, llm_error, storage, send_error, not_configured, cancelled: stopped by the user)."},
 			[]string{"channel", "outcome"}),
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "recall_llm_latency_seconds",
 			Help:    "Time from a message's arrival at the responder to the language model's answer being ready to send, for turns the model answered.",
