@@ -21,7 +21,8 @@ import (
 // one transaction through the target's import (idempotent: what is there
 // already is not added twice; rows keep their ids where the target has them
 // free) and then verified: the owner read back from the target must have
-// the same counts and the same fingerprint as the source. So the copy is
+// the same counts and the same fingerprint as the source, less the rows the
+// target refused (reported and skipped: pgcopy_refused.go). So the copy is
 // resumable by owner: after an interruption, a second run skips the owners
 // whose copy verifies and copies the rest. An owner is copied in one
 // transaction unless a conversation of it holds more than copyPartMessages
@@ -63,11 +64,13 @@ func (c CopyCounts) add(o CopyCounts) CopyCounts {
 
 // CopyReport is what a copy did: the source's counts, which were verified
 // in PostgreSQL, how many owners this run copied and how many a run before
-// had copied already.
+// had copied already, and the rows the target refused (left out of Source
+// and of the verification; see pgcopy_refused.go).
 type CopyReport struct {
-	Source  CopyCounts `json:"source"`
-	Copied  int        `json:"owners_copied"`
-	Skipped int        `json:"owners_already_there"`
+	Source  CopyCounts    `json:"source"`
+	Refused []CopyRefusal `json:"refused,omitempty"`
+	Copied  int           `json:"owners_copied"`
+	Skipped int           `json:"owners_already_there"`
 	// Retired counts the per-user JSON files renamed to
 	// <name>.json.copied-to-postgres once their copy verified.
 	Retired int `json:"json_files_retired"`
@@ -108,6 +111,9 @@ type copyFrom interface {
 type copyInto interface {
 	Export(ctx context.Context, owner string, key *pipeline.Key) (OwnerData, error)
 	importCopy(ctx context.Context, d OwnerData, keepIDs bool) error
+	// refuses says whether an import's error is the target refusing the
+	// data (a row over a limit, a constraint), not a failure to reach it.
+	refuses(err error) bool
 	readSide(ctx context.Context) (sideData, error)
 	mergeSide(ctx context.Context, d sideData) error
 	PutEmbeddings(ctx context.Context, vs []MessageVector) error
@@ -203,11 +209,17 @@ func (j copyJob) run(ctx context.Context) (CopyReport, error) {
 			rep.Skipped++
 			back = have
 		} else {
+			var refused []CopyRefusal
 			for _, part := range copyParts(d, j.part) {
-				if err := j.dst.importCopy(ctx, part, j.ownIDs == nil || j.ownIDs(owner)); err != nil {
+				err := j.importRefusing(ctx, part, copyUnits(part), j.ownIDs == nil || j.ownIDs(owner), &refused)
+				if err != nil {
+					rep.Refused = append(rep.Refused, refused...)
 					return rep, fmt.Errorf("copying %s to %s: %w", owner, j.into, err)
 				}
 			}
+			rep.Refused = append(rep.Refused, refused...)
+			d = withoutRefused(d, refused)
+			want, wantSum = copyFingerprint(d)
 			back, err = j.dst.Export(ctx, owner, nil)
 			if err != nil {
 				return rep, fmt.Errorf("verifying %s in %s: %w", owner, j.into, err)

@@ -309,6 +309,9 @@ func pgInsertMessages(ctx context.Context, tx *pgdb.Tx, rows []pgRow, keepIDs bo
 		}
 		dl := int32(min(len(d.text)+len(d.sender), ftsMaxLen))
 		for _, stem := range order {
+			if !fts.Indexed(stem) {
+				continue // counted in dl, found by no search (fts.MaxTermBytes)
+			}
 			c := counts[stem]
 			convs = append(convs, r.conv)
 			terms = append(terms, []byte(stem))

@@ -95,6 +95,7 @@ func (d *docTerms) derive(id int64, text, sender string) error {
 	clear(d.other)
 	d.rowid, d.text = rowid, d.text[:0]
 	for _, t := range textToks {
+		t = ftsIndexStem(t)
 		if d.seen[t] {
 			c := d.other[t]
 			c.rowid = rowid
@@ -106,6 +107,7 @@ func (d *docTerms) derive(id int64, text, sender string) error {
 		d.text = append(d.text, t)
 	}
 	for _, t := range senderToks {
+		t = ftsIndexStem(t)
 		c := d.other[t]
 		c.rowid = rowid
 		c.sender++

@@ -19,7 +19,10 @@ import (
 //	c<conv>r<stem>   in column sender, one per token of the sender's name, in order
 //	c<conv>r<stem>   in column extra, once per occurrence in the text after the first
 //
-// so a term's doclist holds one conversation's messages and nothing else. The
+// so a term's doclist holds one conversation's messages and nothing else. A
+// token longer than fts.MaxTermBytes is not indexed: its stem is written
+// empty (ftsIndexStem: "c<conv>x", "c<conv>r"), which keeps its place for
+// phrases and no query term reaches. The
 // x term's doclist is the messages whose text contains the stem; the r term's
 // is the few others that matter for ranking (the stem in the sender's name,
 // or more than once in the text), told apart by column. The table's tokenizer
@@ -47,7 +50,7 @@ import (
 // for those holding the sender's name, whose doclist is half the
 // conversation (BenchmarkSearchAfterDelete); the walk grows with the
 // longest doclists a query reads.
-const searchIndexFormat = "recall-fts-2"
+const searchIndexFormat = "recall-fts-3"
 
 const (
 	ftsLenBits = 24
@@ -77,6 +80,15 @@ const (
 	ftsKindRest = 'r' // occurrences in the sender's name; repeats in the text
 )
 
+// ftsIndexStem is what the index holds of a token's stem: the stem, or ""
+// when it is too long to be indexed (fts.Indexed).
+func ftsIndexStem(stem string) string {
+	if !fts.Indexed(stem) {
+		return ""
+	}
+	return stem
+}
+
 func ftsTerm(prefix string, kind byte, stem string) string {
 	return prefix + string(rune(kind)) + stem
 }
@@ -104,6 +116,7 @@ func ftsIndexDoc(conv int64, text, sender string) ftsIndexed {
 	seen := make(map[string]bool, len(textToks))
 	var repeats []string
 	for _, t := range textToks {
+		t = ftsIndexStem(t)
 		word(ftsKindText, t)
 		if seen[t] {
 			repeats = append(repeats, t)
@@ -113,7 +126,7 @@ func ftsIndexDoc(conv int64, text, sender string) ftsIndexed {
 	d.text = b.String()
 	b.Reset()
 	for _, t := range senderToks {
-		word(ftsKindRest, t)
+		word(ftsKindRest, ftsIndexStem(t))
 	}
 	d.sender = b.String()
 	b.Reset()

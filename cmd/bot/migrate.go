@@ -122,18 +122,42 @@ func copyToPostgres(ctx context.Context, cfg config.Config, target string, stdou
 	bar := newProgressBar(stderr)
 	rep, err := memory.CopyToPostgres(ctx, src, dst, bar.update)
 	bar.done()
+	printRefused(stderr, "PostgreSQL", rep.Refused)
 	if err != nil {
 		return fmt.Errorf("%w\n(what was copied stays, each owner whole; run the same command again to resume)", err)
 	}
 	c := rep.Source
 	fmt.Fprintf(stdout, "copied %d owners (%d were there already): %d conversations, %d messages, %d summaries, %d notes, %d facts, %d settings; %d access decisions, %d pairing requests, %d usage days, %d handled ids, %d embeddings — verified in PostgreSQL (counts and fingerprints)\n",
 		rep.Copied, rep.Skipped, c.Conversations, c.Messages, c.Summaries, c.Notes, c.Facts, c.Settings, c.Access, c.Pairing, c.Usage, c.Handled, c.Embeddings)
+	printRefusedSummary(stdout, rep.Refused)
 	printEmbeddingsLeft(stdout, c)
 	if rep.Retired > 0 {
 		fmt.Fprintf(stdout, "%d per-user JSON files were renamed to *.json%s (kept; on this machine they would have gone on answering beside the database)\n", rep.Retired, memory.JSONRetiredSuffix)
 	}
 	fmt.Fprintln(stdout, "Next: set database.url (RECALL_DATABASE_URL) to this database and start the bot; recall.db is left as it was.")
 	return nil
+}
+
+// printRefused lists, one a line, the rows the target refused (the copy
+// went on without them).
+func printRefused(w io.Writer, into string, refused []memory.CopyRefusal) {
+	for _, r := range refused {
+		fmt.Fprintf(w, "could not copy %s (%s refused it)\n", r, into)
+	}
+}
+
+// printRefusedSummary counts the rows the target refused, after the summary.
+func printRefusedSummary(w io.Writer, refused []memory.CopyRefusal) {
+	if len(refused) == 0 {
+		return
+	}
+	msgs := 0
+	for _, r := range refused {
+		if r.Kind == "message" {
+			msgs++
+		}
+	}
+	fmt.Fprintf(w, "could not copy %d rows (%d messages; listed above, with the reason): the copy went on without them, and they are left out of the verification; the source still holds them\n", len(refused), msgs)
 }
 
 // printEmbeddingsLeft says how many vectors did not follow their message.
@@ -172,6 +196,7 @@ func copyFromPostgres(ctx context.Context, cfg config.Config, source string, std
 	bar := newProgressBar(stderr)
 	rep, err := memory.CopyFromPostgres(ctx, src, cfg.Data.Dir, bar.update)
 	bar.done()
+	printRefused(stderr, "SQLite", rep.Refused)
 	switch {
 	case errors.Is(err, memory.ErrTargetNotEmpty) || errors.Is(err, memory.ErrUnfinishedCopy):
 		return err
@@ -181,6 +206,7 @@ func copyFromPostgres(ctx context.Context, cfg config.Config, source string, std
 	c := rep.Source
 	fmt.Fprintf(stdout, "copied %d owners (%d were there already): %d conversations, %d messages, %d summaries, %d notes, %d facts, %d settings; %d access decisions, %d pairing requests, %d usage days, %d handled ids, %d embeddings — verified in %s (counts and fingerprints)\n",
 		rep.Copied, rep.Skipped, c.Conversations, c.Messages, c.Summaries, c.Notes, c.Facts, c.Settings, c.Access, c.Pairing, c.Usage, c.Handled, c.Embeddings, filepath.Join(cfg.Data.Dir, memory.DatabaseFile))
+	printRefusedSummary(stdout, rep.Refused)
 	printEmbeddingsLeft(stdout, c)
 	fmt.Fprintln(stdout, "Next: unset database.url (RECALL_DATABASE_URL) and start the bot on this data directory; the database is left as it was.")
 	return nil

@@ -15,6 +15,10 @@
 //     FTS5 MATCH expression that no user text can escape. A document matches
 //     when any phrase matches (OR); a phrase of several tokens matches
 //     consecutive tokens of one column (PhraseInstances).
+//   - No backend indexes a token longer than MaxTermBytes (Indexed): a
+//     phrase holding one matches nothing, and a longer query word is no
+//     term. Such a token still counts in its row's length and holds its
+//     place in the text (Tokens returns it, as FTS5 does).
 //   - The score is FTS5's bm25(): k1 = 1.2, b = 0.75,
 //     idf = log((N - n + 0.5) / (n + 0.5)) clamped to 1e-6 when <= 0 (IDF),
 //     f = the phrase's instances weighted by column, D = the document's

@@ -9,9 +9,6 @@ import (
 // megabyte of input costs no more than a sentence.
 const MaxQueryTerms = 32
 
-// maxTermLen drops "words" longer than any real word (base64 blobs, URLs).
-const maxTermLen = 64
-
 // Terms extracts the search words of free text: letters and digits split on
 // everything else, lowercased, stopwords and one-letter words dropped,
 // duplicates removed, at most MaxQueryTerms, in order of first appearance.
@@ -22,7 +19,7 @@ func Terms(text string) []string {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
 	}) {
 		w = strings.ToLower(w)
-		if len([]rune(w)) < 2 || len(w) > maxTermLen || stopwords[w] || seen[w] {
+		if len([]rune(w)) < 2 || len(w) > MaxTermBytes || stopwords[w] || seen[w] {
 			continue
 		}
 		seen[w] = true
@@ -44,9 +41,21 @@ func Phrases(text string) [][]string {
 	}
 	phrases := make([][]string, len(terms))
 	for i, t := range terms {
-		phrases[i] = Tokens(t)
+		phrases[i] = phrase(t)
 	}
 	return phrases
+}
+
+// phrase is a term's tokens, or none when one of them is too long to be
+// indexed (Indexed): no index holds it, so the phrase matches nothing.
+func phrase(term string) []string {
+	toks := Tokens(term)
+	for _, t := range toks {
+		if !Indexed(t) {
+			return nil
+		}
+	}
+	return toks
 }
 
 // Match builds an FTS5 MATCH expression that ORs the terms, each one a

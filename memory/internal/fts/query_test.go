@@ -35,7 +35,7 @@ func FuzzQuery(f *testing.F) {
 			t.Fatalf("%d terms", len(terms))
 		}
 		for _, term := range terms {
-			if utf8.RuneCountInString(term) < 2 || len(term) > maxTermLen || stopwords[term] || strings.ToLower(term) != term {
+			if utf8.RuneCountInString(term) < 2 || len(term) > MaxTermBytes || stopwords[term] || strings.ToLower(term) != term {
 				t.Fatalf("bad term %q", term)
 			}
 		}
@@ -57,4 +57,41 @@ func FuzzQuery(f *testing.F) {
 			t.Fatalf("FTS5 refuses %q (from %q): %v", match, q, err)
 		}
 	})
+}
+
+// TestPhraseOverBoundMatchesNothing: a term whose token is longer than
+// MaxTermBytes becomes an empty phrase (Terms drops such words before, but
+// folding may lengthen a word's token); one at the bound stays.
+func TestPhraseOverBoundMatchesNothing(t *testing.T) {
+	at := strings.Repeat("ab", MaxTermBytes/2)
+	if got := phrase(at); !slices.Equal(got, []string{at}) {
+		t.Fatalf("phrase of a %d-byte term: %q", len(at), got)
+	}
+	over := at + "c"
+	if got := phrase(over); got != nil {
+		t.Fatalf("phrase of a %d-byte term: %q, want none", len(over), got)
+	}
+	if got := phrase("lisbon " + over); got != nil {
+		t.Fatalf("phrase holding a %d-byte token: %q, want none", len(over), got)
+	}
+	if p := Phrases("moving to lisbon " + over); len(p) != 2 || !slices.Equal(p[1], []string{"lisbon"}) {
+		t.Fatalf("Phrases: %q", p)
+	}
+}
+
+// TestStemsForgetsLongTokens: Stems remembers no token over MaxTermBytes (a
+// 30 MB word would be held twice, as key and stem, for as long as Stems).
+func TestStemsForgetsLongTokens(t *testing.T) {
+	var s Stems
+	long := strings.Repeat("x", 1<<20)
+	for range 2 {
+		if got := s.Tokens("word "+long, nil); len(got) != 2 || got[1] != long {
+			t.Fatalf("Tokens: %d tokens", len(got))
+		}
+	}
+	for k := range s.m {
+		if !Indexed(k) {
+			t.Fatalf("Stems remembers a %d-byte token", len(k))
+		}
+	}
 }

@@ -2,6 +2,20 @@ package fts
 
 import "sort"
 
+// MaxTermBytes bounds the tokens every backend indexes: a longer token (a
+// base64 blob, a URL, a 30 MB "word") is in no index (Indexed), so no
+// search finds it, and a query word longer than this is no search term
+// (Terms). It still counts in its message's length (BM25's D) and holds its
+// place in the text, as FTS5's own tokenizer sees it: a phrase never
+// matches across it. FTS5's Porter stemmer passes tokens this long through
+// unstemmed (porterMaxToken), so a stored stem is over the bound exactly
+// when its token is.
+const MaxTermBytes = 64
+
+// Indexed reports whether a token (or its stem) is short enough to be
+// indexed (MaxTermBytes).
+func Indexed(tok string) bool { return len(tok) <= MaxTermBytes }
+
 // Tokens tokenizes text like FTS5's "porter unicode61" tokenizer: unicode61
 // tokens (folded, diacritics removed), each through the Porter stemmer.
 func Tokens(text string) []string {
@@ -15,8 +29,8 @@ func Tokens(text string) []string {
 // Stems is Tokens remembering each token's stem, for a caller that
 // tokenizes much text of one vocabulary (an index built from a
 // conversation's messages): a token met before costs no allocation and no
-// stemming. It remembers at most stemsMax tokens. Not safe for concurrent
-// use; the zero value is ready.
+// stemming. It remembers at most stemsMax tokens, none longer than
+// MaxTermBytes. Not safe for concurrent use; the zero value is ready.
 type Stems struct{ m map[string]string }
 
 const stemsMax = 1 << 16
@@ -32,7 +46,7 @@ func (s *Stems) Tokens(text string, out []string) []string {
 			return
 		}
 		st := porterStem(string(tok))
-		if len(s.m) < stemsMax {
+		if len(s.m) < stemsMax && len(tok) <= MaxTermBytes {
 			s.m[string(tok)] = st
 		}
 		out = append(out, st)
