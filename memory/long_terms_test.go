@@ -131,7 +131,7 @@ func searchIndexTerms(t *testing.T, s *SQLite) (longest int, rowid int64) {
 	return longest, rowid
 }
 
-// TestMigrationDropsLongTerms: migration 0007 derives messages_fts again,
+// TestMigrationDropsLongTerms: migration 0008 derives messages_fts again,
 // so an index written before the bound (its long terms put back by hand
 // here) holds none of them after it, and a message can still be deleted
 // (a contentless row is deleted by replaying its terms: the old ones would
@@ -170,15 +170,15 @@ func TestMigrationDropsLongTerms(t *testing.T) {
 	if longest, _ := searchIndexTerms(t, s); longest <= len(long) {
 		t.Fatalf("the old index holds no long term (longest %d)", longest)
 	}
-	body, err := migrationFiles.ReadFile("migrations/0007_long_terms.sql")
+	body, err := migrationFiles.ReadFile("migrations/0008_long_terms.sql")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.ExecContext(ctx, string(body)); err != nil {
-		t.Fatalf("migration 0007: %v", err)
+		t.Fatalf("migration 0008: %v", err)
 	}
 	if longest, _ := searchIndexTerms(t, s); longest > len(p)+1+fts.MaxTermBytes {
-		t.Fatalf("after migration 0007, messages_fts holds a term of %d bytes", longest)
+		t.Fatalf("after migration 0008, messages_fts holds a term of %d bytes", longest)
 	}
 	hits, err := s.Search(ctx, k, Query{Text: "stone"})
 	if err != nil || len(hits) != 1 {
@@ -192,7 +192,7 @@ func TestMigrationDropsLongTerms(t *testing.T) {
 	}
 }
 
-// TestPostgresMigrationDropsLongTerms: PostgreSQL's migration 0010 deletes
+// TestPostgresMigrationDropsLongTerms: PostgreSQL's migration 0011 deletes
 // the postings of stems over the bound (put there by hand, as an index
 // written before it held them) and their term_stats, and leaves the rest.
 func TestPostgresMigrationDropsLongTerms(t *testing.T) {
@@ -210,12 +210,12 @@ func TestPostgresMigrationDropsLongTerms(t *testing.T) {
 	if _, err := p.pool.Exec(ctx, `INSERT INTO term_stats(conv, term, df) SELECT conv, $1::bytea, 1 FROM message_terms LIMIT 1`, []byte(long)); err != nil {
 		t.Fatal(err)
 	}
-	body, err := pgMigrationFiles.ReadFile("pgmigrations/0010_long_terms.sql")
+	body, err := pgMigrationFiles.ReadFile("pgmigrations/0011_long_terms.sql")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := p.pool.Exec(ctx, string(body)); err != nil {
-		t.Fatalf("migration 0010: %v", err)
+		t.Fatalf("migration 0011: %v", err)
 	}
 	for _, table := range []string{"message_terms", "term_stats"} {
 		var n, longN int
