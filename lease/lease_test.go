@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/recallbot/recall/lease"
 	"github.com/recallbot/recall/memory"
 	"github.com/recallbot/recall/memory/pgtest"

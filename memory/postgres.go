@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/recallbot/recall/memory/internal/fts"
 	"github.com/recallbot/recall/pipeline"
 )

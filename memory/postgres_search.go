@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
 	"github.com/recallbot/recall/memory/internal/fts"
 	"github.com/recallbot/recall/pipeline"
 )

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/recallbot/recall/memory"
 	"github.com/recallbot/recall/memory/pgtest"
 	"github.com/recallbot/recall/pipeline"

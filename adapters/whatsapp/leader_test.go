@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/recallbot/recall/memory/pgtest"
 	"github.com/recallbot/recall/pipeline"
 )

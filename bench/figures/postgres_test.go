@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+
 	"github.com/recallbot/recall/memory"
 	"github.com/recallbot/recall/memory/pgtest"
 )

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
 	"github.com/recallbot/recall/bench/chattext"
 	"github.com/recallbot/recall/chat"
 	"github.com/recallbot/recall/memory"

@@ -21,6 +21,7 @@ import (
 
 	"github.com/go-telegram/bot/models"
 	"github.com/jackc/pgx/v5"
+
 	"github.com/recallbot/recall/adapters/telegram/telegramtest"
 	chatpkg "github.com/recallbot/recall/chat"
 	"github.com/recallbot/recall/llm"
