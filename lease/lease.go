@@ -7,7 +7,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/recallbot/recall/memory/pgdb"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // DefaultTTL is how long a lease lasts without renewal when Options.TTL is 0.
@@ -31,7 +32,7 @@ type Options struct {
 // Lease is one named lease as one holder sees it. Its methods are safe for
 // concurrent use.
 type Lease struct {
-	pool   *pgdb.Pool
+	pool   *pgxpool.Pool
 	name   string
 	holder string
 	opts   Options
@@ -39,7 +40,7 @@ type Lease struct {
 
 // New returns the lease name as holder sees it. It makes no database call.
 // The table is created by the PostgreSQL migrations (memory.OpenPostgres).
-func New(pool *pgdb.Pool, name, holder string, opts Options) *Lease {
+func New(pool *pgxpool.Pool, name, holder string, opts Options) *Lease {
 	if opts.TTL <= 0 {
 		opts.TTL = DefaultTTL
 	}
@@ -81,7 +82,7 @@ func (l *Lease) TryAcquire(ctx context.Context) (until time.Time, ok bool, err e
 	until = now.Add(l.opts.TTL)
 	var h string
 	err = l.pool.QueryRow(ctx, sqlAcquire, l.name, l.holder, until, now).Scan(&h)
-	if errors.Is(err, pgdb.ErrNoRows) {
+	if errors.Is(err, pgx.ErrNoRows) {
 		return time.Time{}, false, nil
 	}
 	if err != nil {
@@ -119,7 +120,7 @@ func (l *Lease) Release(ctx context.Context) error {
 // ever took it. (A lease past its expiry is free, whatever holder says.)
 func (l *Lease) State(ctx context.Context) (holder string, until time.Time, err error) {
 	err = l.pool.QueryRow(ctx, sqlState, l.name).Scan(&holder, &until)
-	if errors.Is(err, pgdb.ErrNoRows) {
+	if errors.Is(err, pgx.ErrNoRows) {
 		return "", time.Time{}, nil
 	}
 	if err != nil {

@@ -6,9 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/recallbot/recall/lease"
 	"github.com/recallbot/recall/memory"
-	"github.com/recallbot/recall/memory/pgdb"
 	"github.com/recallbot/recall/memory/pgtest"
 )
 
@@ -32,7 +33,7 @@ func (c *clock) Add(d time.Duration) {
 	c.mu.Unlock()
 }
 
-func pool(t *testing.T) *pgdb.Pool {
+func pool(t *testing.T) *pgxpool.Pool {
 	t.Helper()
 	p, err := memory.OpenPostgres(context.Background(), pgtest.URL(t))
 	if err != nil {

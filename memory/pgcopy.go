@@ -11,7 +11,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/recallbot/recall/memory/pgdb"
+	"github.com/jackc/pgx/v5"
+
 	"github.com/recallbot/recall/pipeline"
 )
 
@@ -529,8 +530,8 @@ const (
 )
 
 func (p *Postgres) mergeSide(ctx context.Context, d sideData) error {
-	return p.tx(ctx, func(tx *pgdb.Tx) error {
-		b := &pgdb.Batch{}
+	return p.tx(ctx, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
 		for _, t := range []struct {
 			sql  string
 			rows [][]any

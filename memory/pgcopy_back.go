@@ -155,7 +155,7 @@ func syncDir(dir string) error {
 // Address names the database the pool connects to — host, port, database
 // and schema (search_path) — without the password.
 func (p *Postgres) Address() string {
-	c := p.pool.Config()
+	c := p.pool.Config().ConnConfig
 	a := fmt.Sprintf("%s:%d/%s", c.Host, c.Port, c.Database)
 	if sp := c.RuntimeParams["search_path"]; sp != "" {
 		a += "?search_path=" + sp

@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/ncruces/go-sqlite3"
-
-	"github.com/recallbot/recall/memory/pgdb"
 )
 
 // A copy never stops at one row the target refuses (a value over one of its
@@ -57,7 +56,7 @@ const maxRefusalReason = 300
 // exception (SQLSTATE class 22), a constraint (23) or one of its limits
 // (54: "index row requires … bytes, maximum size is 8191").
 func (p *Postgres) refuses(err error) bool {
-	var pe *pgdb.PgError
+	var pe *pgconn.PgError
 	if !errors.As(err, &pe) {
 		return false
 	}

@@ -15,8 +15,11 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/recallbot/recall/memory/internal/fts"
-	"github.com/recallbot/recall/memory/pgdb"
 	"github.com/recallbot/recall/pipeline"
 )
 
@@ -30,7 +33,7 @@ var pgMigrationFiles embed.FS
 // transaction; PostgreSQL's row locks order concurrent writers, where SQLite
 // has its single writer connection.
 type Postgres struct {
-	pool *pgdb.Pool
+	pool *pgxpool.Pool
 	tune *pgSearchTuning // nil: defaultPGSearchTuning (tests set it)
 	// searchTrace, when set (tests), is called at each read of a search's
 	// postings.
@@ -44,22 +47,22 @@ var _ Backend = (*Postgres)(nil)
 
 // pgQuerier is what both the pool and a transaction offer.
 type pgQuerier interface {
-	Query(ctx context.Context, sql string, args ...any) (*pgdb.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) *pgdb.Row
-	Exec(ctx context.Context, sql string, args ...any) (pgdb.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
 // OpenPostgres connects to the database at url (postgres://…) and applies
 // pending migrations under an advisory lock, so replicas that start together
 // migrate once.
 func OpenPostgres(ctx context.Context, url string) (*Postgres, error) {
-	cfg, err := pgdb.ParseConfig(url)
+	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("reading database.url: %w", redactURLError(err, url))
 	}
-	pool, err := pgdb.NewWithConfig(ctx, cfg)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("connecting to PostgreSQL at %s: %w", cfg.Host, err)
+		return nil, fmt.Errorf("connecting to PostgreSQL at %s: %w", cfg.ConnConfig.Host, err)
 	}
 	p := &Postgres{pool: pool}
 	if err := p.migrate(ctx); err != nil {
@@ -83,7 +86,7 @@ func redactURLError(err error, url string) error {
 var urlPassword = regexp.MustCompile(`^[a-zA-Z]+://[^:/@]*:([^@]*)@`)
 
 // Pool exposes the connection pool (maintenance, tests).
-func (p *Postgres) Pool() *pgdb.Pool { return p.pool }
+func (p *Postgres) Pool() *pgxpool.Pool { return p.pool }
 
 // Close closes the pool and the lock session (its locks are released).
 func (p *Postgres) Close() error {
@@ -138,7 +141,7 @@ func (p *Postgres) migrate(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		err = pgdb.BeginFunc(ctx, conn, func(tx *pgdb.Tx) error {
+		err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, string(body)); err != nil {
 				return err
 			}
@@ -159,8 +162,8 @@ func (p *Postgres) migrate(ctx context.Context) error {
 func (p *Postgres) Applied() []string { return p.applied }
 
 // tx runs fn in one read-committed transaction.
-func (p *Postgres) tx(ctx context.Context, fn func(*pgdb.Tx) error) error {
-	return pgdb.BeginFunc(ctx, p.pool, fn)
+func (p *Postgres) tx(ctx context.Context, fn func(pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, p.pool, fn)
 }
 
 // pgText makes s storable in a PostgreSQL text column, which holds valid
@@ -196,7 +199,7 @@ const (
 func pgConv(ctx context.Context, q pgQuerier, key pipeline.Key) (int64, error) {
 	var id int64
 	err := q.QueryRow(ctx, pgConvID, key.String()).Scan(&id)
-	if errors.Is(err, pgdb.ErrNoRows) {
+	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, nil
 	}
 	return id, err
@@ -233,7 +236,7 @@ type pgRow struct {
 // search totals' trigger then updates each conversation once), and returns
 // the inserted ones with their ids. With keepIDs a message keeps its ID when
 // no row holds it (a copy between stores: the target exports the same ids).
-func pgInsertMessages(ctx context.Context, tx *pgdb.Tx, rows []pgRow, keepIDs bool) ([]pgRow, error) {
+func pgInsertMessages(ctx context.Context, tx pgx.Tx, rows []pgRow, keepIDs bool) ([]pgRow, error) {
 	if len(rows) == 0 {
 		return nil, nil
 	}
@@ -335,7 +338,7 @@ func pgInsertMessages(ctx context.Context, tx *pgdb.Tx, rows []pgRow, keepIDs bo
 // pgRowIDs gives each row an id for a table with a BIGSERIAL id: with
 // keepIDs its message's ID when that is set and no row holds it (then the
 // sequence is moved past it, so it never hands it out), else a new one.
-func pgRowIDs(ctx context.Context, tx *pgdb.Tx, table string, rows []pgRow, keepIDs bool) ([]int64, error) {
+func pgRowIDs(ctx context.Context, tx pgx.Tx, table string, rows []pgRow, keepIDs bool) ([]int64, error) {
 	ids := make([]int64, len(rows))
 	if keepIDs {
 		var want []int64
@@ -390,7 +393,7 @@ func pgRowIDs(ctx context.Context, tx *pgdb.Tx, table string, rows []pgRow, keep
 // pgKeepID is the id to insert a row of table with: with keep its own id
 // when set and no row holds it (the sequence moved past it), else nil
 // (numbered anew).
-func pgKeepID(ctx context.Context, tx *pgdb.Tx, table string, id int64, keep bool) (*int64, error) {
+func pgKeepID(ctx context.Context, tx pgx.Tx, table string, id int64, keep bool) (*int64, error) {
 	if !keep || id <= 0 {
 		return nil, nil
 	}
@@ -447,7 +450,7 @@ func (p *Postgres) Append(ctx context.Context, msgs []Message) (int, error) {
 		return 0, nil
 	}
 	var added int
-	err := p.tx(ctx, func(tx *pgdb.Tx) error {
+	err := p.tx(ctx, func(tx pgx.Tx) error {
 		convs := map[pipeline.Key]int64{}
 		rows := make([]pgRow, 0, len(msgs))
 		for _, m := range msgs {
@@ -492,7 +495,7 @@ func (p *Postgres) Append(ctx context.Context, msgs []Message) (int, error) {
 	return added, nil
 }
 
-func pgScanMessages(rows *pgdb.Rows, key pipeline.Key) ([]Message, error) {
+func pgScanMessages(rows pgx.Rows, key pipeline.Key) ([]Message, error) {
 	defer rows.Close()
 	var out []Message
 	for rows.Next() {
@@ -574,7 +577,7 @@ func (p *Postgres) Archive(ctx context.Context, key pipeline.Key, ids []int64, s
 		return Summary{}, fmt.Errorf("%w: nothing to archive", ErrConflict)
 	}
 	ids = uniqueIDs(ids)
-	err := p.tx(ctx, func(tx *pgdb.Tx) error {
+	err := p.tx(ctx, func(tx pgx.Tx) error {
 		conv, err := pgConv(ctx, tx, key)
 		if err != nil {
 			return err
@@ -615,7 +618,7 @@ func (p *Postgres) Archive(ctx context.Context, key pipeline.Key, ids []int64, s
 
 // pgInsertSummary stores sum in conversation conv and sets its ID: a new
 // one, or with keepID its own when no summary holds it.
-func pgInsertSummary(ctx context.Context, tx *pgdb.Tx, conv int64, sum *Summary, keepID bool) error {
+func pgInsertSummary(ctx context.Context, tx pgx.Tx, conv int64, sum *Summary, keepID bool) error {
 	if sum.Created.IsZero() {
 		sum.Created = time.Now()
 	}
@@ -639,7 +642,7 @@ func (p *Postgres) Fold(ctx context.Context, key pipeline.Key, ids []int64, sum 
 		return Summary{}, fmt.Errorf("%w: fold needs sources and a level above 1", ErrConflict)
 	}
 	ids = uniqueIDs(ids)
-	err := p.tx(ctx, func(tx *pgdb.Tx) error {
+	err := p.tx(ctx, func(tx pgx.Tx) error {
 		conv, err := pgConv(ctx, tx, key)
 		if err != nil {
 			return err
@@ -782,7 +785,7 @@ func pgSettings(ctx context.Context, q pgQuerier, owner string) (Settings, bool,
 	var created, updated int64
 	err := q.QueryRow(ctx, `SELECT memory_enabled, storage, threshold, facts_off, created_at, updated_at FROM owners WHERE owner = $1`, owner).
 		Scan(&st.MemoryEnabled, &storage, &st.Threshold, &st.FactsOff, &created, &updated)
-	if errors.Is(err, pgdb.ErrNoRows) {
+	if errors.Is(err, pgx.ErrNoRows) {
 		return st, false, nil
 	}
 	if err != nil {
@@ -815,13 +818,13 @@ func pgPutSettings(ctx context.Context, q pgQuerier, st Settings) error {
 
 // Remember implements Backend.
 func (p *Postgres) Remember(ctx context.Context, owner string, m UserMemory, max int) error {
-	return p.tx(ctx, func(tx *pgdb.Tx) error {
+	return p.tx(ctx, func(tx pgx.Tx) error {
 		_, err := pgRemember(ctx, tx, owner, m, max)
 		return err
 	})
 }
 
-func pgRemember(ctx context.Context, tx *pgdb.Tx, owner string, m UserMemory, max int) (bool, error) {
+func pgRemember(ctx context.Context, tx pgx.Tx, owner string, m UserMemory, max int) (bool, error) {
 	// Serialize one owner's notes so the cap holds under concurrent writers.
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('recall-memories:' || $1, 0))`, owner); err != nil {
 		return false, err
@@ -881,7 +884,7 @@ func (p *Postgres) Forget(ctx context.Context, owner, key string) (bool, error) 
 	return tag.RowsAffected() > 0, nil
 }
 
-func pgScanFacts(rows *pgdb.Rows) ([]Fact, error) {
+func pgScanFacts(rows pgx.Rows) ([]Fact, error) {
 	defer rows.Close()
 	var out []Fact
 	for rows.Next() {
@@ -915,7 +918,7 @@ func pgJSONStrings(ss []string) string {
 // AddFact implements Backend.
 func (p *Postgres) AddFact(ctx context.Context, owner string, f Fact) (Fact, bool, error) {
 	var merged bool
-	err := p.tx(ctx, func(tx *pgdb.Tx) error {
+	err := p.tx(ctx, func(tx pgx.Tx) error {
 		var err error
 		f, merged, err = pgAddFact(ctx, tx, owner, f, false)
 		return err
@@ -925,7 +928,7 @@ func (p *Postgres) AddFact(ctx context.Context, owner string, f Fact) (Fact, boo
 
 // pgAddFact stores f for owner, merged into a similar fact when there is
 // one; a new fact gets a new ID, or with keepID its own when free.
-func pgAddFact(ctx context.Context, tx *pgdb.Tx, owner string, f Fact, keepID bool) (Fact, bool, error) {
+func pgAddFact(ctx context.Context, tx pgx.Tx, owner string, f Fact, keepID bool) (Fact, bool, error) {
 	// One owner's facts are merged one at a time (two near-identical facts
 	// arriving together must merge, not both be stored).
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('recall-facts:' || $1, 0))`, owner); err != nil {

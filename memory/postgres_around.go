@@ -4,7 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/recallbot/recall/memory/pgdb"
+	"github.com/jackc/pgx/v5"
+
 	"github.com/recallbot/recall/pipeline"
 )
 
@@ -46,7 +47,7 @@ func (p *Postgres) Around(ctx context.Context, key pipeline.Key, ids []int64) ([
 // DELETE CASCADE).
 func (p *Postgres) discard(ctx context.Context, key pipeline.Key, platformID string) (bool, error) {
 	var n int64
-	err := p.tx(ctx, func(tx *pgdb.Tx) error {
+	err := p.tx(ctx, func(tx pgx.Tx) error {
 		conv, err := pgConv(ctx, tx, key)
 		if err != nil || conv == 0 {
 			return err

@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/recallbot/recall/memory/pgdb"
+	"github.com/jackc/pgx/v5"
+
 	"github.com/recallbot/recall/pipeline"
 )
 
@@ -37,7 +38,7 @@ func pgOwnerConvs(ctx context.Context, q pgQuerier, owner string, only *pipeline
 }
 
 // pgApplyPlan applies a purge plan's summary changes to one conversation.
-func pgApplyPlan(ctx context.Context, tx *pgdb.Tx, conv int64, plan purgePlan) (int64, error) {
+func pgApplyPlan(ctx context.Context, tx pgx.Tx, conv int64, plan purgePlan) (int64, error) {
 	var deleted int64
 	if len(plan.deleteSummaries) > 0 {
 		tag, err := tx.Exec(ctx, `DELETE FROM summaries WHERE conv = $1 AND id = ANY($2)`, conv, plan.deleteSummaries)
@@ -63,7 +64,7 @@ func pgApplyPlan(ctx context.Context, tx *pgdb.Tx, conv int64, plan purgePlan) (
 // (ON DELETE CASCADE): nothing of it stays in the index.
 func (p *Postgres) Purge(ctx context.Context, scope PurgeScope) (PurgeReport, error) {
 	var rep PurgeReport
-	err := p.tx(ctx, func(tx *pgdb.Tx) error {
+	err := p.tx(ctx, func(tx pgx.Tx) error {
 		rep = PurgeReport{}
 		var err error
 		rep, err = pgPurgeTx(ctx, tx, scope)
@@ -72,7 +73,7 @@ func (p *Postgres) Purge(ctx context.Context, scope PurgeScope) (PurgeReport, er
 	return rep, err
 }
 
-func pgPurgeTx(ctx context.Context, tx *pgdb.Tx, scope PurgeScope) (PurgeReport, error) {
+func pgPurgeTx(ctx context.Context, tx pgx.Tx, scope PurgeScope) (PurgeReport, error) {
 	var rep PurgeReport
 	if scope.Owner == "" {
 		return rep, fmt.Errorf("purge: owner is required")
@@ -151,7 +152,7 @@ func pgPurgeTx(ctx context.Context, tx *pgdb.Tx, scope PurgeScope) (PurgeReport,
 // transaction).
 func (p *Postgres) Export(ctx context.Context, owner string, key *pipeline.Key) (OwnerData, error) {
 	d := OwnerData{Owner: owner}
-	err := pgdb.BeginTxFunc(ctx, p.pool, pgdb.TxOptions{IsoLevel: pgdb.RepeatableRead, AccessMode: pgdb.ReadOnly}, func(tx *pgdb.Tx) error {
+	err := pgx.BeginTxFunc(ctx, p.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		d = OwnerData{Owner: owner}
 		if key == nil {
 			st, ok, err := pgSettings(ctx, tx, owner)
@@ -225,7 +226,7 @@ func (p *Postgres) importOwner(ctx context.Context, d OwnerData, keepIDs bool) (
 		return ImportReport{}, err
 	}
 	var rep ImportReport
-	err := p.tx(ctx, func(tx *pgdb.Tx) error {
+	err := p.tx(ctx, func(tx pgx.Tx) error {
 		rep = ImportReport{}
 		if d.Settings != nil {
 			st := *d.Settings
@@ -264,7 +265,7 @@ func (p *Postgres) importOwner(ctx context.Context, d OwnerData, keepIDs bool) (
 	return rep, err
 }
 
-func pgImportConversation(ctx context.Context, tx *pgdb.Tx, key pipeline.Key, c ConversationData, convs map[pipeline.Key]int64, keepIDs bool) (ImportReport, error) {
+func pgImportConversation(ctx context.Context, tx pgx.Tx, key pipeline.Key, c ConversationData, convs map[pipeline.Key]int64, keepIDs bool) (ImportReport, error) {
 	var rep ImportReport
 	conv, err := pgEnsure(ctx, tx, key, convs)
 	if err != nil {
@@ -331,7 +332,7 @@ func pgImportConversation(ctx context.Context, tx *pgdb.Tx, key pipeline.Key, c 
 // SQLite.purgeSender).
 func (p *Postgres) purgeSender(ctx context.Context, owner, sender string) (PurgeReport, error) {
 	var rep PurgeReport
-	err := p.tx(ctx, func(tx *pgdb.Tx) error {
+	err := p.tx(ctx, func(tx pgx.Tx) error {
 		rep = PurgeReport{}
 		convs, err := pgOwnerConvs(ctx, tx, owner, nil)
 		if err != nil {
@@ -381,7 +382,7 @@ func (p *Postgres) purgeSender(ctx context.Context, owner, sender string) (Purge
 
 // pgSenderMessages returns the platform ids of a sender's user messages in
 // a conversation, the chunks they were archived in, and how many there are.
-func pgSenderMessages(ctx context.Context, tx *pgdb.Tx, conv int64, sender string) ([]string, map[int64]bool, int, error) {
+func pgSenderMessages(ctx context.Context, tx pgx.Tx, conv int64, sender string) ([]string, map[int64]bool, int, error) {
 	rows, err := tx.Query(ctx, `SELECT platform_id, chunk_id FROM messages WHERE conv = $1 AND role = 'user' AND sender_id = $2`, conv, sender)
 	if err != nil {
 		return nil, nil, 0, err
@@ -410,7 +411,7 @@ func pgSenderMessages(ctx context.Context, tx *pgdb.Tx, conv int64, sender strin
 // trimWindow: see Store.TrimToWindow.
 func (p *Postgres) trimWindow(ctx context.Context, key pipeline.Key, since time.Time, keep int) (int, error) {
 	var n int64
-	err := p.tx(ctx, func(tx *pgdb.Tx) error {
+	err := p.tx(ctx, func(tx pgx.Tx) error {
 		conv, err := pgConv(ctx, tx, key)
 		if err != nil || conv == 0 {
 			return err

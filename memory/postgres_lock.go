@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/recallbot/recall/memory/pgdb"
+	"github.com/jackc/pgx/v5"
 )
 
 // lockTimeout bounds one statement on the lock session. The statements
@@ -23,7 +23,7 @@ const lockTimeout = 10 * time.Second
 // take a pooled connection the holder's own queries need.
 type lockSession struct {
 	mu   sync.Mutex
-	conn *pgdb.Conn      // nil until the first lock, and after it broke
+	conn *pgx.Conn       // nil until the first lock, and after it broke
 	gen  int             // counts the connections opened: a lock belongs to one
 	held map[string]bool // names held on conn by this process
 }
@@ -47,7 +47,7 @@ func (p *Postgres) TryLock(ctx context.Context, name string) (unlock func(), ok 
 	for attempt := 0; ; attempt++ {
 		if l.conn == nil {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lockTimeout)
-			conn, err := pgdb.ConnectConfig(cctx, p.pool.Config().Copy())
+			conn, err := pgx.ConnectConfig(cctx, p.pool.Config().ConnConfig.Copy())
 			cancel()
 			if err != nil {
 				return nil, false, fmt.Errorf("taking lock %s: %w", name, err)

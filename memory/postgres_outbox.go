@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/recallbot/recall/memory/pgdb"
+	"github.com/jackc/pgx/v5"
+
 	"github.com/recallbot/recall/pipeline"
 )
 
@@ -72,7 +73,7 @@ func (p *Postgres) OutboxEntry(ctx context.Context, key pipeline.Key, replyTo st
 	e := OutboxEntry{Key: key, ReplyTo: replyTo}
 	var text *string
 	err := p.pool.QueryRow(ctx, sqlOutboxEntry, key.String(), replyTo).Scan(&text, &e.Shown, &e.State, &e.At)
-	if errors.Is(err, pgdb.ErrNoRows) {
+	if errors.Is(err, pgx.ErrNoRows) {
 		return e, false, nil
 	}
 	if err != nil {
@@ -93,7 +94,7 @@ func (p *Postgres) OutboxClaimFailed(ctx context.Context, channel string) (Outbo
 		key string
 	)
 	err := p.pool.QueryRow(ctx, sqlOutboxClaim, channel).Scan(&key, &e.ReplyTo, &e.Text, &e.Shown, &e.At)
-	if errors.Is(err, pgdb.ErrNoRows) {
+	if errors.Is(err, pgx.ErrNoRows) {
 		return e, false, nil
 	}
 	if err != nil {
@@ -113,6 +114,7 @@ func (p *Postgres) OutboxForget(ctx context.Context, scope PurgeScope) error {
 	if err != nil {
 		return fmt.Errorf("forgetting undelivered replies: %w", err)
 	}
+	defer rows.Close()
 	var keys []string
 	for rows.Next() {
 		var k string

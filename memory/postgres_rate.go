@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/recallbot/recall/memory/pgdb"
+	"github.com/jackc/pgx/v5"
 )
 
 // UpdateRateWindow reads user's rate-limit window (the times of the
@@ -14,7 +14,7 @@ import (
 // under the row's lock, so the replicas' rate limits count one window per
 // user (limits.RateWindows).
 func (p *Postgres) UpdateRateWindow(ctx context.Context, user string, update func(times []time.Time, told bool) ([]time.Time, bool)) error {
-	err := p.tx(ctx, func(tx *pgdb.Tx) error {
+	err := p.tx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO rate_windows(user_id, times) VALUES ($1, '{}') ON CONFLICT (user_id) DO NOTHING`, user); err != nil {
 			return err
 		}

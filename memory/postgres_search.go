@@ -10,8 +10,9 @@ import (
 	"sort"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/recallbot/recall/memory/internal/fts"
-	"github.com/recallbot/recall/memory/pgdb"
 	"github.com/recallbot/recall/pipeline"
 )
 
@@ -178,7 +179,7 @@ func (p *Postgres) search(ctx context.Context, key pipeline.Key, q Query, also b
 	if p.searchTrace != nil {
 		p.searchTrace()
 	}
-	b := &pgdb.Batch{}
+	b := &pgx.Batch{}
 	// The batch is one implicit transaction: the setting lasts until its
 	// end. It keeps pgSearchPostings' plan, which PostgreSQL would make
 	// again at every call (its array parameter makes the kept, generic
@@ -213,7 +214,7 @@ func (p *Postgres) search(ctx context.Context, key pipeline.Key, q Query, also b
 			return err
 		}
 		err = br.QueryRow().Scan(&conv, &nDocs, &nTokens)
-		if errors.Is(err, pgdb.ErrNoRows) {
+		if errors.Is(err, pgx.ErrNoRows) {
 			conv = 0
 		} else if err != nil {
 			return err
@@ -324,7 +325,7 @@ func (p *Postgres) search(ctx context.Context, key pipeline.Key, q Query, also b
 		}
 	}
 	best := ranked[:min(keep, len(ranked))] // all's ranking
-	var rows *pgdb.Rows
+	var rows pgx.Rows
 	if q.timed() {
 		// Of a timed ranking, only the messages in the range are read, and
 		// all's best.

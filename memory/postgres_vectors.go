@@ -4,7 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/recallbot/recall/memory/pgdb"
+	"github.com/jackc/pgx/v5"
+
 	"github.com/recallbot/recall/pipeline"
 )
 
@@ -99,14 +100,14 @@ func (p *Postgres) PutEmbeddings(ctx context.Context, vs []MessageVector) error 
 	if len(vs) == 0 {
 		return nil
 	}
-	err := p.tx(ctx, func(tx *pgdb.Tx) error {
+	err := p.tx(ctx, func(tx pgx.Tx) error {
 		// One writer at a time over every replica: the seqs are then
 		// handed out in the order the batches commit, so a reader that
 		// has seen a seq has seen every smaller one (VectorsSince).
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('recall-embeddings', 0))`); err != nil {
 			return err
 		}
-		b := &pgdb.Batch{}
+		b := &pgx.Batch{}
 		for _, v := range vs {
 			b.Queue(pgEmbedPut, v.MessageID, v.Model, v.Hash, EncodeVector(v.Vec))
 		}

@@ -6,7 +6,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/recallbot/recall/memory/pgdb"
+	"github.com/jackc/pgx/v5"
+
 	"github.com/recallbot/recall/pipeline"
 )
 
@@ -116,13 +117,13 @@ func (s *SQLite) purgeMessage(ctx context.Context, key pipeline.Key, platformID,
 // conversation's search totals. Nothing of the text stays in a table.
 func (p *Postgres) purgeMessage(ctx context.Context, key pipeline.Key, platformID, senderID string) (PurgeReport, error) {
 	var rep PurgeReport
-	err := p.tx(ctx, func(tx *pgdb.Tx) error {
+	err := p.tx(ctx, func(tx pgx.Tx) error {
 		rep = PurgeReport{}
 		var conv, id, chunk int64
 		var sender string
 		err := tx.QueryRow(ctx, `SELECT m.conv, m.id, m.chunk_id, m.sender_id FROM messages m JOIN conversations c ON c.id = m.conv
 			WHERE c.key = $1 AND m.platform_id = $2 FOR UPDATE OF m`, key.String(), platformID).Scan(&conv, &id, &chunk, &sender)
-		if errors.Is(err, pgdb.ErrNoRows) || err == nil && senderID != "" && sender != senderID {
+		if errors.Is(err, pgx.ErrNoRows) || err == nil && senderID != "" && sender != senderID {
 			return nil
 		}
 		if err != nil {

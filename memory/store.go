@@ -12,7 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/recallbot/recall/memory/pgdb"
+	"github.com/jackc/pgx/v5"
+
 	"github.com/recallbot/recall/pipeline"
 )
 
@@ -827,7 +828,7 @@ func (s *Store) TurnsSinceSummary(ctx context.Context, key pipeline.Key) (int, e
 	var turns int
 	if b := s.backendFor(key.Owner()); b == Backend(s.pg) {
 		err := s.pg.pool.QueryRow(ctx, `SELECT turns_since_summary FROM conversations WHERE key = $1`, key.String()).Scan(&turns)
-		if err != nil && !errors.Is(err, pgdb.ErrNoRows) {
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return 0, err
 		}
 	} else if b != Backend(s.sqlite) {

@@ -3,7 +3,7 @@ package memory
 import "encoding/hex"
 
 // rowReader is what both databases' query results offer for reading them
-// (*sql.Rows and *pgdb.Rows), so that the embeddings stores of SQLite
+// (*sql.Rows and pgx.Rows), so that the embeddings stores of SQLite
 // and PostgreSQL scan their rows alike. The caller closes them.
 type rowReader interface {
 	Next() bool

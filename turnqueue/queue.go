@@ -10,7 +10,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/recallbot/recall/memory/pgdb"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/recallbot/recall/pipeline"
 )
 
@@ -67,7 +69,7 @@ type Channel struct {
 // Queue is this replica's side of the shared queue: Submit inserts, Run
 // claims and runs turns with the chain h.
 type Queue struct {
-	pool   *pgdb.Pool
+	pool   *pgxpool.Pool
 	h      pipeline.Handler
 	holder string
 	opts   Options
@@ -87,7 +89,7 @@ type Queue struct {
 // New returns the queue of the database behind pool as replica holder (a
 // name unique among the replicas) runs it, with the chain h. It makes no
 // database call; the table is created by the PostgreSQL migrations.
-func New(pool *pgdb.Pool, h pipeline.Handler, holder string, opts Options) *Queue {
+func New(pool *pgxpool.Pool, h pipeline.Handler, holder string, opts Options) *Queue {
 	if opts.Workers <= 0 {
 		opts.Workers = DefaultWorkers
 	}
@@ -177,7 +179,7 @@ func (q *Queue) submit(in pipeline.Inbound) (inserted bool, err error) {
 	defer cancel()
 	var id int64
 	err = q.pool.QueryRow(ctx, sqlInsert, in.Key.Channel, in.Key.String(), in.MessageID, body, q.opts.Now()).Scan(&id)
-	if errors.Is(err, pgdb.ErrNoRows) {
+	if errors.Is(err, pgx.ErrNoRows) {
 		q.opts.Log.Debug("dropped a redelivered update (already in the shared queue)", "key", in.Key, "msg_id", in.MessageID)
 		return false, nil
 	}
@@ -253,7 +255,7 @@ func (q *Queue) claim() (t claimed, ok bool, err error) {
 	t.until = now.Add(q.opts.Lease)
 	var body []byte
 	err = q.pool.QueryRow(ctx, sqlClaim, q.holder, t.until, now, names).Scan(&t.id, &body, &t.attempts)
-	if errors.Is(err, pgdb.ErrNoRows) {
+	if errors.Is(err, pgx.ErrNoRows) {
 		return t, false, nil
 	}
 	if err != nil {
@@ -583,7 +585,7 @@ func (q *Queue) listen(ctx context.Context) {
 // it got as far as LISTEN.
 func (q *Queue) listenOnce(ctx context.Context) (listening bool, err error) {
 	// A connection of its own, outside the pool: it waits all the time.
-	conn, err := pgdb.ConnectConfig(ctx, q.pool.Config().Copy())
+	conn, err := pgx.ConnectConfig(ctx, q.pool.Config().ConnConfig.Copy())
 	if err != nil {
 		return false, err
 	}

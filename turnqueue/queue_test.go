@@ -13,8 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/recallbot/recall/memory"
-	"github.com/recallbot/recall/memory/pgdb"
 	"github.com/recallbot/recall/memory/pgtest"
 	"github.com/recallbot/recall/pipeline"
 	"github.com/recallbot/recall/turnqueue"
@@ -54,7 +56,7 @@ func database(t *testing.T) string {
 // can cut it off the database).
 type replica struct {
 	name string
-	pool *pgdb.Pool
+	pool *pgxpool.Pool
 	q    *turnqueue.Queue
 	stop context.CancelFunc
 	done chan error
@@ -81,21 +83,21 @@ func newReplica(t *testing.T, dbURL, name string, h pipeline.Handler, opts turnq
 	v := u.Query()
 	v.Set("application_name", name)
 	u.RawQuery = v.Encode()
-	cfg, err := pgdb.ParseConfig(u.String())
+	cfg, err := pgxpool.ParseConfig(u.String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := &replica{name: name, cut: &cutoff{}, done: make(chan error, 1)}
 	// Every connection of the replica dials through here, the pool's and
 	// those it opens outside the pool (LISTEN): once cut, none comes back.
-	dial := cfg.DialFunc
-	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+	dial := cfg.ConnConfig.DialFunc
+	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if r.cut.is() {
 			return nil, fmt.Errorf("%s is cut off the database", name)
 		}
 		return dial(ctx, network, addr)
 	}
-	r.pool, err = pgdb.NewWithConfig(context.Background(), cfg)
+	r.pool, err = pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +119,7 @@ func newReplica(t *testing.T, dbURL, name string, h pipeline.Handler, opts turnq
 func (r *replica) die(t *testing.T, dbURL string) {
 	t.Helper()
 	r.cut.set()
-	c, err := pgdb.Connect(context.Background(), dbURL)
+	c, err := pgx.Connect(context.Background(), dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +157,7 @@ func inbound(chat, msg int) pipeline.Inbound {
 // openTurns counts the turns not finished.
 func openTurns(t *testing.T, dbURL string) (open, all int) {
 	t.Helper()
-	c, err := pgdb.Connect(context.Background(), dbURL)
+	c, err := pgx.Connect(context.Background(), dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}

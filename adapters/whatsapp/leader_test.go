@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/recallbot/recall/memory/pgdb"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/recallbot/recall/memory/pgtest"
 	"github.com/recallbot/recall/pipeline"
 )
@@ -20,7 +22,7 @@ import (
 // released at the end — unless the holder "crashed" (crash), which stops
 // renewing and releases nothing, as a killed process does.
 type pgLease struct {
-	pool          *pgdb.Pool
+	pool          *pgxpool.Pool
 	name, holder  string
 	ttl, every    time.Duration
 	crashed       atomic.Bool
@@ -36,7 +38,7 @@ func (l *pgLease) try(ctx context.Context) (bool, error) {
 		ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
 		WHERE test_leases.holder = excluded.holder OR test_leases.expires_at <= clock_timestamp()
 		RETURNING expires_at`, l.name, l.holder, l.ttl.String()).Scan(&until)
-	if errors.Is(err, pgdb.ErrNoRows) {
+	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}
 	if err == nil {
@@ -154,7 +156,7 @@ type replica struct {
 	done   chan error
 }
 
-func newReplica(t *testing.T, name string, pool *pgdb.Pool, sock *oneSocket, ttl time.Duration) *replica {
+func newReplica(t *testing.T, name string, pool *pgxpool.Pool, sock *oneSocket, ttl time.Duration) *replica {
 	r := &replica{name: name, got: make(chan pipeline.Inbound, 10)}
 	r.cli = &socketClient{fakeClient: newFakeClient(t), sock: sock}
 	ad, err := New(Options{DataDir: t.TempDir(), Client: r.cli}, func(in pipeline.Inbound, _ pipeline.Sender) error {
@@ -200,7 +202,7 @@ func (r *replica) crash() {
 // replica whose channel runs again answers each message once.
 func TestLeaderHoldsTheConnection(t *testing.T) {
 	ctx := context.Background()
-	pool, err := pgdb.New(ctx, pgtest.URL(t))
+	pool, err := pgxpool.New(ctx, pgtest.URL(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,12 +9,12 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"         // the "pgx" database/sql driver (database.url)
 	_ "github.com/ncruces/go-sqlite3/driver" // the "sqlite3" database/sql driver, no cgo
 	"go.mau.fi/whatsmeow"
 	"go.mau.fi/whatsmeow/store/sqlstore"
 	waLog "go.mau.fi/whatsmeow/util/log"
-
-	"github.com/recallbot/recall/memory/pgdb"
 )
 
 // SessionFile is the name of the session database inside data.dir.
@@ -76,13 +76,13 @@ const (
 )
 
 // openPGSession opens the session store in the PostgreSQL database at url
-// through pgdb's database/sql driver (whatsmeow's "postgres" dialect).
+// through pgx's database/sql driver (stdlib; whatsmeow's "postgres" dialect).
 func openPGSession(ctx context.Context, url string, log *slog.Logger) (*sqlstore.Container, error) {
-	cfg, err := pgdb.ParseConfig(url)
+	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
 		return nil, errors.New("whatsapp: reading database.url: not a valid postgres:// URL")
 	}
-	db := pgdb.OpenDB(cfg)
+	db := stdlib.OpenDB(*cfg)
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("whatsapp: connecting to the session store in PostgreSQL at %s: %w", cfg.Host, err), db.Close())

@@ -10,8 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/recallbot/recall/memory"
-	"github.com/recallbot/recall/memory/pgdb"
 	"github.com/recallbot/recall/pipeline"
 )
 
@@ -19,12 +20,12 @@ import (
 // name (created when missing; emptied first when fresh). The figures keep
 // their PostgreSQL data in schemas of their own, so any server will do.
 func PostgresSchema(ctx context.Context, base, name string, fresh bool) (string, error) {
-	c, err := pgdb.Connect(ctx, base)
+	c, err := pgx.Connect(ctx, base)
 	if err != nil {
 		return "", fmt.Errorf("connecting to PostgreSQL: %w", err)
 	}
 	defer func() { _ = c.Close(context.Background()) }()
-	ident := pgdb.Identifier{name}.Sanitize()
+	ident := pgx.Identifier{name}.Sanitize()
 	if fresh {
 		if _, err := c.Exec(ctx, `DROP SCHEMA IF EXISTS `+ident+` CASCADE`); err != nil {
 			return "", fmt.Errorf("dropping schema %s: %w", name, err)
@@ -45,12 +46,12 @@ func PostgresSchema(ctx context.Context, base, name string, fresh bool) (string,
 
 // DropPostgresSchema drops a schema PostgresSchema made.
 func DropPostgresSchema(ctx context.Context, base, name string) error {
-	c, err := pgdb.Connect(ctx, base)
+	c, err := pgx.Connect(ctx, base)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = c.Close(context.Background()) }()
-	_, err = c.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgdb.Identifier{name}.Sanitize()+` CASCADE`)
+	_, err = c.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{name}.Sanitize()+` CASCADE`)
 	return err
 }
 

@@ -7,8 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/recallbot/recall/memory"
-	"github.com/recallbot/recall/memory/pgdb"
 	"github.com/recallbot/recall/memory/pgtest"
 )
 
@@ -83,7 +84,7 @@ func TestTurnOverheadPostgres(t *testing.T) {
 	ctx := context.Background()
 	const archived = 260 // a fixture no other run makes
 	name := strings.ReplaceAll(turnFixtureName(archived), "-", "_")
-	admin, err := pgdb.Connect(ctx, base)
+	admin, err := pgx.Connect(ctx, base)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,10 +12,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/recallbot/recall/bench/chattext"
 	"github.com/recallbot/recall/chat"
 	"github.com/recallbot/recall/memory"
-	"github.com/recallbot/recall/memory/pgdb"
 )
 
 // postgresDatabaseURL is base with its database replaced by name.
@@ -48,7 +49,7 @@ func PostgresTurnDatabase(ctx context.Context, base string, archived int, progre
 	if err != nil {
 		return "", nil, err
 	}
-	admin, err := pgdb.Connect(ctx, base)
+	admin, err := pgx.Connect(ctx, base)
 	if err != nil {
 		return "", nil, fmt.Errorf("connecting to PostgreSQL: %w", err)
 	}
@@ -62,13 +63,13 @@ func PostgresTurnDatabase(ctx context.Context, base string, archived int, progre
 		return "", nil, fmt.Errorf("the turn fixture in PostgreSQL: %w", err)
 	}
 	run := name + "_run_" + strconv.Itoa(os.Getpid())
-	if _, err := admin.Exec(ctx, `DROP DATABASE IF EXISTS `+pgdb.Identifier{run}.Sanitize()+` WITH (FORCE)`); err != nil {
+	if _, err := admin.Exec(ctx, `DROP DATABASE IF EXISTS `+pgx.Identifier{run}.Sanitize()+` WITH (FORCE)`); err != nil {
 		return "", nil, err
 	}
 	// The template must have no connection: the ones just closed may take
 	// a moment to go.
 	for try := 0; ; try++ {
-		_, err = admin.Exec(ctx, `CREATE DATABASE `+pgdb.Identifier{run}.Sanitize()+` TEMPLATE `+pgdb.Identifier{name}.Sanitize())
+		_, err = admin.Exec(ctx, `CREATE DATABASE `+pgx.Identifier{run}.Sanitize()+` TEMPLATE `+pgx.Identifier{name}.Sanitize())
 		if err == nil || try == 50 || !strings.Contains(err.Error(), "being accessed by other users") {
 			break
 		}
@@ -82,12 +83,12 @@ func PostgresTurnDatabase(ctx context.Context, base string, archived int, progre
 		return "", nil, err
 	}
 	drop := func() {
-		c, err := pgdb.Connect(context.Background(), base)
+		c, err := pgx.Connect(context.Background(), base)
 		if err != nil {
 			return
 		}
 		defer func() { _ = c.Close(context.Background()) }()
-		_, _ = c.Exec(context.Background(), `DROP DATABASE IF EXISTS `+pgdb.Identifier{run}.Sanitize()+` WITH (FORCE)`)
+		_, _ = c.Exec(context.Background(), `DROP DATABASE IF EXISTS `+pgx.Identifier{run}.Sanitize()+` WITH (FORCE)`)
 	}
 	return runURL, drop, nil
 }
@@ -95,20 +96,20 @@ func PostgresTurnDatabase(ctx context.Context, base string, archived int, progre
 // DropPostgresTurnFixture drops the copy of the turn fixture with archived
 // archived messages that PostgresTurnDatabase made on the server at base.
 func DropPostgresTurnFixture(ctx context.Context, base string, archived int) error {
-	c, err := pgdb.Connect(ctx, base)
+	c, err := pgx.Connect(ctx, base)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = c.Close(context.Background()) }()
-	_, err = c.Exec(ctx, `DROP DATABASE IF EXISTS `+pgdb.Identifier{strings.ReplaceAll(turnFixtureName(archived), "-", "_")}.Sanitize()+` WITH (FORCE)`)
+	_, err = c.Exec(ctx, `DROP DATABASE IF EXISTS `+pgx.Identifier{strings.ReplaceAll(turnFixtureName(archived), "-", "_")}.Sanitize()+` WITH (FORCE)`)
 	return err
 }
 
 // postgresTurnTemplate makes sure database name (at fixtureURL) holds the
 // SQLite turn fixture in dir, stamped sqStamp: made when missing or made
 // from something else.
-func postgresTurnTemplate(ctx context.Context, admin *pgdb.Conn, fixtureURL, name, sqStamp, dir string, progress io.Writer) error {
-	ident := pgdb.Identifier{name}.Sanitize()
+func postgresTurnTemplate(ctx context.Context, admin *pgx.Conn, fixtureURL, name, sqStamp, dir string, progress io.Writer) error {
+	ident := pgx.Identifier{name}.Sanitize()
 	var exists bool
 	if err := admin.QueryRow(ctx, `SELECT EXISTS(SELECT 1 FROM pg_database WHERE datname = $1)`, name).Scan(&exists); err != nil {
 		return err

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/recallbot/recall/memory/pgdb"
+	"github.com/jackc/pgx/v5"
 	"github.com/recallbot/recall/memory/pgtest"
 )
 
@@ -17,7 +17,7 @@ func TestMigrateToPostgresReportsRefusedRows(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.URL(t)
 	newEnv(t, "", "RECALL_DATABASE_URL="+url).mustRun(t, "", "migrate")
-	c, err := pgdb.Connect(ctx, url)
+	c, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,11 +20,12 @@ import (
 	"time"
 
 	"github.com/go-telegram/bot/models"
+	"github.com/jackc/pgx/v5"
+
 	"github.com/recallbot/recall/adapters/telegram/telegramtest"
 	chatpkg "github.com/recallbot/recall/chat"
 	"github.com/recallbot/recall/llm"
 	"github.com/recallbot/recall/llm/llmtest"
-	"github.com/recallbot/recall/memory/pgdb"
 	"github.com/recallbot/recall/memory/pgtest"
 )
 
@@ -319,7 +320,7 @@ func TestReplicaProcessesOneKilledMidRun(t *testing.T) {
 	}
 
 	// Every exchange stored once, in order; summaries built once.
-	c, err := pgdb.Connect(context.Background(), db)
+	c, err := pgx.Connect(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +334,7 @@ func TestReplicaProcessesOneKilledMidRun(t *testing.T) {
 
 // checkStoredExchanges: each user's conversation holds its messages and
 // their answers, each once, in order.
-func checkStoredExchanges(t *testing.T, c *pgdb.Conn) {
+func checkStoredExchanges(t *testing.T, c *pgx.Conn) {
 	t.Helper()
 	rows, err := c.Query(context.Background(), `SELECT conv, role, text FROM messages ORDER BY conv, id`)
 	if err != nil {
@@ -370,7 +371,7 @@ func checkStoredExchanges(t *testing.T, c *pgdb.Conn) {
 // summaries of one level, a level-1 summary covers exactly the messages
 // of its chunk, and no summary was folded into two. It returns how many
 // summaries are stored, and in how many conversations.
-func checkSummariesOnce(t *testing.T, c *pgdb.Conn) (summaries, conversations int) {
+func checkSummariesOnce(t *testing.T, c *pgx.Conn) (summaries, conversations int) {
 	t.Helper()
 	ctx := context.Background()
 	chunks := map[[2]int64][]string{} // (conv, chunk) → its messages' tokens

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/recallbot/recall/memory/pgdb"
+	"github.com/jackc/pgx/v5"
 )
 
 // EnvURL names the environment variable with the server's URL.
@@ -32,7 +32,7 @@ func URL(t testing.TB) string {
 		t.Skip(EnvURL + " is not set (run .ci/postgres to start a throwaway PostgreSQL)")
 	}
 	ctx := context.Background()
-	admin, err := pgdb.Connect(ctx, base)
+	admin, err := pgx.Connect(ctx, base)
 	if err != nil {
 		t.Fatalf("connecting to %s: %v", EnvURL, err)
 	}
@@ -42,7 +42,7 @@ func URL(t testing.TB) string {
 		t.Fatalf("creating schema %s: %v", schema, err)
 	}
 	t.Cleanup(func() {
-		c, err := pgdb.Connect(context.Background(), base)
+		c, err := pgx.Connect(context.Background(), base)
 		if err != nil {
 			t.Errorf("dropping schema %s: %v", schema, err)
 			return
