@@ -108,7 +108,7 @@ func runBot(ctx context.Context, cfg config.Config, stdin io.Reader, stdout, std
 			}
 		}
 		runErr = console.New(stdin, stdout, a.Handler, interactive, console.WithLog(a.Log),
-			console.WithExportDir(filepath.Join(cfg.Data.Dir, "exports")), console.IfTerminal(stdin)).Run(ctx)
+			console.WithExportDir(filepath.Join(cfg.Data.Dir, app.ExportsDir)), console.IfTerminal(stdin)).Run(ctx)
 	} else {
 		var channels []app.ChannelFunc
 		if cfg.TelegramEnabled() {
