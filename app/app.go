@@ -306,7 +306,7 @@ func (a *App) build(ctx context.Context, parts Parts, defaults memory.Settings, 
 		KeepRecent:    cfg.Memory.KeepRecentTurns,
 		ContextWindow: cfg.LLM.ContextWindow, ReplyReserve: cfg.LLM.MaxTokens,
 		Tools: chat.Tools{
-			Box:  memtools.New(store, a.Counter, memtools.Options{Budget: b.Snippets, Observer: a.Metrics, Log: a.Log}),
+			Box:  memtools.New(store, a.Counter, memtools.Options{Budget: b.Snippets, Observer: a.Metrics, Log: a.Log, IsAdmin: a.Access.IsAdmin}),
 			Mode: cfg.LLM.Tools.Mode, MaxRounds: cfg.LLM.Tools.MaxRounds,
 		},
 	}
