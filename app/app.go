@@ -206,13 +206,17 @@ func New(ctx context.Context, cfg config.Config, parts Parts) (*App, error) {
 
 // forgetUndelivered drops from the delivery journal the replies of what a
 // /purge removed (nothing without a journal), the kept photos it covers
-// (media.keep_images) and the owner's /export files kept in data/exports.
+// (media.keep_images, now or before) and the owner's /export files kept in
+// data/exports.
 func (a *App) forgetUndelivered(scope memory.PurgeScope) error {
 	var errs []error
-	if a.Kept != nil {
-		if _, err := a.Kept.Purge(scope); err != nil {
-			errs = append(errs, err)
-		}
+	kept := a.Kept
+	if kept == nil {
+		// Photos kept while media.keep_images was on go too.
+		kept = media.NewKept(filepath.Join(a.Config.Data.Dir, MediaDir))
+	}
+	if _, err := kept.Purge(scope); err != nil {
+		errs = append(errs, err)
 	}
 	if _, err := PurgeExports(filepath.Join(a.Config.Data.Dir, ExportsDir), scope.Owner); err != nil {
 		errs = append(errs, err)
