@@ -160,8 +160,8 @@ func confirmPurge(ctx context.Context, c *Call, what string, days int) error {
 			if err != nil {
 				return err
 			}
-			msg += fmt.Sprintf(" In the groups: deleted %d messages (yours and my answers to them), %d summaries and %d facts built from them.",
-				g.Messages, g.Summaries, g.Facts)
+			msg += fmt.Sprintf(" In the groups: deleted %d messages (yours and my answers to them), %d summaries and %d facts built from them, and %s you wrote there.",
+				g.Messages, g.Summaries, g.Facts, plural(g.Memories, "note", "notes"))
 		}
 		return c.Reply(ctx, msg)
 	})

@@ -172,6 +172,10 @@ WHERE starts_with(conv_key, $1) AND done_at IS NOT NULL AND inbound <> '{}'::jso
 WHERE starts_with(conv_key, $1) AND done_at IS NOT NULL AND inbound->>'SenderID' = $2`
 )
 
+// sqlDeleteAuthorNotes deletes the notes one person wrote in an owner's
+// conversations ($1 owner, $2 author).
+const sqlDeleteAuthorNotes = `DELETE FROM memories WHERE owner = $1 AND author = $2`
+
 // pgScrubQueue empties the finished queued turns a purge covers.
 func pgScrubQueue(ctx context.Context, tx *pgdb.Tx, scope PurgeScope) error {
 	var cutoff int64
@@ -374,6 +378,11 @@ func (p *Postgres) purgeSender(ctx context.Context, owner, sender string) (Purge
 	var rep PurgeReport
 	err := p.tx(ctx, func(tx *pgdb.Tx) error {
 		rep = PurgeReport{}
+		tag, err := tx.Exec(ctx, sqlDeleteAuthorNotes, owner, noteAuthor(owner, sender))
+		if err != nil {
+			return fmt.Errorf("purging the notes of %s in %s: %w", sender, owner, err)
+		}
+		rep.Memories = tag.RowsAffected()
 		convs, err := pgOwnerConvs(ctx, tx, owner, nil)
 		if err != nil {
 			return err
@@ -412,7 +421,7 @@ func (p *Postgres) purgeSender(ctx context.Context, owner, sender string) (Purge
 		if len(gone) == 0 {
 			return nil
 		}
-		tag, err := tx.Exec(ctx, `DELETE FROM facts WHERE owner = $1 AND jsonb_typeof(sources) = 'array' AND EXISTS (
+		tag, err = tx.Exec(ctx, `DELETE FROM facts WHERE owner = $1 AND jsonb_typeof(sources) = 'array' AND EXISTS (
 			SELECT 1 FROM jsonb_array_elements_text(sources) s WHERE s = ANY($2))`, owner, gone)
 		if err != nil {
 			return fmt.Errorf("purging facts: %w", err)

@@ -102,6 +102,12 @@ func testPurgeLeavesNoText(t *testing.T, name, scope string) {
 	}
 	must(t, s.Remember(ctx, noteOwner, "code", "remember "+map[bool]string{true: secret, false: kept}[scope == "owner"]))
 	must(t, s.Remember(ctx, noteKept, "other", "remember "+kept))
+	if scope != "conversation" {
+		// The person's own note in the group goes with their messages
+		// there; another member's stays.
+		must(t, s.RememberBy(ctx, group.Owner(), "telegram:100", "mine", "remember "+secret))
+		must(t, s.RememberBy(ctx, group.Owner(), "telegram:7", "theirs", "remember "+kept))
+	}
 	if s.pg != nil {
 		queueTurns(t, s, append(append([]pipeline.Key{}, purged...), keptKeys...), secret, kept, purged, senderOnly)
 	}

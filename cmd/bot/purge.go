@@ -155,8 +155,8 @@ func runPurge(ctx context.Context, cfg config.Config, args []string, stdin io.Re
 	}
 	fmt.Fprintf(stdout, "Deleted %d messages, %d summaries, %d facts and %d notes.", own.Messages, own.Summaries, own.Facts, own.Memories)
 	if groups != (memory.PurgeReport{}) {
-		fmt.Fprintf(stdout, " In the groups: %d messages (theirs and the bot's answers to them), %d summaries and %d facts built from them.",
-			groups.Messages, groups.Summaries, groups.Facts)
+		fmt.Fprintf(stdout, " In the groups: %d messages (theirs and the bot's answers to them), %d summaries and %d facts built from them, and %d notes they wrote there.",
+			groups.Messages, groups.Summaries, groups.Facts, groups.Memories)
 	}
 	fmt.Fprintln(stdout)
 	return nil
