@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/recallbot/recall/commands"
 )
@@ -30,6 +31,33 @@ func PurgeExports(dir, owner string) (int, error) {
 	var errs []error
 	for _, e := range entries {
 		if e.IsDir() || !commands.IsExportOf(e.Name(), owner) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("removing the export %s: %w", e.Name(), err))
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
+}
+
+// PurgeExportsOlder removes from dir the /export files of every owner made
+// before t (memory.retention_days: such a file holds only what the
+// retention purges) and returns how many went. A missing dir holds none.
+func PurgeExportsOlder(dir string, t time.Time) (int, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("listing the exports in %s: %w", dir, err)
+	}
+	n := 0
+	var errs []error
+	for _, e := range entries {
+		at, ok := commands.ExportTime(e.Name())
+		if e.IsDir() || !ok || !at.Before(t) {
 			continue
 		}
 		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -167,6 +167,28 @@ func IsExportOf(name, owner string) bool {
 	return ok && n != "" && strings.Trim(n, "0123456789") == ""
 }
 
+// ExportTime reads the time in the name of a file /export made (any
+// owner's); false for any other name.
+func ExportTime(name string) (time.Time, bool) {
+	rest, ok := strings.CutSuffix(name, ".json")
+	if !ok || !strings.HasPrefix(rest, "recall-export-") {
+		return time.Time{}, false
+	}
+	for range 2 { // as named, then without the "-N" a channel adds
+		if len(rest) >= len(exportStamp) {
+			if t, err := time.Parse(exportStamp, rest[len(rest)-len(exportStamp):]); err == nil {
+				return t, true
+			}
+		}
+		i := strings.LastIndexByte(rest, '-')
+		if i < 0 || i == len(rest)-1 || strings.Trim(rest[i+1:], "0123456789") != "" {
+			return time.Time{}, false
+		}
+		rest = rest[:i]
+	}
+	return time.Time{}, false
+}
+
 func safeName(s string) string {
 	return strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' {

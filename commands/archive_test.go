@@ -228,3 +228,24 @@ func TestIsExportOf(t *testing.T) {
 		}
 	}
 }
+
+// ExportTime reads the time from any owner's export file name, with or
+// without the "-N" a channel adds.
+func TestExportTime(t *testing.T) {
+	at := time.Date(2026, 11, 29, 8, 30, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		ok   bool
+	}{
+		{commands.ExportFileName("telegram:-12", at), true},
+		{"recall-export-whatsapp-49151-s-whatsapp-net-20261129-083000-12.json", true},
+		{"recall-export-telegram-12-20261129-083000-.json", false},
+		{"recall-export-telegram-12.json", false},
+		{"notes-20261129-083000.json", false},
+	} {
+		got, ok := commands.ExportTime(tc.name)
+		if ok != tc.ok || ok && !got.Equal(at) {
+			t.Errorf("ExportTime(%q) = %v, %v; want ok=%v", tc.name, got, ok, tc.ok)
+		}
+	}
+}
