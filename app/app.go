@@ -223,14 +223,21 @@ func New(ctx context.Context, cfg config.Config, parts Parts) (*App, error) {
 }
 
 // forgetUndelivered drops from the delivery journal the replies of what a
-// /purge removed (nothing without a journal), and the kept photos it
-// covers (media.keep_images).
+// /purge removed (nothing without a journal), the kept photos it covers
+// (media.keep_images, now or before) and the owner's /export files kept in
+// data/exports.
 func (a *App) forgetUndelivered(scope memory.PurgeScope) error {
 	var errs []error
-	if a.Kept != nil {
-		if _, err := a.Kept.Purge(scope); err != nil {
-			errs = append(errs, err)
-		}
+	kept := a.Kept
+	if kept == nil {
+		// Photos kept while media.keep_images was on go too.
+		kept = media.NewKept(filepath.Join(a.Config.Data.Dir, MediaDir))
+	}
+	if _, err := kept.Purge(scope); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := PurgeExports(filepath.Join(a.Config.Data.Dir, ExportsDir), scope.Owner); err != nil {
+		errs = append(errs, err)
 	}
 	switch {
 	case !scope.OlderThan.IsZero():
@@ -321,7 +328,7 @@ func (a *App) build(ctx context.Context, parts Parts, defaults memory.Settings, 
 		KeepRecent:    cfg.Memory.KeepRecentTurns,
 		ContextWindow: cfg.LLM.ContextWindow, ReplyReserve: cfg.LLM.MaxTokens,
 		Tools: chat.Tools{
-			Box:  memtools.New(store, a.Counter, memtools.Options{Budget: b.Snippets, Observer: a.Metrics, Log: a.Log}),
+			Box:  memtools.New(store, a.Counter, memtools.Options{Budget: b.Snippets, Observer: a.Metrics, Log: a.Log, IsAdmin: a.Access.IsAdmin}),
 			Mode: cfg.LLM.Tools.Mode, MaxRounds: cfg.LLM.Tools.MaxRounds,
 		},
 	}

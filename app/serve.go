@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"path/filepath"
 	"sync"
 	"time"
 
+	"github.com/recallbot/recall/media"
 	"github.com/recallbot/recall/ops"
 )
 
@@ -45,8 +47,9 @@ func (a *App) ServeHTTP(optional bool) (stop func(), err error) {
 
 // StartRetention runs the retention sweep (memory.retention_days) until ctx
 // ends or the returned function is called; that function returns once the
-// sweep stopped. Kept photos (media.keep_images) older than the retention
-// go at each sweep too.
+// sweep stopped. Kept photos (media.keep_images, now or before) and the
+// /export files in data/exports older than the retention go at each sweep
+// too.
 func (a *App) StartRetention(ctx context.Context) (stop func()) {
 	cfg := a.Config
 	var wg sync.WaitGroup
@@ -56,8 +59,8 @@ func (a *App) StartRetention(ctx context.Context) (stop func()) {
 			a.Log.Error("the retention sweep stopped", "err", err)
 		}
 	})
-	if a.Kept != nil && cfg.Memory.RetentionDays > 0 {
-		wg.Go(func() { a.keptRetention(rctx, cfg.Memory.RetentionDays, cfg.Memory.RetentionInterval) })
+	if cfg.Memory.RetentionDays > 0 {
+		wg.Go(func() { a.fileRetention(rctx, cfg.Memory.RetentionDays, cfg.Memory.RetentionInterval) })
 	}
 	return func() {
 		cancel()
@@ -65,19 +68,30 @@ func (a *App) StartRetention(ctx context.Context) (stop func()) {
 	}
 }
 
-// keptRetention removes kept photos older than days every interval until
-// ctx ends.
-func (a *App) keptRetention(ctx context.Context, days int, interval time.Duration) {
+// fileRetention removes kept photos and /export files older than days
+// every interval until ctx ends.
+func (a *App) fileRetention(ctx context.Context, days int, interval time.Duration) {
 	if interval <= 0 {
 		interval = time.Hour
 	}
+	kept := a.Kept
+	if kept == nil { // photos kept while media.keep_images was on
+		kept = media.NewKept(filepath.Join(a.Config.Data.Dir, MediaDir))
+	}
+	exports := filepath.Join(a.Config.Data.Dir, ExportsDir)
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		if n, err := a.Kept.PurgeOlder(time.Now().AddDate(0, 0, -days)); err != nil {
+		cutoff := time.Now().AddDate(0, 0, -days)
+		if n, err := kept.PurgeOlder(cutoff); err != nil {
 			a.Log.Error("retention of kept photos", "err", err)
 		} else if n > 0 {
 			a.Log.Info("retention removed old kept photos", "photos", n)
+		}
+		if n, err := PurgeExportsOlder(exports, cutoff); err != nil {
+			a.Log.Error("retention of exports", "err", err)
+		} else if n > 0 {
+			a.Log.Info("retention removed old exports", "files", n)
 		}
 		select {
 		case <-ctx.Done():

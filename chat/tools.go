@@ -74,7 +74,7 @@ func (r *Responder) turnModel(in pipeline.Inbound, settings memory.Settings, log
 	if r.tools.Mode != ToolsOn && !r.toolSupport.ok(tm.Model()) {
 		return r.model, nil
 	}
-	tt := &toolTurn{r: r, inner: tm, log: log, scope: memtools.Scope{Key: in.Key, Group: in.IsGroup,
+	tt := &toolTurn{r: r, inner: tm, log: log, scope: memtools.Scope{Key: in.Key, Group: in.IsGroup, User: in.UserID(),
 		Facts: r.opts.Facts && settings.MemoryEnabled && !settings.FactsOff}}
 	return tt, tt
 }

@@ -414,3 +414,68 @@ func TestGroupExportIsForAdmins(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupNotesAreTheirAuthors: in a group, a member cannot delete or
+// replace a note another member wrote (nor one whose author is unknown);
+// its author and the bot's admins can. In a private chat nothing changes.
+func TestGroupNotesAreTheirAuthors(t *testing.T) {
+	clk := &clock{now: time.Date(2030, 6, 1, 10, 0, 0, 0, time.UTC)}
+	b := startAdminBot(t, t.TempDir(), clk)
+	ctx := context.Background()
+	groupKey := pipeline.Key{Channel: "telegram", Chat: "-100"}
+	const other = "3" // another allowed member
+	if err := b.access.Allow(ctx, "telegram:"+other, "test"); err != nil {
+		t.Fatal(err)
+	}
+	say := func(sender, text string) string {
+		t.Helper()
+		_, outs := b.sayIn(pipeline.Inbound{Key: groupKey, SenderID: sender, IsGroup: true, Text: text})
+		if len(outs) != 1 {
+			t.Fatalf("%s from %s: %+v", text, sender, outs)
+		}
+		return outs[0].Text
+	}
+	note := func(key string) (memory.UserMemory, bool) {
+		t.Helper()
+		mems, err := b.store.Memories(ctx, groupKey.Owner())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range mems {
+			if m.Key == key {
+				return m, true
+			}
+		}
+		return memory.UserMemory{}, false
+	}
+	mustContain(t, "member's note", say(memberID, "/remember rule no spoilers"), `Noted under "rule"`)
+	if m, ok := note("rule"); !ok || m.Author != "telegram:"+memberID {
+		t.Fatalf("the note records its author: %+v", m)
+	}
+	got := say(other, "/forget rule")
+	mustContain(t, "another's /forget", got, "written by another member", "only its author or the bot's admins can delete it")
+	got = say(other, "/remember rule spoilers welcome")
+	mustContain(t, "another's /remember", got, "only its author or the bot's admins can replace it", "Pick another key")
+	if m, ok := note("rule"); !ok || m.Content != "no spoilers" {
+		t.Fatalf("another member changed the note: %+v %v", m, ok)
+	}
+	// A note from before authors were recorded: an admin's.
+	if err := b.store.Remember(ctx, groupKey.Owner(), "old", "from before"); err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, "unknown author", say(memberID, "/forget old"), "someone before notes recorded their author")
+	// The author and an admin can.
+	mustContain(t, "author's replace", say(memberID, "/remember rule spoilers after a week"), `Noted under "rule"`)
+	mustContain(t, "admin's /forget", say(adminID, "/forget rule"), `Forgotten: "rule"`)
+	mustContain(t, "admin's /forget of the old note", say(adminID, "/forget old"), `Forgotten: "old"`)
+	if _, ok := note("rule"); ok {
+		t.Fatal("the admin's /forget left the note")
+	}
+	// Nobody's note: /forget says there is none, as before.
+	mustContain(t, "no such note", say(other, "/forget rule"), `no note called "rule"`)
+	// In a private chat the owner is the only one there.
+	if err := b.store.Remember(ctx, "telegram:"+memberID, "city", "Porto"); err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, "private /forget", b.reply(memberID, "/forget city"), `Forgotten: "city"`)
+}

@@ -6,9 +6,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/recallbot/recall/assemble"
 	"strings"
+	"time"
 
+	"github.com/recallbot/recall/assemble"
 	"github.com/recallbot/recall/memory"
 	"github.com/recallbot/recall/pipeline"
 )
@@ -108,7 +109,7 @@ func runExport(ctx context.Context, c *Call) error {
 	if err := memory.WriteExport(&buf, memory.NewExport(d)); err != nil {
 		return err
 	}
-	name := "recall-export-" + safeName(c.Key.Owner()) + "-" + c.opts.Now().UTC().Format("20060102-150405") + ".json"
+	name := ExportFileName(c.Key.Owner(), c.opts.Now())
 	caption := fmt.Sprintf("Your data: %s, %s. Format: recall-export v1 (JSON).", plural(len(d.Conversations), "conversation", "conversations"), plural(len(d.Memories), "note", "notes"))
 	if fs, ok := c.Turn.Out.(pipeline.FileSender); ok {
 		return fs.SendFile(ctx, c.Key, pipeline.File{Name: name, MIME: "application/json", Data: buf.Bytes()}, caption)
@@ -130,6 +131,62 @@ func (c *Call) groupAdmin(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	return ca.IsChatAdmin(ctx, c.Key, c.Turn.In.SenderID)
+}
+
+// exportStamp is the time in an export file's name (UTC).
+const exportStamp = "20060102-150405"
+
+// ExportFileName names the file /export sends for owner at t:
+// recall-export-<owner, with any character but letters, digits and "-"
+// as "-">-<UTC time>.json. A channel that keeps the file (the terminal's
+// data/exports) may add "-1", "-2"… before ".json" when the name is taken.
+func ExportFileName(owner string, t time.Time) string {
+	return "recall-export-" + safeName(owner) + "-" + t.UTC().Format(exportStamp) + ".json"
+}
+
+// IsExportOf reports whether name is a file /export made for owner (as
+// ExportFileName names it, with or without the "-N" a channel adds): what
+// a purge of owner's data removes from where exports are kept.
+func IsExportOf(name, owner string) bool {
+	rest, ok := strings.CutPrefix(name, "recall-export-"+safeName(owner)+"-")
+	if !ok {
+		return false
+	}
+	rest, ok = strings.CutSuffix(rest, ".json")
+	if !ok || len(rest) < len(exportStamp) {
+		return false
+	}
+	if _, err := time.Parse(exportStamp, rest[:len(exportStamp)]); err != nil {
+		return false
+	}
+	n := rest[len(exportStamp):]
+	if n == "" {
+		return true
+	}
+	n, ok = strings.CutPrefix(n, "-")
+	return ok && n != "" && strings.Trim(n, "0123456789") == ""
+}
+
+// ExportTime reads the time in the name of a file /export made (any
+// owner's); false for any other name.
+func ExportTime(name string) (time.Time, bool) {
+	rest, ok := strings.CutSuffix(name, ".json")
+	if !ok || !strings.HasPrefix(rest, "recall-export-") {
+		return time.Time{}, false
+	}
+	for range 2 { // as named, then without the "-N" a channel adds
+		if len(rest) >= len(exportStamp) {
+			if t, err := time.Parse(exportStamp, rest[len(rest)-len(exportStamp):]); err == nil {
+				return t, true
+			}
+		}
+		i := strings.LastIndexByte(rest, '-')
+		if i < 0 || i == len(rest)-1 || strings.Trim(rest[i+1:], "0123456789") != "" {
+			return time.Time{}, false
+		}
+		rest = rest[:i]
+	}
+	return time.Time{}, false
 }
 
 func safeName(s string) string {

@@ -200,3 +200,52 @@ func TestContext(t *testing.T) {
 }
 
 // newCommandsWithoutModel is what runs when no LLM is configured: no
+
+// IsExportOf recognizes the files /export named for an owner, with the
+// "-N" a channel adds when the name is taken, and nobody else's.
+func TestIsExportOf(t *testing.T) {
+	at := time.Date(2026, 11, 29, 8, 30, 0, 0, time.UTC)
+	name := commands.ExportFileName("telegram:12", at)
+	if name != "recall-export-telegram-12-20261129-083000.json" {
+		t.Fatalf("ExportFileName = %q", name)
+	}
+	for _, tc := range []struct {
+		name, owner string
+		want        bool
+	}{
+		{name, "telegram:12", true},
+		{"recall-export-telegram-12-20261129-083000-3.json", "telegram:12", true},
+		{name, "telegram:1", false},
+		{name, "telegram:-12", false},
+		{commands.ExportFileName("telegram:123", at), "telegram:12", false},
+		{commands.ExportFileName("telegram:12-20261129-083000", at), "telegram:12", false},
+		{"recall-export-telegram-12-20261129-083000-.json", "telegram:12", false},
+		{"recall-export-telegram-12-20261129-083000.json.bak", "telegram:12", false},
+		{"recall-export-telegram-12-notes.json", "telegram:12", false},
+	} {
+		if got := commands.IsExportOf(tc.name, tc.owner); got != tc.want {
+			t.Errorf("IsExportOf(%q, %q) = %v, want %v", tc.name, tc.owner, got, tc.want)
+		}
+	}
+}
+
+// ExportTime reads the time from any owner's export file name, with or
+// without the "-N" a channel adds.
+func TestExportTime(t *testing.T) {
+	at := time.Date(2026, 11, 29, 8, 30, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		ok   bool
+	}{
+		{commands.ExportFileName("telegram:-12", at), true},
+		{"recall-export-whatsapp-49151-s-whatsapp-net-20261129-083000-12.json", true},
+		{"recall-export-telegram-12-20261129-083000-.json", false},
+		{"recall-export-telegram-12.json", false},
+		{"notes-20261129-083000.json", false},
+	} {
+		got, ok := commands.ExportTime(tc.name)
+		if ok != tc.ok || ok && !got.Equal(at) {
+			t.Errorf("ExportTime(%q) = %v, %v; want ok=%v", tc.name, got, ok, tc.ok)
+		}
+	}
+}

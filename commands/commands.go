@@ -21,7 +21,7 @@ type Store interface {
 	Settings(ctx context.Context, owner string) (memory.Settings, error)
 	PutSettings(ctx context.Context, s memory.Settings) error
 	Status(ctx context.Context, key pipeline.Key) (memory.Status, error)
-	Remember(ctx context.Context, owner, key, content string) error
+	RememberBy(ctx context.Context, owner, author, key, content string) error
 	Memories(ctx context.Context, owner string) ([]memory.UserMemory, error)
 	Forget(ctx context.Context, owner, key string) (bool, error)
 	Search(ctx context.Context, key pipeline.Key, q memory.Query) ([]memory.Hit, error)

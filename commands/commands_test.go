@@ -267,7 +267,7 @@ type failingStore struct {
 	err error
 }
 
-func (f failingStore) Remember(context.Context, string, string, string) error { return f.err }
+func (f failingStore) RememberBy(context.Context, string, string, string, string) error { return f.err }
 func (f failingStore) Memories(context.Context, string) ([]memory.UserMemory, error) {
 	return nil, f.err
 }

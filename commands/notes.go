@@ -20,7 +20,13 @@ func runRemember(ctx context.Context, c *Call) error {
 	if key == "" || text == "" {
 		return usage("Use /remember <key> <text>, e.g. /remember city I live in Lisbon. The key is lowercase letters, digits and _.")
 	}
-	err := c.store.Remember(ctx, c.Key.Owner(), key, text)
+	if refused, err := c.othersNote(ctx, key, "replace"); err != nil || refused != "" {
+		if err != nil {
+			return err
+		}
+		return c.Reply(ctx, refused)
+	}
+	err := c.store.RememberBy(ctx, c.Key.Owner(), c.Turn.In.UserID(), key, text)
 	switch {
 	case errors.Is(err, memory.ErrBadMemoryKey):
 		return usage("%s. Example: /remember favourite_food pasta.", strings.TrimPrefix(err.Error(), memory.ErrBadMemoryKey.Error()+": "))
@@ -60,6 +66,12 @@ func runForget(ctx context.Context, c *Call) error {
 	if key == "" || strings.ContainsAny(key, " \t\n") {
 		return usage("Use /forget <key>, e.g. /forget city. /memories lists your keys.")
 	}
+	if refused, err := c.othersNote(ctx, key, "delete"); err != nil || refused != "" {
+		if err != nil {
+			return err
+		}
+		return c.Reply(ctx, refused)
+	}
 	ok, err := c.store.Forget(ctx, c.Key.Owner(), key)
 	if err != nil {
 		return err
@@ -68,4 +80,39 @@ func runForget(ctx context.Context, c *Call) error {
 		return usage("There is no note called %q. /memories lists your keys.", key)
 	}
 	return c.Reply(ctx, fmt.Sprintf("Forgotten: %q.", key))
+}
+
+// othersNote returns what the sender reads when, in a group, they try to
+// delete or replace (verb) note key that someone else wrote: a note is
+// its author's, and only the bot's admins (access.admins) change another
+// member's. A note whose author is unknown (written before notes recorded
+// it) takes an admin too. "" when the change may go ahead: a private chat,
+// the sender's own note, no such note, or an admin.
+func (c *Call) othersNote(ctx context.Context, key, verb string) (string, error) {
+	if !c.Turn.In.IsGroup {
+		return "", nil
+	}
+	user := c.Turn.In.UserID()
+	if c.isAdmin != nil && c.isAdmin(user) {
+		return "", nil
+	}
+	mems, err := c.store.Memories(ctx, c.Key.Owner())
+	if err != nil {
+		return "", fmt.Errorf("reading the notes of %s: %w", c.Key.Owner(), err)
+	}
+	for _, m := range mems {
+		if m.Key != key || m.WrittenBy(user) {
+			continue
+		}
+		who := "another member"
+		if m.Author == "" {
+			who = "someone before notes recorded their author"
+		}
+		msg := fmt.Sprintf("The note %q was written by %s: in a group, only its author or the bot's admins can %s it.", key, who, verb)
+		if verb == "replace" {
+			msg += " Pick another key for your own note."
+		}
+		return msg, nil
+	}
+	return "", nil
 }

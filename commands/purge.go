@@ -181,8 +181,8 @@ func purgeConfirmStep(what string, days int, groups bool) stepFunc {
 			if err != nil {
 				return err
 			}
-			msg += fmt.Sprintf(" In the groups: deleted %d messages (yours and my answers to them), %d summaries and %d facts built from them.",
-				g.Messages, g.Summaries, g.Facts)
+			msg += fmt.Sprintf(" In the groups: deleted %d messages (yours and my answers to them), %d summaries and %d facts built from them, and %s you wrote there.",
+				g.Messages, g.Summaries, g.Facts, plural(g.Memories, "note", "notes"))
 		}
 		return c.Reply(ctx, msg)
 	}

@@ -309,6 +309,9 @@ func TestPurgeAllOffersTheGroups(t *testing.T) {
 			} {
 				must(h.store.Append(h.ctx, m))
 			}
+			// Notes in group one: the person's own, and someone else's.
+			must(h.store.RememberBy(h.ctx, g1.Owner(), "telegram:"+me, "mine", "my note in group one"))
+			must(h.store.RememberBy(h.ctx, g1.Owner(), "telegram:99", "theirs", "someone else's note"))
 			say := func(text string) string {
 				t.Helper()
 				before := len(h.out.Sent())
@@ -330,9 +333,12 @@ func TestPurgeAllOffersTheGroups(t *testing.T) {
 				return st.Total
 			}
 			if tc.groupsGone {
-				mustContain(t, "groups done", got, "In the groups: deleted 3 messages")
+				mustContain(t, "groups done", got, "In the groups: deleted 3 messages", "and 1 note you wrote there")
 				if count(g1) != 1 || count(g2) != 0 {
 					t.Errorf("groups after the purge: %d and %d messages, want 1 (someone else's) and 0", count(g1), count(g2))
+				}
+				if notes, err := h.store.Memories(h.ctx, g1.Owner()); err != nil || len(notes) != 1 || notes[0].Key != "theirs" {
+					t.Errorf("group one's notes after the purge: %+v %v, want someone else's alone", notes, err)
 				}
 			} else {
 				mustNotContain(t, "groups kept", got, "In the groups")

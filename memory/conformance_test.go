@@ -640,6 +640,27 @@ func runConformance(t *testing.T, open func(t *testing.T) Backend) {
 		}
 	})
 
+	// A note records who wrote its current text: kept as written,
+	// replaced with the text, "" when unknown.
+	t.Run("MemoryAuthor", func(t *testing.T) {
+		b := open(t)
+		group := "telegram:-100"
+		must(t, b.Remember(cfCtx, group, UserMemory{Key: "rule", Content: "no spoilers", Author: "telegram:7"}, 0))
+		must(t, b.Remember(cfCtx, group, UserMemory{Key: "old", Content: "from before"}, 0))
+		got, err := b.Memories(cfCtx, group)
+		if err != nil || len(got) != 2 || got[0].Author != "" || got[1].Author != "telegram:7" {
+			t.Fatalf("memories: %+v %v", got, err)
+		}
+		if !got[1].WrittenBy("telegram:7") || got[1].WrittenBy("telegram:8") || got[0].WrittenBy("") {
+			t.Fatalf("WrittenBy: %+v", got)
+		}
+		must(t, b.Remember(cfCtx, group, UserMemory{Key: "rule", Content: "spoilers after a week", Author: "telegram:8"}, 0))
+		got, _ = b.Memories(cfCtx, group)
+		if len(got) != 2 || got[1].Content != "spoilers after a week" || got[1].Author != "telegram:8" {
+			t.Fatalf("replaced note: %+v", got)
+		}
+	})
+
 	t.Run("Facts", func(t *testing.T) {
 		b := open(t)
 		o1, o2 := "telegram:1", "telegram:2"
@@ -1059,7 +1080,7 @@ func cfRichOwner(t *testing.T, b Backend) (owner string, keys []pipeline.Key) {
 		t.Fatal(err)
 	}
 	b.Remember(cfCtx, owner, UserMemory{Key: "name", Content: "Ann", Created: cfT0, Updated: cfT0}, 0)
-	b.Remember(cfCtx, owner, UserMemory{Key: "city", Content: "Lisbon", Created: cfT0, Updated: cfT0}, 0)
+	b.Remember(cfCtx, owner, UserMemory{Key: "city", Content: "Lisbon", Created: cfT0, Updated: cfT0, Author: "telegram:42"}, 0)
 	b.AddFact(cfCtx, owner, Fact{Content: "Ann moved to Lisbon", Key: a.String(), Sources: []string{"1"}, Tags: []string{"home"}, Created: cfT0})
 	b.AddFact(cfCtx, owner, Fact{Content: "Ann plays the piano", Key: c.String(), Created: cfT0.Add(time.Hour)})
 	for i := range 6 {

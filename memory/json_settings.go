@@ -73,7 +73,7 @@ func (f *jsonFile) remember(m UserMemory, max int) (added bool, err error) {
 	m.Created, m.Updated = ms(m.Created), ms(m.Updated)
 	if exists {
 		old := &f.Data.Memories[i]
-		old.Content, old.Updated = m.Content, m.Updated
+		old.Content, old.Updated, old.Author = m.Content, m.Updated, m.Author
 		return false, nil
 	}
 	f.Data.Memories = slices.Insert(f.Data.Memories, i, m)

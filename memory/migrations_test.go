@@ -17,8 +17,15 @@ import (
 // and new ones with different schemas. A schema change is a new numbered
 // file; once it ships, add its checksum here.
 var released = map[string]string{
-	"0001_init.sql":   "63af63d9256e14ac154942cdc5ec5825cc2e252075b46b68fdb522ee47806445",
-	"0002_access.sql": "80278bbedb551fa8478d40368cb96e73501414de494922fa19812204513db35f",
+	"0001_init.sql":          "63af63d9256e14ac154942cdc5ec5825cc2e252075b46b68fdb522ee47806445",
+	"0002_access.sql":        "80278bbedb551fa8478d40368cb96e73501414de494922fa19812204513db35f",
+	"0003_handled.sql":       "0509adfe7c42b72ee260b966d2b1fa2c6999c2f3b9e80bd5faa2b48c149b9e3f",
+	"0004_facts_off.sql":     "8c35078db86d9b4c0ca94996de7e8b522f6472c066149922fc2c66728fa734bd",
+	"0005_embeddings.sql":    "d3045631cec27a433343e527ffb0030dfb3b978d485dafc19a21bb2b07232285",
+	"0006_search_gen.sql":    "fd294ef68aa81983d312a900f0a8c68db202e9bac2c2210e2c47870b0bc64160",
+	"0007_questions.sql":     "7707785c8b5c61baf8c157b0bcfa6b1fcfe033f1cf7aa8f1bdad92d4585c9673",
+	"0008_long_terms.sql":    "f10949dc423cfb35a4402a60af627fa4f491117846796e03f8c41a637cef0f48",
+	"0009_memory_author.sql": "80d354fb1814856cff127d6905a43ad9a840a7ef25b867e3f871f312026e7880",
 }
 
 func TestReleasedMigrationsNeverChange(t *testing.T) {

@@ -313,7 +313,7 @@ func copyFingerprint(d OwnerData) (CopyCounts, string) {
 		lines = append(lines, fmt.Sprintf("settings\x00%v\x00%d\x00%v", d.Settings.MemoryEnabled, d.Settings.Threshold, d.Settings.FactsOff))
 	}
 	for _, m := range d.Memories {
-		lines = append(lines, "note\x00"+pgText(m.Key)+"\x00"+pgText(m.Content))
+		lines = append(lines, "note\x00"+pgText(m.Key)+"\x00"+pgText(m.Content)+"\x00"+pgText(m.Author))
 	}
 	for _, f := range d.Facts {
 		lines = append(lines, "fact\x00"+pgText(f.Content)+"\x00"+f.Key)

@@ -845,9 +845,9 @@ func pgRemember(ctx context.Context, tx pgx.Tx, owner string, m UserMemory, max 
 	if m.Updated.IsZero() {
 		m.Updated = now
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO memories(owner, key, content, created_at, updated_at) VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT(owner, key) DO UPDATE SET content = excluded.content, updated_at = excluded.updated_at`,
-		owner, m.Key, m.Content, m.Created.UnixMilli(), m.Updated.UnixMilli())
+	_, err := tx.Exec(ctx, `INSERT INTO memories(owner, key, content, created_at, updated_at, author) VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT(owner, key) DO UPDATE SET content = excluded.content, updated_at = excluded.updated_at, author = excluded.author`,
+		owner, m.Key, m.Content, m.Created.UnixMilli(), m.Updated.UnixMilli(), pgText(m.Author))
 	return !exists, err
 }
 
@@ -857,7 +857,7 @@ func (p *Postgres) Memories(ctx context.Context, owner string) ([]UserMemory, er
 }
 
 func pgMemories(ctx context.Context, q pgQuerier, owner string) ([]UserMemory, error) {
-	rows, err := q.Query(ctx, `SELECT key, content, created_at, updated_at FROM memories WHERE owner = $1 ORDER BY key COLLATE "C"`, owner)
+	rows, err := q.Query(ctx, `SELECT key, content, created_at, updated_at, author FROM memories WHERE owner = $1 ORDER BY key COLLATE "C"`, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -866,7 +866,7 @@ func pgMemories(ctx context.Context, q pgQuerier, owner string) ([]UserMemory, e
 	for rows.Next() {
 		var m UserMemory
 		var c, u int64
-		if err := rows.Scan(&m.Key, &m.Content, &c, &u); err != nil {
+		if err := rows.Scan(&m.Key, &m.Content, &c, &u, &m.Author); err != nil {
 			return nil, err
 		}
 		m.Created, m.Updated = time.UnixMilli(c).UTC(), time.UnixMilli(u).UTC()

@@ -145,7 +145,52 @@ func pgPurgeTx(ctx context.Context, tx pgx.Tx, scope PurgeScope) (PurgeReport, e
 			return rep, err
 		}
 	}
+	if err := pgScrubQueue(ctx, tx, scope); err != nil {
+		return rep, err
+	}
 	return rep, nil
+}
+
+// The shared turn queue (package turnqueue, pgmigrations/0004_turn_queue.sql)
+// keeps each update whole — its text, a /remember's note — for a while after
+// its turn is done, to drop late redeliveries. A purge empties the inbound of
+// the finished turns it covers and keeps the row (its conversation and
+// platform id), so a redelivery is still dropped. Turns not yet done are left
+// alone: they came after the purge (a conversation's turns run in order), the
+// purge's own turn among them.
+const (
+	// $1 the conversation's key, $2 the cutoff in Unix ms (0: any age).
+	sqlScrubQueueConv = `UPDATE turn_queue SET inbound = '{}'::jsonb
+WHERE conv_key = $1 AND done_at IS NOT NULL AND inbound <> '{}'::jsonb
+	AND ($2::bigint = 0 OR received_at < to_timestamp($2::bigint / 1000.0))`
+	// $1 the owner followed by ":" (a prefix of its conversations' keys),
+	// $2 as above.
+	sqlScrubQueueOwner = `UPDATE turn_queue SET inbound = '{}'::jsonb
+WHERE starts_with(conv_key, $1) AND done_at IS NOT NULL AND inbound <> '{}'::jsonb
+	AND ($2::bigint = 0 OR received_at < to_timestamp($2::bigint / 1000.0))`
+	// $1 the owner followed by ":", $2 the sender's platform id.
+	sqlScrubQueueSender = `UPDATE turn_queue SET inbound = '{}'::jsonb
+WHERE starts_with(conv_key, $1) AND done_at IS NOT NULL AND inbound->>'SenderID' = $2`
+)
+
+// sqlDeleteAuthorNotes deletes the notes one person wrote in an owner's
+// conversations ($1 owner, $2 author).
+const sqlDeleteAuthorNotes = `DELETE FROM memories WHERE owner = $1 AND author = $2`
+
+// pgScrubQueue empties the finished queued turns a purge covers.
+func pgScrubQueue(ctx context.Context, tx pgx.Tx, scope PurgeScope) error {
+	var cutoff int64
+	if !scope.OlderThan.IsZero() {
+		cutoff = scope.OlderThan.UnixMilli()
+	}
+	q, arg := sqlScrubQueueOwner, scope.Owner+":"
+	if !scope.Key.IsZero() {
+		q, arg = sqlScrubQueueConv, scope.Key.String()
+	}
+	if _, err := tx.Exec(ctx, q, arg, cutoff); err != nil {
+		return fmt.Errorf("purging the turn queue of %s: %w", scope.Owner, err)
+	}
+	return nil
 }
 
 // Export implements Backend, from one snapshot (a repeatable-read
@@ -334,6 +379,11 @@ func (p *Postgres) purgeSender(ctx context.Context, owner, sender string) (Purge
 	var rep PurgeReport
 	err := p.tx(ctx, func(tx pgx.Tx) error {
 		rep = PurgeReport{}
+		tag, err := tx.Exec(ctx, sqlDeleteAuthorNotes, owner, noteAuthor(owner, sender))
+		if err != nil {
+			return fmt.Errorf("purging the notes of %s in %s: %w", sender, owner, err)
+		}
+		rep.Memories = tag.RowsAffected()
 		convs, err := pgOwnerConvs(ctx, tx, owner, nil)
 		if err != nil {
 			return err
@@ -366,10 +416,13 @@ func (p *Postgres) purgeSender(ctx context.Context, owner, sender string) (Purge
 			}
 			rep.Summaries += n2
 		}
+		if _, err := tx.Exec(ctx, sqlScrubQueueSender, owner+":", sender); err != nil {
+			return fmt.Errorf("purging the turn queue of %s: %w", owner, err)
+		}
 		if len(gone) == 0 {
 			return nil
 		}
-		tag, err := tx.Exec(ctx, `DELETE FROM facts WHERE owner = $1 AND jsonb_typeof(sources) = 'array' AND EXISTS (
+		tag, err = tx.Exec(ctx, `DELETE FROM facts WHERE owner = $1 AND jsonb_typeof(sources) = 'array' AND EXISTS (
 			SELECT 1 FROM jsonb_array_elements_text(sources) s WHERE s = ANY($2))`, owner, gone)
 		if err != nil {
 			return fmt.Errorf("purging facts: %w", err)

@@ -8,7 +8,7 @@ import (
 	"github.com/recallbot/recall/pipeline"
 )
 
-// Questions a command asked and waits for an answer to (migration 0007):
+// Questions a command asked and waits for an answer to (migration 0007, PostgreSQL 0010):
 // one per conversation, kept so that a restart does not lose them.
 
 // Question is a command's question waiting for its answer in a

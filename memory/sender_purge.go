@@ -13,7 +13,7 @@ import (
 // theirs too. The bot's answers to those messages go with them, and so do
 // the group's summaries and facts built from them (as any purge: a summary
 // that carries purged text is deleted, what it was built from and survives
-// comes back into play).
+// comes back into play), and the group notes they wrote (UserMemory.Author).
 
 // SenderScope names one person's messages in groups: the user messages of
 // Channel sent by SenderID in conversations whose owner is not Except (the
@@ -71,8 +71,8 @@ func (s *Store) SenderMessages(ctx context.Context, sc SenderScope) (messages, g
 }
 
 // PurgeSender deletes the scope's messages, the bot's answers to them and
-// what was built from them, then checkpoints SQLite so no copy of the text
-// stays in the WAL.
+// what was built from them, and the notes the person wrote in the groups,
+// then checkpoints SQLite so no copy of the text stays in the WAL.
 func (s *Store) PurgeSender(ctx context.Context, sc SenderScope) (PurgeReport, error) {
 	var total PurgeReport
 	owners, err := s.senderOwners(ctx, sc)
@@ -111,6 +111,11 @@ func (s *SQLite) purgeSender(ctx context.Context, owner, sender string) (PurgeRe
 	var rep PurgeReport
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		rep = PurgeReport{}
+		res, err := tx.ExecContext(ctx, sqliteDeleteAuthorNotes, owner, noteAuthor(owner, sender))
+		if err != nil {
+			return fmt.Errorf("purging the notes of %s in %s: %w", sender, owner, err)
+		}
+		rep.Memories, _ = res.RowsAffected()
 		convs, err := ownerConvs(ctx, tx, owner, nil)
 		if err != nil {
 			return err
@@ -160,7 +165,7 @@ func (s *SQLite) purgeSender(ctx context.Context, owner, sender string) (PurgeRe
 		if len(gone) == 0 {
 			return nil
 		}
-		res, err := tx.ExecContext(ctx, `DELETE FROM facts WHERE owner = ? AND EXISTS (
+		res, err = tx.ExecContext(ctx, `DELETE FROM facts WHERE owner = ? AND EXISTS (
 			SELECT 1 FROM json_each(facts.sources) s WHERE s.value IN (SELECT value FROM json_each(?)))`, owner, jsonStrings(gone))
 		if err != nil {
 			return fmt.Errorf("purging facts: %w", err)
@@ -202,6 +207,17 @@ func senderMessagesTx(ctx context.Context, tx *sql.Tx, conv int64, sender string
 	return ids, chunks, rows.Err()
 }
 
+// sqliteDeleteAuthorNotes deletes the notes one person wrote in an owner's
+// conversations ($1 owner, $2 author).
+const sqliteDeleteAuthorNotes = `DELETE FROM memories WHERE owner = ? AND author = ?`
+
+// noteAuthor is the author of sender's notes in owner's conversations, as
+// access lists name users: owner's channel and the sender's id.
+func noteAuthor(owner, sender string) string {
+	channel, _, _ := strings.Cut(owner, ":")
+	return channel + ":" + sender
+}
+
 func jsonStrings(ss []string) string {
 	if ss == nil {
 		ss = []string{}
@@ -214,6 +230,16 @@ func (j *JSON) purgeSender(ctx context.Context, owner, sender string) (PurgeRepo
 	var rep PurgeReport
 	err := j.update(ctx, owner, func(f *jsonFile) (bool, error) {
 		rep = PurgeReport{}
+		author := noteAuthor(owner, sender)
+		var notes []UserMemory
+		for _, m := range f.Data.Memories {
+			if m.Author == author {
+				rep.Memories++
+				continue
+			}
+			notes = append(notes, m)
+		}
+		f.Data.Memories = notes
 		gone := map[string]bool{}
 		for ci := range f.Data.Conversations {
 			c := &f.Data.Conversations[ci]
@@ -248,7 +274,7 @@ func (j *JSON) purgeSender(ctx context.Context, owner, sender string) (PurgeRepo
 			rep.Summaries += gone
 		}
 		if rep.Messages == 0 {
-			return false, nil
+			return rep.Memories > 0, nil
 		}
 		var facts []Fact
 		for _, fc := range f.Data.Facts {

@@ -957,15 +957,15 @@ func rememberTx(ctx context.Context, tx *sql.Tx, owner string, m UserMemory, max
 	if m.Updated.IsZero() {
 		m.Updated = now
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO memories(owner, key, content, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT(owner, key) DO UPDATE SET content = excluded.content, updated_at = excluded.updated_at`,
-		owner, m.Key, m.Content, m.Created.UnixMilli(), m.Updated.UnixMilli())
+	_, err := tx.ExecContext(ctx, `INSERT INTO memories(owner, key, content, created_at, updated_at, author) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT(owner, key) DO UPDATE SET content = excluded.content, updated_at = excluded.updated_at, author = excluded.author`,
+		owner, m.Key, m.Content, m.Created.UnixMilli(), m.Updated.UnixMilli(), m.Author)
 	return !exists, err
 }
 
 // Memories implements Backend.
 func (s *SQLite) Memories(ctx context.Context, owner string) ([]UserMemory, error) {
-	rows, err := s.rd.QueryContext(ctx, `SELECT key, content, created_at, updated_at FROM memories WHERE owner = ? ORDER BY key`, owner)
+	rows, err := s.rd.QueryContext(ctx, `SELECT key, content, created_at, updated_at, author FROM memories WHERE owner = ? ORDER BY key`, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -974,7 +974,7 @@ func (s *SQLite) Memories(ctx context.Context, owner string) ([]UserMemory, erro
 	for rows.Next() {
 		var m UserMemory
 		var c, u int64
-		if err := rows.Scan(&m.Key, &m.Content, &c, &u); err != nil {
+		if err := rows.Scan(&m.Key, &m.Content, &c, &u, &m.Author); err != nil {
 			return nil, err
 		}
 		m.Created, m.Updated = time.UnixMilli(c).UTC(), time.UnixMilli(u).UTC()

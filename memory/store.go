@@ -549,8 +549,18 @@ func (s *Store) undoCopy(ctx context.Context, target Backend, owner string) {
 	}
 }
 
-// Remember validates and stores a memory (ErrBadMemoryKey, ErrMemoryCap).
+// Remember validates and stores a memory (ErrBadMemoryKey, ErrMemoryCap)
+// whose author is unknown (the operator's, an import's): RememberBy with
+// no author.
 func (s *Store) Remember(ctx context.Context, owner, key, content string) error {
+	return s.RememberBy(ctx, owner, "", key, content)
+}
+
+// RememberBy validates and stores a memory (ErrBadMemoryKey, ErrMemoryCap)
+// written by author (a user id such as "telegram:123456"; "" unknown). A
+// note that exists is replaced, author included: who may replace whose
+// note is the caller's decision (in a group, its author or a bot admin).
+func (s *Store) RememberBy(ctx context.Context, owner, author, key, content string) error {
 	if err := ValidateMemoryKey(key); err != nil {
 		return err
 	}
@@ -562,7 +572,7 @@ func (s *Store) Remember(ctx context.Context, owner, key, content string) error 
 		return fmt.Errorf("the memory text has %d characters; at most %d fit", n, MaxMemoryContent)
 	}
 	return s.do(ctx, owner, func(ctx context.Context, b Backend) error {
-		return b.Remember(ctx, owner, UserMemory{Key: key, Content: content, Updated: time.Now()}, s.opts.MaxMemories)
+		return b.Remember(ctx, owner, UserMemory{Key: key, Content: content, Updated: time.Now(), Author: author}, s.opts.MaxMemories)
 	})
 }
 

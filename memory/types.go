@@ -80,7 +80,15 @@ type UserMemory struct {
 	Content string    `json:"content"`
 	Created time.Time `json:"created_at"`
 	Updated time.Time `json:"updated_at"`
+	// Author is who wrote the note's current text, as access lists name
+	// users ("telegram:123456"); "" when unknown (notes written before
+	// notes recorded it, or written by the operator).
+	Author string `json:"author,omitempty"`
 }
+
+// WrittenBy reports whether user wrote the note (an unknown author is
+// nobody).
+func (m UserMemory) WrittenBy(user string) bool { return m.Author != "" && m.Author == user }
 
 // Fact is a piece of long-term knowledge extracted from a conversation.
 type Fact struct {

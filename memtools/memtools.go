@@ -17,7 +17,7 @@ import (
 // Store is what the tools read and change in memory.
 type Store interface {
 	Search(ctx context.Context, key pipeline.Key, q memory.Query) ([]memory.Hit, error)
-	Remember(ctx context.Context, owner, key, content string) error
+	RememberBy(ctx context.Context, owner, author, key, content string) error
 	Forget(ctx context.Context, owner, key string) (bool, error)
 	Memories(ctx context.Context, owner string) ([]memory.UserMemory, error)
 	Summaries(ctx context.Context, key pipeline.Key, activeOnly bool) ([]memory.Summary, error)
@@ -40,6 +40,9 @@ type Options struct {
 	Location *time.Location
 	Observer Observer // may be nil
 	Log      *slog.Logger
+	// IsAdmin tells the bot's admins (access.admins), who may delete or
+	// replace any note of a group; nil: nobody is.
+	IsAdmin func(userID string) bool
 }
 
 // Box runs the memory tools. It is safe for concurrent use; each call is
@@ -71,6 +74,11 @@ func New(store Store, counter llm.Counter, opts Options) *Box {
 type Scope struct {
 	Key   pipeline.Key
 	Group bool
+	// User is who the turn answers, as access lists name users
+	// ("telegram:123456"): the author of the notes it saves; in a group
+	// only their own notes may be deleted or replaced (unless they are an
+	// admin).
+	User  string
 	Facts bool
 	// Budget, when above 0 and below the Box's, caps this call's result
 	// in tokens (what is left of the turn's budget for tool results).
@@ -349,7 +357,13 @@ func (b *Box) remember(ctx context.Context, scope Scope, args string) (Result, e
 	if err := memory.ValidateMemoryKey(a.Key); err != nil {
 		return Result{}, toolError("note not saved: " + strings.TrimPrefix(err.Error(), memory.ErrBadMemoryKey.Error()+": "))
 	}
-	switch err := b.store.Remember(ctx, scope.Key.Owner(), a.Key, a.Text); {
+	if refused, err := b.othersNote(ctx, scope, a.Key, "replace"); err != nil || refused != "" {
+		if err != nil {
+			return Result{}, err
+		}
+		return Result{}, toolError(refused)
+	}
+	switch err := b.store.RememberBy(ctx, scope.Key.Owner(), scope.User, a.Key, a.Text); {
 	case errors.Is(err, memory.ErrMemoryCap):
 		return Result{}, toolError("note not saved: the notes are full; forget one first (list_memories shows them)")
 	case errors.Is(err, memory.ErrBadMemoryKey):
@@ -370,6 +384,12 @@ func (b *Box) forget(ctx context.Context, scope Scope, args string) (Result, err
 	a.Key = strings.TrimSpace(a.Key)
 	if a.Key == "" {
 		return Result{}, toolError("key is required")
+	}
+	if refused, err := b.othersNote(ctx, scope, a.Key, "delete"); err != nil || refused != "" {
+		if err != nil {
+			return Result{}, err
+		}
+		return Result{}, toolError(refused)
 	}
 	found, err := b.store.Forget(ctx, scope.Key.Owner(), a.Key)
 	if err != nil {
@@ -475,4 +495,23 @@ func (b *Box) fit(s string, budget int) string {
 		sb.WriteString(string(r[:n]))
 	}
 	return sb.String() + "[cut to fit the budget]"
+}
+
+// othersNote says why the call may not delete or replace (verb) note key:
+// in a group, a note someone else wrote (or whose author is unknown) is
+// changed by a bot admin only. "" when it may.
+func (b *Box) othersNote(ctx context.Context, scope Scope, key, verb string) (string, error) {
+	if !scope.Group || b.opts.IsAdmin != nil && b.opts.IsAdmin(scope.User) {
+		return "", nil
+	}
+	mems, err := b.store.Memories(ctx, scope.Key.Owner())
+	if err != nil {
+		return "", fmt.Errorf("note not changed: storage failed")
+	}
+	for _, m := range mems {
+		if m.Key == key && !m.WrittenBy(scope.User) {
+			return fmt.Sprintf("refused: note %s was written by another member of the group (or before notes recorded their author), and only its author or the bot's admins may %s it; tell the user so (a note of their own needs another key)", quote(key), verb), nil
+		}
+	}
+	return "", nil
 }

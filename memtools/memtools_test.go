@@ -145,3 +145,74 @@ func TestRememberRefusalsAreExplained(t *testing.T) {
 		t.Fatalf("notes = %+v, %v", ms, err)
 	}
 }
+
+// In a group the model cannot delete or replace, for one member, a note
+// another member wrote (nor one whose author is unknown): the tool refuses
+// and says why; the author's own call and a bot admin's go through, and
+// the note saved records who asked.
+func TestGroupNotesAreTheirAuthors(t *testing.T) {
+	ctx := context.Background()
+	store, err := memory.Open(ctx, memory.Options{Dir: t.TempDir(), Defaults: memory.Settings{MemoryEnabled: true, Threshold: 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close(context.Background()) })
+	box := memtools.New(store, llm.NewCounter("test-model"), memtools.Options{IsAdmin: func(u string) bool { return u == "telegram:1" }})
+	group := pipeline.Key{Channel: "telegram", Chat: "-100"}
+	as := func(user string) memtools.Scope { return memtools.Scope{Key: group, Group: true, User: user} }
+	call := func(user, tool, args string) memtools.Result {
+		return box.Call(ctx, as(user), llm.ToolCall{Name: tool, Arguments: args})
+	}
+	notes := func() map[string]memory.UserMemory {
+		mems, err := store.Memories(ctx, group.Owner())
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]memory.UserMemory{}
+		for _, m := range mems {
+			out[m.Key] = m
+		}
+		return out
+	}
+	if res := call("telegram:2", memtools.Remember, `{"key":"rule","text":"no spoilers"}`); res.Failed {
+		t.Fatalf("remember: %s", res.Content)
+	}
+	if m := notes()["rule"]; m.Author != "telegram:2" {
+		t.Fatalf("the note's author: %+v", m)
+	}
+	if err := store.Remember(ctx, group.Owner(), "old", "from before"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ tool, args, verb string }{
+		{memtools.Forget, `{"key":"rule"}`, "delete"},
+		{memtools.Remember, `{"key":"rule","text":"spoilers welcome"}`, "replace"},
+		{memtools.Forget, `{"key":"old"}`, "delete"},
+	} {
+		res := call("telegram:3", tc.tool, tc.args)
+		if !res.Failed || res.Effect != nil || !strings.Contains(res.Content, "only its author or the bot's admins may "+tc.verb+" it") {
+			t.Errorf("%s %s by another member: %+v", tc.tool, tc.args, res)
+		}
+	}
+	if n := notes(); len(n) != 2 || n["rule"].Content != "no spoilers" {
+		t.Fatalf("another member changed the notes: %+v", n)
+	}
+	if res := call("telegram:2", memtools.Remember, `{"key":"rule","text":"spoilers after a week"}`); res.Failed {
+		t.Fatalf("the author's replace: %s", res.Content)
+	}
+	for _, key := range []string{"rule", "old"} {
+		if res := call("telegram:1", memtools.Forget, `{"key":"`+key+`"}`); res.Failed || res.Effect == nil {
+			t.Fatalf("the admin's forget of %s: %+v", key, res)
+		}
+	}
+	if n := notes(); len(n) != 0 {
+		t.Fatalf("after the admin's forget: %+v", n)
+	}
+	// In a private chat the owner is the only one there.
+	private := memtools.Scope{Key: pipeline.Key{Channel: "telegram", Chat: "3"}, User: "telegram:3"}
+	if err := store.Remember(ctx, "telegram:3", "city", "Porto"); err != nil {
+		t.Fatal(err)
+	}
+	if res := box.Call(ctx, private, llm.ToolCall{Name: memtools.Forget, Arguments: `{"key":"city"}`}); res.Failed || res.Effect == nil {
+		t.Fatalf("private forget: %+v", res)
+	}
+}

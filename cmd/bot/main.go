@@ -29,6 +29,9 @@ Usage:
   bot backup FILE                          copy the database to a new FILE while the bot runs
   bot allow CODE|ID                        let a user in (a pairing code from the log, or telegram:123…); works beside the running bot
   bot deny CODE|ID                         shut a user out, or turn a pairing request down (no argument: list who waits)
+  bot purge --user ID | --conversation KEY | --older-than DAYS [--yes]
+                                           delete a user's data (their messages in groups too), a conversation, or old
+                                           messages, as /purge does; asks y/N first; the bot must be stopped
   bot migrate [--to|--from postgres://…]   apply the database's migrations and exit; --to: copy the data directory into PostgreSQL,
                                            --from: back into an empty data directory's SQLite (both verified, resumable)
   bot whatsapp login [--phone +49…]        link the bot to a WhatsApp account (QR code, or a pairing code with --phone)
@@ -86,7 +89,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, workers *sand
 		return 0
 	}
 	switch cmd {
-	case "", "import", "export", "backup", "search", "context", "healthcheck", "whatsapp", "allow", "deny", "reindex", "migrate":
+	case "", "import", "export", "backup", "search", "context", "healthcheck", "whatsapp", "allow", "deny", "reindex", "migrate", "purge":
 	default:
 		// Before the configuration is read: a typo is named as such even
 		// when the configuration is broken too.
@@ -103,6 +106,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, workers *sand
 		// it touches anything. The kernel releases the lock on any exit.
 		lock, err := datadir.Acquire(cfg.Data.Dir)
 		if err != nil {
+			var held *datadir.LockedError
+			if cmd == "purge" && errors.As(err, &held) {
+				err = errors.New(purgeLockedText(held))
+			}
 			fmt.Fprintln(stderr, "error:", err)
 			return 1
 		}
@@ -134,6 +141,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, workers *sand
 		err = runReindex(ctx, cfg, rest, stderr)
 	case "migrate":
 		err = runMigrate(ctx, cfg, rest, stdout, stderr)
+	case "purge":
+		err = runPurge(ctx, cfg, rest, stdin, stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "unknown command %q\n\n%s", cmd, usageText)
 		return 2
@@ -159,7 +168,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, workers *sand
 // PostgreSQL beside running replicas).
 func writesData(cmd string) bool {
 	switch cmd {
-	case "", "import", "whatsapp", "reindex":
+	case "", "import", "whatsapp", "reindex", "purge":
 		return true
 	}
 	return false

@@ -105,7 +105,7 @@ func runBot(ctx context.Context, cfg config.Config, stdin io.Reader, stdout, std
 			}
 		}
 		chat := console.New(stdin, stdout, a.Handler, interactive, console.WithLog(a.Log),
-			console.WithExportDir(filepath.Join(cfg.Data.Dir, "exports")), console.IfTerminal(stdin))
+			console.WithExportDir(filepath.Join(cfg.Data.Dir, app.ExportsDir)), console.IfTerminal(stdin))
 		if interactive {
 			// Ctrl-C stops the answer in flight; from a pipe (a script)
 			// it stops the bot as SIGTERM does.
