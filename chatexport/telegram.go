@@ -14,11 +14,7 @@ import (
 
 // Telegram Desktop's export: {"name","type","id","messages":[…]} for one
 // chat; the full-account export nests chats under {"chats":{"list":[…]}}.
-type tgChat struct {
-	Name     string      `json:"name"`
-	Messages []tgMessage `json:"messages"`
-}
-
+// Both are read as a stream of tokens, one message at a time.
 type tgMessage struct {
 	ID           json.Number     `json:"id"`
 	Type         string          `json:"type"`

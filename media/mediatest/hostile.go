@@ -22,7 +22,7 @@ func pdf(write func(io.Writer), trailer string) []byte {
 	var z bytes.Buffer
 	w, _ := zlib.NewWriterLevel(&z, zlib.BestSpeed)
 	write(w)
-	w.Close()
+	_ = w.Close()
 	objs := []string{
 		"<< /Type /Catalog /Pages 2 0 R >>",
 		"<< /Type /Pages /Kids [4 0 R] /Count 1 >>",
@@ -70,7 +70,7 @@ func BombPDF(inflated int) []byte {
 		io.WriteString(w, "BT /F1 12 Tf 72 720 Td\n")
 		chunk := []byte(strings.Repeat(line, 1<<20/len(line)+1))
 		for n := 0; n < inflated; n += len(chunk) {
-			w.Write(chunk)
+			_, _ = w.Write(chunk)
 		}
 		io.WriteString(w, "ET")
 	}, "")
@@ -86,13 +86,13 @@ func BombPNG(w, h int, deep bool) []byte {
 	var b bytes.Buffer
 	b.WriteString("\x89PNG\r\n\x1a\n")
 	chunk := func(typ string, data []byte) {
-		binary.Write(&b, binary.BigEndian, uint32(len(data)))
+		_ = binary.Write(&b, binary.BigEndian, uint32(len(data)))
 		crc := crc32.NewIEEE()
 		crc.Write([]byte(typ))
 		crc.Write(data)
 		b.WriteString(typ)
 		b.Write(data)
-		binary.Write(&b, binary.BigEndian, crc.Sum32())
+		_ = binary.Write(&b, binary.BigEndian, crc.Sum32())
 	}
 	ihdr := make([]byte, 13)
 	binary.BigEndian.PutUint32(ihdr[0:], uint32(w))
@@ -103,9 +103,9 @@ func BombPNG(w, h int, deep bool) []byte {
 	zw, _ := zlib.NewWriterLevel(&z, zlib.BestSpeed)
 	row := make([]byte, 1+w*bpp) // filter 0, black transparent
 	for range h {
-		zw.Write(row)
+		_, _ = zw.Write(row)
 	}
-	zw.Close()
+	_ = zw.Close()
 	chunk("IDAT", z.Bytes())
 	chunk("IEND", nil)
 	return b.Bytes()
@@ -137,8 +137,8 @@ func BombZip(size int) []byte {
 	line := []byte(strings.Repeat("a", 79) + "\n")
 	chunk := bytes.Repeat(line, 1<<20/len(line))
 	for n := 0; n < size; n += len(chunk) {
-		f.Write(chunk[:min(len(chunk), size-n)])
+		_, _ = f.Write(chunk[:min(len(chunk), size-n)])
 	}
-	zw.Close()
+	_ = zw.Close()
 	return b.Bytes()
 }
