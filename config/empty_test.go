@@ -23,7 +23,7 @@ func TestEmptyVariable(t *testing.T) {
 		{name: "an empty list", file: "access:\n  allowed_users: [telegram:1]\n", variable: "RECALL_ACCESS_ALLOWED_USERS",
 			check: func(c Config) bool { return c.Access.AllowedUsers == nil }},
 		{name: "duration", variable: "RECALL_LLM_TIMEOUT",
-			wantErr: "llm.timeout: RECALL_LLM_TIMEOUT is set but empty, and llm.timeout needs a duration (like 30s or 2m): unset it to keep the default (1m0s)"},
+			wantErr: "llm.timeout: RECALL_LLM_TIMEOUT is set but empty, and llm.timeout needs a duration (like 30s or 2m): unset it to keep the default (2m0s)"},
 		{name: "switch", variable: "RECALL_MEMORY_FEEDBACK",
 			wantErr: "memory.feedback: RECALL_MEMORY_FEEDBACK is set but empty, and memory.feedback needs true or false: unset it to keep the default (true)"},
 		{name: "a string that may not be empty", variable: "RECALL_LOG_LEVEL",

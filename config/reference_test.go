@@ -16,7 +16,7 @@ func TestKeys(t *testing.T) {
 	}
 	for _, want := range []Key{
 		{Name: "llm.api_key", Env: "RECALL_LLM_API_KEY", Default: `""`, Secret: true},
-		{Name: "llm.turn_timeout", Env: "RECALL_LLM_TURN_TIMEOUT", Default: "1m30s"},
+		{Name: "llm.turn_timeout", Env: "RECALL_LLM_TURN_TIMEOUT", Default: "5m"},
 		{Name: "whatsapp.backlog_window", Env: "RECALL_WHATSAPP_BACKLOG_WINDOW", Default: "10m"},
 		{Name: "memory.retention_interval", Env: "RECALL_MEMORY_RETENTION_INTERVAL", Default: "1h"},
 		{Name: "memory.budget.total", Env: "RECALL_MEMORY_BUDGET_TOTAL", Default: "8000"},
