@@ -320,7 +320,7 @@ type powerLedger struct {
 // powerCounts sums a run of cuts.
 type powerCounts struct {
 	cuts, inFlight, acked, recovered, lost, purgedBack int
-	firstLost                                          string
+	firstLost, firstBack                               string
 }
 
 var (
@@ -517,9 +517,12 @@ func (l *powerLedger) check(t *testing.T, s *Store, c *powerCounts) {
 		var n int
 		must(t, db.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM messages WHERE text LIKE '%'||?1||'%')
 			+ (SELECT count(*) FROM summaries WHERE text LIKE '%'||?1||'%')`, tok).Scan(&n))
-		if n > 0 {
+		if n > 0 { // counted once, as lost exchanges are
 			c.purgedBack++
-			t.Errorf("cut %d: purged exchange %s is back (%d rows)", c.cuts, id, n)
+			delete(l.purged, tok)
+			if c.firstBack == "" {
+				c.firstBack = fmt.Sprintf("exchange %s, purged, back after cut %d (%d rows)", id, c.cuts, n)
+			}
 		}
 	}
 	// Every archived message belongs to a chunk a summary names, and every
@@ -556,7 +559,7 @@ func runPowerCuts(t *testing.T, cuts int, seed uint64, synchronous string, torn 
 		l.check(t, s, &c)
 		if t.Failed() {
 			s.Close(ctx)
-			return c
+			break
 		}
 		down := disk.arm(600)
 		work, stop := context.WithCancel(ctx)
@@ -572,12 +575,14 @@ func runPowerCuts(t *testing.T, cuts int, seed uint64, synchronous string, torn 
 		must(t, disk.restore(torn))
 		c.cuts++
 	}
-	s, err := Open(ctx, Options{Dir: dir, VFS: name, synchronous: synchronous})
-	if err != nil {
-		t.Fatalf("reopening after the last cut: %v", err)
+	if !t.Failed() {
+		s, err := Open(ctx, Options{Dir: dir, VFS: name, synchronous: synchronous})
+		if err != nil {
+			t.Fatalf("reopening after the last cut: %v", err)
+		}
+		defer s.Close(ctx)
+		l.check(t, s, &c)
 	}
-	defer s.Close(ctx)
-	l.check(t, s, &c)
 	c.inFlight = int(l.flight.Load())
 	c.acked = int(l.applied.Load())
 	return c
@@ -588,9 +593,9 @@ func powerCutCount(t *testing.T) int {
 	case *powerCuts > 0:
 		return *powerCuts
 	case testing.Short():
-		return 5
+		return 3
 	}
-	return 50
+	return 25
 }
 
 func powerCutSeed(t *testing.T) uint64 {
@@ -613,7 +618,8 @@ func TestPowerCut(t *testing.T) {
 			t.Logf("power cuts: %d cuts, %d writes acknowledged, %d in flight at a cut, %d acknowledged exchanges recovered, %d lost, %d purged back",
 				c.cuts, c.acked, c.inFlight, c.recovered, c.lost, c.purgedBack)
 			if c.lost > 0 || c.purgedBack > 0 {
-				t.Fatalf("%d acknowledged exchanges lost (first: %s), %d purged exchanges back", c.lost, c.firstLost, c.purgedBack)
+				t.Fatalf("%d acknowledged exchanges lost (first: %s), %d purged exchanges back (first: %s)",
+					c.lost, c.firstLost, c.purgedBack, c.firstBack)
 			}
 			if c.acked == 0 || c.inFlight == 0 {
 				t.Fatalf("the cuts hit no work: %+v", c)
@@ -628,8 +634,8 @@ func TestPowerCut(t *testing.T) {
 func TestPowerCutNormalLoses(t *testing.T) {
 	seed := powerCutSeed(t)
 	c := runPowerCuts(t, min(powerCutCount(t), 10), seed, "normal", false)
-	t.Logf("synchronous=NORMAL: %d cuts, %d writes acknowledged, %d acknowledged exchanges lost (first: %s)",
-		c.cuts, c.acked, c.lost, c.firstLost)
+	t.Logf("synchronous=NORMAL: %d cuts, %d writes acknowledged, %d acknowledged exchanges lost (first: %s), %d purged back (first: %s)",
+		c.cuts, c.acked, c.lost, c.firstLost, c.purgedBack, c.firstBack)
 	if c.lost == 0 {
 		t.Fatalf("no acknowledged exchange lost in %d cuts without syncs at commit: the harness does not cut", c.cuts)
 	}
