@@ -640,3 +640,31 @@ func TestPowerCutNormalLoses(t *testing.T) {
 		t.Fatalf("no acknowledged exchange lost in %d cuts without syncs at commit: the harness does not cut", c.cuts)
 	}
 }
+
+// BenchmarkReplySync measures what a chat turn costs the store at each
+// synchronous level, on the operating system's disk: the user's message
+// write-behind, the reply appended and waited for (one commit; at FULL one
+// sync of the log). Sub-benchmarks alternate so both see the same disk.
+func BenchmarkReplySync(b *testing.B) {
+	for _, level := range []string{"normal", "full"} {
+		b.Run(level, func(b *testing.B) {
+			ctx := context.Background()
+			s, err := Open(ctx, Options{Dir: b.TempDir(), synchronous: level})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close(ctx)
+			k := pipeline.Key{Channel: "telegram", Chat: "1"}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				msgs := exchange(k, i, "turn "+powerToken(i)+" about the weather", "reply to "+powerToken(i))
+				if err := s.Enqueue(msgs[0]); err != nil {
+					b.Fatal(err)
+				}
+				if err := s.Append(ctx, msgs[1]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
