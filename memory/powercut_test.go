@@ -320,6 +320,7 @@ type powerLedger struct {
 // powerCounts sums a run of cuts.
 type powerCounts struct {
 	cuts, inFlight, acked, recovered, lost, purgedBack int
+	checkpoints                                        int // finished before a cut
 	firstLost, firstBack                               string
 }
 
@@ -556,6 +557,8 @@ func runPowerCuts(t *testing.T, cuts int, seed uint64, synchronous string, torn 
 		if err != nil {
 			t.Fatalf("cut %d: reopening: %v", c.cuts, err)
 		}
+		// Checkpoints every few turns, so that cuts land in them too.
+		s.sqlite.ckpt.pages, s.sqlite.ckpt.inline = 24, 96
 		l.check(t, s, &c)
 		if t.Failed() {
 			s.Close(ctx)
@@ -570,6 +573,7 @@ func runPowerCuts(t *testing.T, cuts int, seed uint64, synchronous string, torn 
 		<-down
 		// The process dies with the power: nothing waits for the queue.
 		stop()
+		c.checkpoints += int(s.sqlite.ckpt.runs.Load() + s.sqlite.ckpt.inlined.Load())
 		_ = s.Close(work)
 		wg.Wait()
 		must(t, disk.restore(torn))
@@ -615,13 +619,13 @@ func TestPowerCut(t *testing.T) {
 		t.Run(map[bool]string{false: "lost", true: "torn"}[torn], func(t *testing.T) {
 			seed := powerCutSeed(t)
 			c := runPowerCuts(t, powerCutCount(t), seed, "", torn)
-			t.Logf("power cuts: %d cuts, %d writes acknowledged, %d in flight at a cut, %d acknowledged exchanges recovered, %d lost, %d purged back",
-				c.cuts, c.acked, c.inFlight, c.recovered, c.lost, c.purgedBack)
+			t.Logf("power cuts: %d cuts, %d writes acknowledged, %d in flight at a cut, %d checkpoints, %d acknowledged exchanges recovered, %d lost, %d purged back",
+				c.cuts, c.acked, c.inFlight, c.checkpoints, c.recovered, c.lost, c.purgedBack)
 			if c.lost > 0 || c.purgedBack > 0 {
 				t.Fatalf("%d acknowledged exchanges lost (first: %s), %d purged exchanges back (first: %s)",
 					c.lost, c.firstLost, c.purgedBack, c.firstBack)
 			}
-			if c.acked == 0 || c.inFlight == 0 {
+			if c.acked == 0 || c.inFlight == 0 || c.checkpoints == 0 {
 				t.Fatalf("the cuts hit no work: %+v", c)
 			}
 		})
