@@ -617,6 +617,9 @@ func runPowerCuts(t *testing.T, cuts int, seed uint64, synchronous string, torn 
 		wg.Wait()
 		must(t, disk.restore(torn))
 		c.cuts++
+		if c.cuts%100 == 0 {
+			t.Logf("%d cuts, %d lost so far", c.cuts, c.lost)
+		}
 	}
 	if !t.Failed() {
 		s, err := Open(ctx, Options{Dir: dir, VFS: name, synchronous: synchronous})
