@@ -89,9 +89,20 @@ const (
 // nothing measurable on two cores.
 const readerConns = 2
 
-// sqliteDSN builds the connection string. Any _pragma drops the driver's
-// default busy timeout, so it is always set explicitly.
-func sqliteDSN(path string, readOnly bool, vfs string) string {
+// sqliteSynchronous is the synchronous level of every connection. FULL: in
+// WAL mode it syncs the log at each commit, so a commit that returned — a
+// reply stored before it is sent — survives a power cut; NORMAL syncs only
+// at checkpoints and loses the commits since the last one
+// (memory/powercut_test.go shows both; docs/figures.md "Power cuts" the cost).
+const sqliteSynchronous = "full"
+
+// sqliteDSN builds the connection string, with the synchronous level syncLevel
+// ("" is sqliteSynchronous; tests pass another). Any _pragma drops the
+// driver's default busy timeout, so it is always set explicitly.
+func sqliteDSN(path string, readOnly bool, vfs, syncLevel string) string {
+	if syncLevel == "" {
+		syncLevel = sqliteSynchronous
+	}
 	q := url.Values{}
 	if vfs != "" {
 		q.Set("vfs", vfs)
@@ -103,7 +114,7 @@ func sqliteDSN(path string, readOnly bool, vfs string) string {
 		q.Add("_pragma", "cache_size(-"+strconv.Itoa(writerCacheKiB)+")")
 	}
 	q.Add("_pragma", "journal_mode(wal)")
-	q.Add("_pragma", "synchronous(normal)")
+	q.Add("_pragma", "synchronous("+syncLevel+")")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "secure_delete(1)")
 	if readOnly {
@@ -117,12 +128,13 @@ func sqliteDSN(path string, readOnly bool, vfs string) string {
 // OpenSQLite opens (creating if needed, 0600 in a 0700 directory) the database
 // at path and applies pending migrations.
 func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
-	return openSQLite(ctx, path, "", nil, 0)
+	return openSQLite(ctx, path, "", "", nil, 0)
 }
 
 // openSQLite is OpenSQLite through the named SQLite VFS ("" is the
-// operating system's), logging background trouble to log (nil: nowhere).
-func openSQLite(ctx context.Context, path, vfs string, log *slog.Logger, searchMemory int) (*SQLite, error) {
+// operating system's) at the synchronous level syncLevel ("" is
+// sqliteSynchronous), logging background trouble to log (nil: nowhere).
+func openSQLite(ctx context.Context, path, vfs, syncLevel string, log *slog.Logger, searchMemory int) (*SQLite, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -138,7 +150,7 @@ func openSQLite(ctx context.Context, path, vfs string, log *slog.Logger, searchM
 		return nil, fmt.Errorf("opening database %s: %w", path, err)
 	}
 	f.Close()
-	cdb, err := sql.Open("sqlite3", sqliteDSN(path, false, vfs))
+	cdb, err := sql.Open("sqlite3", sqliteDSN(path, false, vfs, syncLevel))
 	if err != nil {
 		return nil, fmt.Errorf("opening database %s: %w", path, err)
 	}
@@ -146,7 +158,7 @@ func openSQLite(ctx context.Context, path, vfs string, log *slog.Logger, searchM
 	mrg := newIndexMerger(log)
 	// The WAL hook replaces SQLite's auto-checkpoint on the writer, and
 	// tells the merger the store is busy.
-	w, err := driver.Open(sqliteDSN(path, false, vfs), func(c *sqlite3.Conn) error {
+	w, err := driver.Open(sqliteDSN(path, false, vfs, syncLevel), func(c *sqlite3.Conn) error {
 		c.WALHook(func(c *sqlite3.Conn, schema string, pages int) error {
 			mrg.committed()
 			return ckpt.hook(c, schema, pages)
@@ -178,7 +190,7 @@ func openSQLite(ctx context.Context, path, vfs string, log *slog.Logger, searchM
 	}
 	// Readers keep the search's prepared statements (closeSearchStmts
 	// finalizes them before the driver closes the connection).
-	r, err := driver.Open(sqliteDSN(path, true, vfs), nil, s.closeSearchStmts)
+	r, err := driver.Open(sqliteDSN(path, true, vfs, syncLevel), nil, s.closeSearchStmts)
 	if err != nil {
 		return nil, errors.Join(err, w.Close(), ckpt.close())
 	}

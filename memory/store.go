@@ -30,6 +30,9 @@ type Options struct {
 	// to open recall.db through; "" is the operating system's. Tests use it
 	// to inject storage faults.
 	VFS string
+	// synchronous overrides the SQLite synchronous level (sqliteDSN), for
+	// tests that compare levels; "" is the store's.
+	synchronous string
 	// Existing opens a store that must already exist (in Dir; with
 	// DatabaseURL the database holds it), to read it, possibly
 	// beside the process that writes it (bot export, bot search): a
@@ -99,7 +102,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.Existing {
 		searchMemory = -1
 	}
-	sq, err := openSQLite(ctx, filepath.Join(opts.Dir, DatabaseFile), opts.VFS, opts.Logger, searchMemory)
+	sq, err := openSQLite(ctx, filepath.Join(opts.Dir, DatabaseFile), opts.VFS, opts.synchronous, opts.Logger, searchMemory)
 	if err != nil {
 		return nil, err
 	}
