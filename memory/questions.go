@@ -74,55 +74,52 @@ func (s *Store) DeleteQuestion(ctx context.Context, key pipeline.Key) error {
 // less than a day before now (an answer to one is told it expired).
 func (s *Store) Questions(ctx context.Context, now time.Time) ([]Question, error) {
 	since := now.Add(-questionsKeep).UnixMilli()
-	var out []Question
-	add := func(key, asked, kind, args string, expires int64) error {
-		k, err := pipeline.ParseKey(key)
-		if err != nil {
-			return err
-		}
-		out = append(out, Question{Key: k, Asked: asked, Kind: kind, Args: args, Expires: time.UnixMilli(expires)})
-		return nil
-	}
+	var rows questionRows
 	if s.pg != nil {
-		rows, err := s.pg.pool.Query(ctx, pgQuestions, since)
+		r, err := s.pg.pool.Query(ctx, pgQuestions, since)
 		if err != nil {
 			return nil, fmt.Errorf("reading the questions waiting for an answer: %w", err)
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var key, asked, kind, args string
-			var expires int64
-			if err := rows.Scan(&key, &asked, &kind, &args, &expires); err != nil {
-				return nil, fmt.Errorf("reading the questions waiting for an answer: %w", err)
-			}
-			if err := add(key, asked, kind, args, expires); err != nil {
-				return nil, fmt.Errorf("reading the questions waiting for an answer: %w", err)
-			}
-		}
-		if err := rows.Err(); err != nil {
+		defer r.Close()
+		rows = r
+	} else {
+		r, err := s.sqlite.rd.QueryContext(ctx, sqlQuestions, since)
+		if err != nil {
 			return nil, fmt.Errorf("reading the questions waiting for an answer: %w", err)
 		}
-		return out, nil
+		defer r.Close()
+		rows = r
 	}
-	rows, err := s.sqlite.rd.QueryContext(ctx, sqlQuestions, since)
+	out, err := scanQuestions(rows)
 	if err != nil {
 		return nil, fmt.Errorf("reading the questions waiting for an answer: %w", err)
 	}
-	defer rows.Close()
+	return out, nil
+}
+
+// questionRows is what both backends' rows offer (pgx.Rows, *sql.Rows).
+type questionRows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// scanQuestions reads rows of (key, asked, kind, args, expires).
+func scanQuestions(rows questionRows) ([]Question, error) {
+	var out []Question
 	for rows.Next() {
 		var key, asked, kind, args string
 		var expires int64
 		if err := rows.Scan(&key, &asked, &kind, &args, &expires); err != nil {
-			return nil, fmt.Errorf("reading the questions waiting for an answer: %w", err)
+			return nil, err
 		}
-		if err := add(key, asked, kind, args, expires); err != nil {
-			return nil, fmt.Errorf("reading the questions waiting for an answer: %w", err)
+		k, err := pipeline.ParseKey(key)
+		if err != nil {
+			return nil, err
 		}
+		out = append(out, Question{Key: k, Asked: asked, Kind: kind, Args: args, Expires: time.UnixMilli(expires)})
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("reading the questions waiting for an answer: %w", err)
-	}
-	return out, nil
+	return out, rows.Err()
 }
 
 // pruneQuestions forgets questions a day past their expiry.
