@@ -2,6 +2,7 @@ package memory
 
 import (
 	"fmt"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -43,11 +44,7 @@ func CutText(text string) (string, bool) {
 
 // megabytes formats n bytes as MB with one decimal at most ("30.5 MB", "4 MB").
 func megabytes(n int) string {
-	mb := float64(n) / (1 << 20)
-	if mb == float64(int(mb)) {
-		return fmt.Sprintf("%d MB", int(mb))
-	}
-	return fmt.Sprintf("%.1f MB", mb)
+	return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/(1<<20)), ".0") + " MB"
 }
 
 // cutMessages cuts each message's text to MaxMessageBytes in place and

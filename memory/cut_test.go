@@ -150,7 +150,11 @@ func cfHugeMessages(t *testing.T, open func(t *testing.T) Backend) {
 	if rep.Cut != 1 || rep.Messages != 2 {
 		t.Errorf("import report %+v, want 2 messages, 1 cut", rep)
 	}
-	got := cfActive(t, b, k)
+	d := cfExport(t, b, k.Owner(), &k)
+	if len(d.Conversations) != 1 {
+		t.Fatalf("%d conversations exported, want 1", len(d.Conversations))
+	}
+	got := d.Conversations[0].Messages
 	if len(got) != 3 {
 		t.Fatalf("%d messages, want 3", len(got))
 	}
