@@ -10,16 +10,16 @@ import (
 // WebAssembly build, 256 MB of memory per connection) runs out of memory
 // indexing one row of about 12 MB of many words or 16 MB of one word, and
 // the driver panics instead of returning an error, which would take the
-// whole process down; 4 MiB indexes with a margin of three (the figures and
-// the command that measured them are in DEVELOPERS.md, "Pins and traps").
+// whole process down; 4 MiB indexes with a margin of three (TestCutText,
+// TestHugeMessageIsStoredCut and TestBigMessagesInOneBatch in cut_test.go).
 // The bound holds for every backend so that a conversation moves between
 // them unchanged.
 const MaxMessageBytes = 4 << 20
 
-// maxStatementBytes bounds the message text one SQLite statement inserts:
-// FTS5 buffers a statement's index terms until its end, so a batch of
-// twelve 4 MiB messages in one statement exhausts the memory too (six do
-// not).
+// maxStatementBytes bounds the message text one SQLite statement inserts
+// (appendTx): the batch travels as one JSON parameter, parsed and indexed
+// inside the connection's memory, and 24 messages of 4 MiB in one statement
+// exhausted it (16 did not); a transaction of several statements does not.
 const maxStatementBytes = 2 * MaxMessageBytes
 
 // CutText returns text cut to MaxMessageBytes with a note saying so, and
