@@ -109,8 +109,8 @@ func TestHugeMessageIsStoredCut(t *testing.T) {
 // panicked; statements split by bytes (maxStatementBytes) keep them in one
 // transaction.
 func TestBigMessagesInOneBatch(t *testing.T) {
-	if testing.Short() {
-		t.Skip("indexes 96 MB")
+	if testing.Short() || raceEnabled {
+		t.Skip("indexes 96 MB: about 20 s, minutes under -race (run it without -short and -race)")
 	}
 	ctx := context.Background()
 	s := openStore(t, t.TempDir())
