@@ -168,6 +168,7 @@ func cfHitTexts(hits []Hit) []string {
 
 func runConformance(t *testing.T, open func(t *testing.T) Backend) {
 	t.Run("LongWords", func(t *testing.T) { cfLongWords(t, open) })
+	t.Run("HugeMessagesAreCut", func(t *testing.T) { cfHugeMessages(t, open) })
 	t.Run("AppendIsIdempotent", func(t *testing.T) {
 		b := open(t)
 		k := cfKey("telegram", "1")

@@ -53,11 +53,13 @@ type ImportReport struct {
 	Summaries int `json:"summaries"`
 	Memories  int `json:"memories"`
 	Facts     int `json:"facts"`
+	// Cut counts the messages over MaxMessageBytes, stored cut (CutText).
+	Cut int `json:"cut,omitempty"`
 }
 
 // Add sums two reports.
 func (r ImportReport) Add(o ImportReport) ImportReport {
-	return ImportReport{r.Messages + o.Messages, r.Summaries + o.Summaries, r.Memories + o.Memories, r.Facts + o.Facts}
+	return ImportReport{r.Messages + o.Messages, r.Summaries + o.Summaries, r.Memories + o.Memories, r.Facts + o.Facts, r.Cut + o.Cut}
 }
 
 // NewExport wraps owners in an export document stamped now.

@@ -169,9 +169,10 @@ func (j *JSON) Import(ctx context.Context, d OwnerData) (ImportReport, error) {
 	if err := d.Validate(); err != nil {
 		return ImportReport{}, err
 	}
+	d, cut := cutOwnerData(d)
 	var rep ImportReport
 	err := j.update(ctx, d.Owner, func(f *jsonFile) (bool, error) {
-		rep = ImportReport{}
+		rep = ImportReport{Cut: cut}
 		if d.Settings != nil {
 			st := *d.Settings
 			st.Owner = d.Owner

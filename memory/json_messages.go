@@ -28,6 +28,9 @@ func (j *JSON) Append(ctx context.Context, msgs []Message) (int, error) {
 		if !m.Role.Valid() {
 			return 0, fmt.Errorf("storing message in %s: invalid role %q", m.Key, m.Role)
 		}
+		if text, cut := CutText(m.Text); cut {
+			m.Text, m.Tokens = text, estimateTokens(text)
+		}
 		o := m.Key.Owner()
 		if _, ok := byOwner[o]; !ok {
 			owners = append(owners, o)

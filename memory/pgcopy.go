@@ -75,6 +75,8 @@ type CopyReport struct {
 	// Retired counts the per-user JSON files renamed to
 	// <name>.json.copied-to-postgres once their copy verified.
 	Retired int `json:"json_files_retired"`
+	// Cut counts the messages over MaxMessageBytes, copied cut (CutText).
+	Cut int `json:"messages_cut,omitempty"`
 }
 
 // CopyProgress is told after each owner: done of total owners, and the
@@ -195,6 +197,9 @@ func (j copyJob) run(ctx context.Context) (CopyReport, error) {
 		if err != nil {
 			return rep, fmt.Errorf("copying %s to %s: reading it: %w", owner, j.into, err)
 		}
+		// Cut before the fingerprint: the target holds the cut text.
+		d, cut := cutOwnerData(d)
+		rep.Cut += cut
 		if d.Settings != nil {
 			st := *d.Settings
 			st.Storage = StorageSQLite // the database (PostgreSQL offers no per-user file)

@@ -461,6 +461,9 @@ func (p *Postgres) Append(ctx context.Context, msgs []Message) (int, error) {
 			if !m.Role.Valid() {
 				return fmt.Errorf("storing message in %s: invalid role %q", m.Key, m.Role)
 			}
+			if text, cut := CutText(m.Text); cut {
+				m.Text, m.Tokens = text, estimateTokens(text)
+			}
 			if m.Tokens <= 0 {
 				m.Tokens = estimateTokens(m.Text)
 			}

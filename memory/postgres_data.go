@@ -270,9 +270,10 @@ func (p *Postgres) importOwner(ctx context.Context, d OwnerData, keepIDs bool) (
 	if err := d.Validate(); err != nil {
 		return ImportReport{}, err
 	}
+	d, cut := cutOwnerData(d)
 	var rep ImportReport
 	err := p.tx(ctx, func(tx pgx.Tx) error {
-		rep = ImportReport{}
+		rep = ImportReport{Cut: cut}
 		if d.Settings != nil {
 			st := *d.Settings
 			st.Owner = d.Owner

@@ -402,6 +402,9 @@ func appendTx(ctx context.Context, tx queryer, msgs []Message, convs map[pipelin
 		if !m.Role.Valid() {
 			return 0, fmt.Errorf("storing message in %s: invalid role %q", m.Key, m.Role)
 		}
+		if text, cut := CutText(m.Text); cut {
+			m.Text, m.Tokens = text, estimateTokens(text)
+		}
 		if m.Tokens <= 0 {
 			m.Tokens = estimateTokens(m.Text)
 		}
@@ -424,25 +427,18 @@ func appendTx(ctx context.Context, tx queryer, msgs []Message, convs map[pipelin
 		}
 	}
 	if valid {
-		doc, err := json.Marshal(rows)
-		if err != nil {
-			return 0, err
-		}
-		res, err := tx.QueryContext(ctx, sqlInsertBatch, string(doc))
-		if err != nil {
-			return 0, fmt.Errorf("storing %d messages: %w", len(msgs), err)
-		}
-		for res.Next() {
-			var conv int64
-			var role string
-			if err := res.Scan(&conv, &role); err != nil {
-				res.Close()
+		// One statement per maxStatementBytes of text: FTS5 holds a
+		// statement's terms in memory until its end.
+		for len(rows) > 0 {
+			n, size := 0, 0
+			for n < len(rows) && (n == 0 || size+len(rows[n][6].(string)) <= maxStatementBytes) {
+				size += len(rows[n][6].(string))
+				n++
+			}
+			if err := insertBatch(ctx, tx, rows[:n], note); err != nil {
 				return 0, err
 			}
-			note(conv, role)
-		}
-		if err := errors.Join(res.Err(), res.Close()); err != nil {
-			return 0, fmt.Errorf("storing %d messages: %w", len(msgs), err)
+			rows = rows[n:]
 		}
 	} else {
 		for _, r := range rows {
@@ -462,6 +458,32 @@ func appendTx(ctx context.Context, tx queryer, msgs []Message, convs map[pipelin
 		}
 	}
 	return added, nil
+}
+
+// insertBatch inserts rows (appendTx's) in one statement and notes each
+// row inserted.
+func insertBatch(ctx context.Context, tx queryer, rows [][]any, note func(conv int64, role string)) error {
+	doc, err := json.Marshal(rows)
+	if err != nil {
+		return fmt.Errorf("encoding %d messages: %w", len(rows), err)
+	}
+	res, err := tx.QueryContext(ctx, sqlInsertBatch, string(doc))
+	if err != nil {
+		return fmt.Errorf("storing %d messages: %w", len(rows), err)
+	}
+	for res.Next() {
+		var conv int64
+		var role string
+		if err := res.Scan(&conv, &role); err != nil {
+			res.Close()
+			return fmt.Errorf("storing %d messages: %w", len(rows), err)
+		}
+		note(conv, role)
+	}
+	if err := errors.Join(res.Err(), res.Close()); err != nil {
+		return fmt.Errorf("storing %d messages: %w", len(rows), err)
+	}
+	return nil
 }
 
 func boolInt(b bool) int {

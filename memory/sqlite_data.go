@@ -214,9 +214,11 @@ func (s *SQLite) importOwner(ctx context.Context, d OwnerData, keepIDs bool) (Im
 	if err := d.Validate(); err != nil {
 		return ImportReport{}, err
 	}
+	// Nothing over the bound reaches SQLite (it would panic indexing it).
+	d, cut := cutOwnerData(d)
 	var rep ImportReport
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		rep = ImportReport{}
+		rep = ImportReport{Cut: cut}
 		if d.Settings != nil {
 			st := *d.Settings
 			st.Owner = d.Owner

@@ -676,7 +676,8 @@ func (s *Store) ExportAll(ctx context.Context) (Export, error) {
 }
 
 // Import merges an export into the store, each owner into its backend
-// (an owner new to this store goes where its settings say).
+// (an owner new to this store goes where its settings say). A message over
+// MaxMessageBytes is stored cut (CutText), counted in the report's Cut.
 func (s *Store) Import(ctx context.Context, e Export) (ImportReport, error) {
 	var total ImportReport
 	for _, d := range e.Owners {

@@ -99,6 +99,9 @@ func (w *writer) enqueue(msgs []Message, done chan error) error {
 		return nil
 	}
 	owner := msgs[0].Key.Owner()
+	if n := cutMessages(msgs); n > 0 {
+		w.log.Warn("messages over the size bound were cut", "messages", n, "bound_bytes", MaxMessageBytes)
+	}
 	for i := range msgs {
 		if err := msgs[i].Key.Validate(); err != nil {
 			return err

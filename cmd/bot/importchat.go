@@ -78,7 +78,7 @@ func runImportChat(ctx context.Context, cfg config.Config, args []string, stdout
 	conv := chat.Conversation(key, counter.Count)
 	found := chat.Describe()
 	chat.Messages = nil // conv holds them now
-	imported, err := importInBatches(ctx, s, key, conv, newProgress(stderr, "importing"))
+	imported, cut, err := importInBatches(ctx, s, key, conv, newProgress(stderr, "importing"))
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("interrupted: %d of %d messages imported (each batch whole); run the same command again to import the rest: what is already in is skipped",
@@ -88,6 +88,7 @@ func runImportChat(ctx context.Context, cfg config.Config, args []string, stdout
 	}
 	return json.NewEncoder(stdout).Encode(map[string]any{
 		"imported": imported, "found": found, "skipped": chat.Skipped, "key": key.String(),
+		"cut": cut, // messages over memory.MaxMessageBytes, stored cut
 	})
 }
 
@@ -98,23 +99,24 @@ const importBatch = 2000
 // importInBatches imports conv's messages, importBatch at a time, each
 // batch in one transaction (memory.Store.Import), stopping between batches
 // when ctx ends. Messages already in the store are skipped (their platform
-// ids), so a second run resumes. It returns how many were added.
-func importInBatches(ctx context.Context, s *memory.Store, key pipeline.Key, conv memory.ConversationData, prog *progress) (int, error) {
+// ids), so a second run resumes. It returns how many were added, and how
+// many were over memory.MaxMessageBytes and stored cut.
+func importInBatches(ctx context.Context, s *memory.Store, key pipeline.Key, conv memory.ConversationData, prog *progress) (added, cut int, err error) {
 	defer prog.done()
 	all := conv.Messages
-	added := 0
 	for i := 0; i < len(all); i += importBatch {
 		if err := ctx.Err(); err != nil {
-			return added, err
+			return added, cut, err
 		}
 		part := conv
 		part.Messages = all[i:min(i+importBatch, len(all))]
 		rep, err := s.Import(ctx, memory.NewExport(memory.OwnerData{Owner: key.Owner(), Conversations: []memory.ConversationData{part}}))
 		if err != nil {
-			return added, fmt.Errorf("importing messages %d–%d: %w", i+1, i+len(part.Messages), err)
+			return added, cut, fmt.Errorf("importing messages %d–%d: %w", i+1, i+len(part.Messages), err)
 		}
 		added += rep.Messages
+		cut += rep.Cut
 		prog.set(int64(i+len(part.Messages)), int64(len(all)), "messages")
 	}
-	return added, nil
+	return added, cut, nil
 }
