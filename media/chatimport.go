@@ -103,9 +103,14 @@ func (s *Stage) chatImport(ctx context.Context, t *pipeline.Turn) (handled bool,
 		if err != nil {
 			return "", fmt.Errorf("importing a chat export: %w", err)
 		}
+		reply := fmt.Sprintf("Imported %d messages.", rep.Messages)
 		if rep.Messages < len(conv.Messages) {
-			return fmt.Sprintf("Imported %d messages (%d were already in my memory). Ask me about them any time.", rep.Messages, len(conv.Messages)-rep.Messages), nil
+			reply = fmt.Sprintf("Imported %d messages (%d were already in my memory).", rep.Messages, len(conv.Messages)-rep.Messages)
 		}
-		return fmt.Sprintf("Imported %d messages. Ask me about them any time.", rep.Messages), nil
+		if rep.Cut > 0 {
+			reply += fmt.Sprintf(" %s longer than %d MB: I kept the first %d MB of each.",
+				plural(rep.Cut, "message"), memory.MaxMessageBytes>>20, memory.MaxMessageBytes>>20)
+		}
+		return reply + " Ask me about them any time.", nil
 	})
 }

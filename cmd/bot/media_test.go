@@ -145,6 +145,32 @@ func TestChatExportSentAsADocumentIsImported(t *testing.T) {
 	bot.wait(30 * time.Second)
 }
 
+// A chat export holding one message over memory.MaxMessageBytes is
+// imported with that message cut, and the reply says so.
+func TestChatExportWithAHugeMessageSaysItWasCut(t *testing.T) {
+	tg := newFakeTelegram(t)
+	env := telegramEnv(t, tg, newFakeLLM(t).URL)
+	bot := env.startDaemon(t)
+	bot.waitLog("running", 30*time.Second)
+	huge := strings.Repeat("lease ", 5<<20/6)
+	export := []byte(`{"name":"Anna","type":"personal_chat","messages":[
+	 {"id":1,"type":"message","date_unixtime":"1677664860","from":"Anna","text":"` + huge + `"},
+	 {"id":2,"type":"message","date_unixtime":"1677664920","from":"Ann","text":"and the deposit is two months"}]}`)
+	chat := telegramtest.PrivateChat(42)
+	tg.Push(models.Update{Message: &models.Message{ID: tg.MsgID(chat.ID), Date: int(time.Now().Unix()), Chat: chat,
+		From:     &models.User{ID: 42, FirstName: "Ann"},
+		Document: &models.Document{FileID: tg.AddFile("result.json", export), FileName: "result.json", MimeType: "application/json", FileSize: int64(len(export))}}})
+	if _, ok := tg.waitSent("I found 2 messages between Ann and Anna", 30*time.Second); !ok {
+		t.Fatalf("no import question:\n%s", bot.output())
+	}
+	tg.sendText(42, "yes")
+	if _, ok := tg.waitSent("Imported 2 messages. 1 message longer than 4 MB: I kept the first 4 MB of each.", 60*time.Second); !ok {
+		t.Fatalf("the reply does not say a message was cut:\n%s", bot.output())
+	}
+	bot.signal(syscall.SIGTERM)
+	bot.wait(30 * time.Second)
+}
+
 // A photo with a caption, sent on Telegram: the answering model sees it
 // (an image part, downloaded through getFile), its description is what is
 // stored (not the caption the bot stored on arrival), and after a restart a
