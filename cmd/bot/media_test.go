@@ -104,6 +104,15 @@ func TestVoiceNoteWithTranscriptionOff(t *testing.T) {
 	}
 }
 
+// sendExport sends a Telegram Desktop result.json as a document from user
+// id, in a private chat.
+func sendExport(tg fakeTelegram, id int64, export []byte) {
+	chat := telegramtest.PrivateChat(id)
+	tg.Push(models.Update{Message: &models.Message{ID: tg.MsgID(chat.ID), Date: int(time.Now().Unix()), Chat: chat,
+		From:     &models.User{ID: id, FirstName: "Ann"},
+		Document: &models.Document{FileID: tg.AddFile("result.json", export), FileName: "result.json", MimeType: "application/json", FileSize: int64(len(export))}}})
+}
+
 func textsOf(msgs []memory.Message) []string {
 	var out []string
 	for _, m := range msgs {
@@ -122,10 +131,7 @@ func TestChatExportSentAsADocumentIsImported(t *testing.T) {
 	export := []byte(`{"name":"Anna","type":"personal_chat","messages":[
 	 {"id":1,"type":"message","date_unixtime":"1677664860","from":"Anna","text":"The lease starts on the first of June"},
 	 {"id":2,"type":"message","date_unixtime":"1677664920","from":"Ann","text":"and the deposit is two months"}]}`)
-	chat := telegramtest.PrivateChat(42)
-	tg.Push(models.Update{Message: &models.Message{ID: tg.MsgID(chat.ID), Date: int(time.Now().Unix()), Chat: chat,
-		From:     &models.User{ID: 42, FirstName: "Ann"},
-		Document: &models.Document{FileID: tg.AddFile("result.json", export), FileName: "result.json", MimeType: "application/json", FileSize: int64(len(export))}}})
+	sendExport(tg, 42, export)
 	q, ok := tg.waitSent("I found 2 messages between Ann and Anna", 30*time.Second)
 	if !ok {
 		t.Fatalf("no import question:\n%s", bot.output())
@@ -156,10 +162,7 @@ func TestChatExportWithAHugeMessageSaysItWasCut(t *testing.T) {
 	export := []byte(`{"name":"Anna","type":"personal_chat","messages":[
 	 {"id":1,"type":"message","date_unixtime":"1677664860","from":"Anna","text":"` + huge + `"},
 	 {"id":2,"type":"message","date_unixtime":"1677664920","from":"Ann","text":"and the deposit is two months"}]}`)
-	chat := telegramtest.PrivateChat(42)
-	tg.Push(models.Update{Message: &models.Message{ID: tg.MsgID(chat.ID), Date: int(time.Now().Unix()), Chat: chat,
-		From:     &models.User{ID: 42, FirstName: "Ann"},
-		Document: &models.Document{FileID: tg.AddFile("result.json", export), FileName: "result.json", MimeType: "application/json", FileSize: int64(len(export))}}})
+	sendExport(tg, 42, export)
 	if _, ok := tg.waitSent("I found 2 messages between Ann and Anna", 30*time.Second); !ok {
 		t.Fatalf("no import question:\n%s", bot.output())
 	}
